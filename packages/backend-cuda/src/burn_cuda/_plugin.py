@@ -1,0 +1,3 @@
+"""Entry point of burn_cuda (group ``burn``); import-light. Filled in by its package's work."""
+
+from burn.plugins import hookimpl  # noqa: F401

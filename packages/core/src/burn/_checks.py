@@ -1,0 +1,109 @@
+"""Argument checks done once in the frontend, so backends never repeat them. Each error names the op,
+the argument, what was expected and what was received."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ._errors import DimError, ShapeError
+
+
+def norm_dim(op: str, dim: int, ndim: int, arg: str = "dim") -> int:
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"{op}: {arg} must be an int, got {type(dim).__name__}")
+    lo, hi = (-ndim, ndim - 1) if ndim else (-1, 0)
+    if not lo <= dim <= hi:
+        raise DimError(f"{op}: {arg}={dim} out of range for a tensor of rank {ndim} (expected {lo}..{hi})")
+    return dim + ndim if dim < 0 else dim
+
+
+def norm_dims(op: str, dims: int | Sequence[int] | None, ndim: int, arg: str = "dim") -> tuple[int, ...]:
+    """Normalise ``None`` (all dims), an int or a sequence of ints to sorted unique non-negative dims."""
+    if dims is None:
+        return tuple(range(ndim))
+    if isinstance(dims, int):
+        return (norm_dim(op, dims, ndim, arg),)
+    out = tuple(norm_dim(op, d, ndim, arg) for d in dims)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{op}: {arg}={tuple(dims)} repeats a dim")
+    return tuple(sorted(out))
+
+
+def broadcast_shapes(
+    op: str, a: tuple[int, ...], b: tuple[int, ...], names: str = "lhs/rhs"
+) -> tuple[int, ...]:
+    if a == b:
+        return a
+    n = max(len(a), len(b))
+    pa = (1,) * (n - len(a)) + a
+    pb = (1,) * (n - len(b)) + b
+    out = []
+    for i, (x, y) in enumerate(zip(pa, pb)):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            left, right = names.split("/")
+            raise ShapeError(
+                f"shape mismatch in {op}: {left} {a} and {right} {b} do not broadcast "
+                f"(dim {i - n}: {x} vs {y})"
+            )
+    return tuple(out)
+
+
+def shape_arg(op: str, shape: Sequence[int] | tuple, arg: str = "shape") -> tuple[int, ...]:
+    """Accept ``f(2, 3)`` or ``f((2, 3))``; every entry a non-negative int."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    out = []
+    for s in shape:
+        if hasattr(s, "__index__") and not isinstance(s, bool):
+            s = s.__index__()
+        else:
+            raise TypeError(f"{op}: {arg} entries must be ints, got {s!r} in {tuple(shape)}")
+        out.append(s)
+    return tuple(out)
+
+
+def check_non_negative_shape(op: str, shape: tuple[int, ...], arg: str = "shape") -> tuple[int, ...]:
+    if any(s < 0 for s in shape):
+        raise ShapeError(f"{op}: {arg} must have non-negative sizes, got {shape}")
+    return shape
+
+
+def infer_reshape(op: str, old: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...]:
+    numel = 1
+    for s in old:
+        numel *= s
+    unknown = [i for i, s in enumerate(new) if s == -1]
+    if len(unknown) > 1:
+        raise ShapeError(f"{op}: only one -1 is allowed in shape, got {new}")
+    if any(s < -1 for s in new):
+        raise ShapeError(f"{op}: shape entries must be >= -1, got {new}")
+    known = 1
+    for s in new:
+        if s != -1:
+            known *= s
+    if unknown:
+        if known == 0 or numel % known:
+            raise ShapeError(f"{op}: cannot reshape a tensor of shape {old} ({numel} elements) to {new}")
+        new = tuple(numel // known if s == -1 else s for s in new)
+    elif known != numel:
+        raise ShapeError(
+            f"{op}: cannot reshape a tensor of shape {old} ({numel} elements) to {new} ({known} elements)"
+        )
+    return new
+
+
+def pair_tuple(op: str, value: int | Sequence[int], n: int, arg: str, minimum: int = 0) -> tuple[int, ...]:
+    """An int or a length-n sequence of ints, each >= minimum, as a tuple of n ints."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        out = (value,) * n
+    else:
+        out = tuple(value)
+        if len(out) != n or not all(isinstance(v, int) and not isinstance(v, bool) for v in out):
+            raise ValueError(f"{op}: {arg} must be an int or {n} ints, got {value!r}")
+    if any(v < minimum for v in out):
+        raise ValueError(f"{op}: {arg} must be >= {minimum}, got {value!r}")
+    return out

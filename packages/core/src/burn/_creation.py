@@ -1,0 +1,267 @@
+"""Tensor factories: ``burn.tensor``, ``zeros``, ``arange``, ``rand``, ``cat``, ``where`` and friends."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from . import _dtype as D
+from ._checks import broadcast_shapes, check_non_negative_shape, norm_dim, shape_arg
+from ._device import Device, default_device, device
+from ._errors import DeviceError, DTypeError, ShapeError
+from ._tensor import Tensor, _check_supported, _fallback_dtype, _scalar_for, _wrap
+
+
+def _backend(dev: Any) -> Any:
+    if dev is None:
+        return default_device().backend
+    return (dev if isinstance(dev, Device) else device(dev)).backend
+
+
+def _dtype_or(dtype: Any, default: D.DType, b: Any, op: str) -> D.DType:
+    dt = default if dtype is None else D.dtype(dtype)
+    _check_supported(op, b, dt)
+    return dt
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """A tensor from nested lists, scalars, numpy arrays or another tensor (values are copied).
+
+    Without ``dtype``: Python floats give float32, ints int64, bools bool; numpy arrays keep their
+    dtype where the backend supports it.
+
+    >>> burn.tensor([[1.0, 2.0], [3.0, 4.0]]).shape
+    (2, 2)
+    """
+    import numpy as np
+
+    b = _backend(device if device is not None else (data.device if isinstance(data, Tensor) else None))
+    if isinstance(data, Tensor):
+        arr = data.numpy()
+    else:
+        arr = np.asarray(data)
+        if arr.dtype == object:
+            raise TypeError(
+                f"tensor: data must be numbers or nested lists of equal length, got {type(data).__name__}"
+            )
+    if dtype is not None:
+        dt = _dtype_or(dtype, D.float32, b, "tensor")
+    elif isinstance(data, (np.ndarray, Tensor)) or hasattr(data, "__array__"):
+        dt = _fallback_dtype(D.dtype(arr.dtype), b) if arr.dtype.name != "bfloat16" else b.default_float
+    elif arr.dtype.kind == "f":
+        dt = b.default_float
+    elif arr.dtype.kind in "iu":
+        dt = b.default_int
+    elif arr.dtype.kind == "b":
+        dt = D.bool_
+    else:
+        raise TypeError(f"tensor: unsupported element type {arr.dtype} in data")
+    return _wrap(b.from_numpy(arr, dt), b)
+
+
+def from_numpy(array: Any, device: Any = None, dtype: Any = None) -> Tensor:
+    """A tensor holding a copy of a numpy array; the dtype follows the array where supported."""
+    import numpy as np
+
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
+    return tensor(array, dtype=dtype, device=device)
+
+
+def full(shape: Sequence[int], value: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """A tensor of ``shape`` filled with ``value`` (dtype from the value when not given)."""
+    b = _backend(device)
+    shape = check_non_negative_shape(
+        "full", shape_arg("full", (shape,) if isinstance(shape, int) else tuple(shape))
+    )
+    if dtype is None:
+        default = (
+            D.bool_
+            if isinstance(value, bool)
+            else b.default_int
+            if isinstance(value, int)
+            else b.default_float
+        )
+    else:
+        default = None
+    dt = _dtype_or(dtype, default, b, "full")
+    return _wrap(b.full(shape, _scalar_for(dt, value), dt), b)
+
+
+def zeros(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """A tensor of zeros (float32 unless ``dtype`` says otherwise). ``zeros(2, 3)`` or ``zeros((2, 3))``."""
+    b = _backend(device)
+    return full(shape_arg("zeros", shape), 0, dtype=dtype or b.default_float, device=device)
+
+
+def ones(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    b = _backend(device)
+    return full(shape_arg("ones", shape), 1, dtype=dtype or b.default_float, device=device)
+
+
+def empty(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    return zeros(*shape, dtype=dtype, device=device)
+
+
+def zeros_like(t: Tensor, dtype: Any = None) -> Tensor:
+    return full(t.shape, 0, dtype=dtype or t.dtype, device=t.device)
+
+
+def ones_like(t: Tensor, dtype: Any = None) -> Tensor:
+    return full(t.shape, 1, dtype=dtype or t.dtype, device=t.device)
+
+
+def full_like(t: Tensor, value: Any, dtype: Any = None) -> Tensor:
+    return full(t.shape, value, dtype=dtype or t.dtype, device=t.device)
+
+
+def arange(
+    start: float, stop: float | None = None, step: float = 1, dtype: Any = None, device: Any = None
+) -> Tensor:
+    """Values from ``start`` up to (not including) ``stop`` by ``step``; ``arange(n)`` counts 0..n-1."""
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    b = _backend(device)
+    is_float = any(isinstance(v, float) for v in (start, stop, step))
+    dt = _dtype_or(dtype, b.default_float if is_float else b.default_int, b, "arange")
+    return _wrap(b.arange(start, stop, step, dt), b)
+
+
+def linspace(start: float, stop: float, num: int, dtype: Any = None, device: Any = None) -> Tensor:
+    """``num`` evenly spaced values from ``start`` to ``stop`` inclusive."""
+    import numpy as np
+
+    if not isinstance(num, int) or num < 0:
+        raise ValueError(f"linspace: num must be a non-negative int, got {num!r}")
+    b = _backend(device)
+    dt = _dtype_or(dtype, b.default_float, b, "linspace")
+    return _wrap(b.from_numpy(np.linspace(start, stop, num), dt), b)
+
+
+def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None) -> Tensor:
+    import numpy as np
+
+    b = _backend(device)
+    dt = _dtype_or(dtype, b.default_float, b, "eye")
+    return _wrap(b.from_numpy(np.eye(n, m), dt), b)
+
+
+def _random_args(op: str, shape: Any, dtype: Any, device: Any, default: str) -> tuple[Any, tuple, D.DType]:
+    b = _backend(device)
+    shape = check_non_negative_shape(op, shape_arg(op, (shape,) if isinstance(shape, int) else tuple(shape)))
+    dt = _dtype_or(dtype, b.default_float if default == "float" else b.default_int, b, op)
+    return b, shape, dt
+
+
+def rand(
+    shape: Sequence[int], dtype: Any = None, device: Any = None, low: float = 0.0, high: float = 1.0
+) -> Tensor:
+    """Uniform samples in ``[low, high)``; seeded by ``burn.seed``."""
+    b, shape, dt = _random_args("rand", shape, dtype, device, "float")
+    return _wrap(b.random_uniform(shape, low, high, dt), b)
+
+
+def randn(
+    shape: Sequence[int], dtype: Any = None, device: Any = None, mean: float = 0.0, std: float = 1.0
+) -> Tensor:
+    """Normal samples; seeded by ``burn.seed``."""
+    if std < 0:
+        raise ValueError(f"randn: std must be non-negative, got {std}")
+    b, shape, dt = _random_args("randn", shape, dtype, device, "float")
+    return _wrap(b.random_normal(shape, mean, std, dt), b)
+
+
+def randint(low: int, high: int, shape: Sequence[int], dtype: Any = None, device: Any = None) -> Tensor:
+    """Integers in ``[low, high)``."""
+    if high <= low:
+        raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
+    b, shape, dt = _random_args("randint", shape, dtype, device, "int")
+    return _wrap(b.random_int(shape, low, high, dt), b)
+
+
+def bernoulli(shape: Sequence[int], p: float, dtype: Any = None, device: Any = None) -> Tensor:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"bernoulli: p must be in [0, 1], got {p}")
+    b, shape, dt = _random_args("bernoulli", shape, dtype or D.bool_, device, "float")
+    return _wrap(b.random_bernoulli(shape, p, dt), b)
+
+
+def _same_backend(op: str, tensors: Sequence[Tensor]) -> Any:
+    if not tensors:
+        raise ValueError(f"{op}: expected a non-empty sequence of tensors")
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: expected tensors, got {type(t).__name__}")
+    b = tensors[0]._b
+    for i, t in enumerate(tensors):
+        if t._b is not b:
+            raise DeviceError(f"{op}: tensor {i} is on {t.device}, tensor 0 on {tensors[0].device}")
+    return b
+
+
+def _common_dtype(tensors: Sequence[Tensor]) -> D.DType:
+    dt = tensors[0].dtype
+    for t in tensors[1:]:
+        dt = D.promote_types(dt, t.dtype)
+    return dt
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join tensors along an existing dim; all other dims must match."""
+    tensors = list(tensors)
+    b = _same_backend("cat", tensors)
+    first = tensors[0].shape
+    d = norm_dim("cat", dim, len(first))
+    for i, t in enumerate(tensors):
+        s = t.shape
+        if len(s) != len(first) or any(a != c for j, (a, c) in enumerate(zip(s, first)) if j != d):
+            raise ShapeError(
+                f"cat: tensor {i} has shape {s}, incompatible with tensor 0's {first} along dim {d}"
+            )
+    dt = _common_dtype(tensors)
+    return _wrap(b.cat([t.cast(dt)._p for t in tensors], d), b)
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join same-shaped tensors along a new dim."""
+    tensors = list(tensors)
+    b = _same_backend("stack", tensors)
+    first = tensors[0].shape
+    d = norm_dim("stack", dim, len(first) + 1)
+    for i, t in enumerate(tensors):
+        if t.shape != first:
+            raise ShapeError(f"stack: tensor {i} has shape {t.shape}, expected {first} (all must match)")
+    dt = _common_dtype(tensors)
+    return _wrap(b.stack([t.cast(dt)._p for t in tensors], d), b)
+
+
+def where(cond: Tensor, a: Any, b: Any) -> Tensor:
+    """``a`` where ``cond`` is true, else ``b`` (tensors or scalars, broadcasting)."""
+    if not isinstance(cond, Tensor):
+        raise TypeError(f"where: cond must be a bool tensor, got {type(cond).__name__}")
+    if not cond.dtype.is_bool:
+        raise DTypeError(f"where: cond must be bool, got {cond.dtype}")
+    be = cond._b
+    tensors = [x for x in (a, b) if isinstance(x, Tensor)]
+    for x in tensors:
+        if x._b is not be:
+            raise DeviceError(f"where: operand is on {x.device}, cond on {cond.device}")
+    shape = cond.shape
+    for x in tensors:
+        shape = broadcast_shapes("where", shape, x.shape, "cond/operand")
+    if tensors:
+        dt = _common_dtype(tensors)
+        for x in (a, b):
+            if isinstance(x, float) and not dt.is_float:
+                dt = be.default_float
+    else:
+        dt = be.default_float if any(isinstance(x, float) for x in (a, b)) else be.default_int
+        a = full(cond.shape, a, dtype=dt, device=cond.device)
+        tensors = [a]
+
+    def prim(x: Any) -> Any:
+        return x.cast(dt)._p if isinstance(x, Tensor) else _scalar_for(dt, x)
+
+    return _wrap(be.where(cond._p, prim(a), prim(b)), be)

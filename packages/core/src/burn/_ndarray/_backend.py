@@ -1,0 +1,184 @@
+"""The numpy backend. Primitives are plain ``numpy.ndarray`` values, never mutated in place (views are
+safe to share), so the per-op cost is one dict lookup and one ufunc call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .. import _dtype as D
+from ..backend import Backend
+from . import _module, _ops
+
+_TO_NP = {
+    D.float16: np.dtype(np.float16),
+    D.float32: np.dtype(np.float32),
+    D.float64: np.dtype(np.float64),
+    D.int8: np.dtype(np.int8),
+    D.uint8: np.dtype(np.uint8),
+    D.int16: np.dtype(np.int16),
+    D.int32: np.dtype(np.int32),
+    D.uint32: np.dtype(np.uint32),
+    D.int64: np.dtype(np.int64),
+    D.bool_: np.dtype(np.bool_),
+}
+_FROM_NP = {v: k for k, v in _TO_NP.items()}
+
+
+def np_dtype(dtype: D.DType) -> np.dtype:
+    return _TO_NP[dtype]
+
+
+class NdArrayBackend(_module.NdArrayModuleOps, Backend):
+    """numpy on the CPU. Supports every burn dtype except bfloat16 (numpy has none)."""
+
+    name = "ndarray"
+    dtypes = frozenset(_TO_NP)
+    default_float = D.float32
+    default_int = D.int64
+    host_memory = True  # primitives live in host memory: index checks read them for free
+
+    # ---- data
+    def from_numpy(self, array, dtype):
+        return np.array(array, dtype=_TO_NP[dtype], copy=True)
+
+    def to_numpy(self, x):
+        return np.array(x, copy=True)
+
+    def shape_of(self, x):
+        return x.shape
+
+    def dtype_of(self, x):
+        return _FROM_NP[x.dtype]
+
+    def full(self, shape, value, dtype):
+        return np.full(shape, value, dtype=_TO_NP[dtype])
+
+    def cast(self, x, dtype):
+        return x.astype(_TO_NP[dtype], copy=False)
+
+    def arange(self, start, stop, step, dtype):
+        return np.arange(start, stop, step, dtype=_TO_NP[dtype])
+
+    # ---- element-wise
+    def unary(self, op, x):
+        return _ops.UNARY[op](x)
+
+    def binary(self, op, a, b):
+        return _ops.BINARY[op](a, b)
+
+    def where(self, cond, a, b):
+        out = np.where(cond, a, b)
+        ref = a if isinstance(a, np.ndarray) else b
+        if isinstance(ref, np.ndarray) and out.dtype != ref.dtype:
+            out = out.astype(ref.dtype)
+        return out
+
+    def clamp(self, x, lo, hi):
+        return np.clip(x, lo, hi).astype(x.dtype, copy=False)
+
+    # ---- reductions and linear algebra
+    def reduce(self, op, x, dims, keepdim):
+        return _ops.reduce(op, x, dims, keepdim)
+
+    def arg_reduce(self, op, x, dim, keepdim):
+        fn = np.argmax if op == "argmax" else np.argmin
+        return fn(x, axis=dim, keepdims=keepdim).astype(np.int64, copy=False)
+
+    def var(self, x, dims, correction, keepdim):
+        n = 1
+        for d in dims:
+            n *= x.shape[d]
+        ddof = min(correction, n)  # n - ddof == 0 yields inf/nan like the reference formula
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.var(x, axis=dims, ddof=ddof, keepdims=keepdim, dtype=x.dtype)
+
+    def matmul(self, a, b):
+        return np.matmul(a, b)
+
+    # ---- shape
+    def reshape(self, x, shape):
+        return x.reshape(shape)
+
+    def permute(self, x, dims):
+        return x.transpose(dims)
+
+    def expand(self, x, shape):
+        return np.broadcast_to(x, shape)
+
+    def slice(self, x, index):
+        return x[tuple(slice(a, b, s) for a, b, s in index)]
+
+    def slice_assign(self, x, index, value):
+        out = x.copy()
+        out[tuple(slice(a, b, s) for a, b, s in index)] = value
+        return out
+
+    def cat(self, xs: Sequence[np.ndarray], dim):
+        return np.concatenate(xs, axis=dim)
+
+    def stack(self, xs, dim):
+        return np.stack(xs, axis=dim)
+
+    def flip(self, x, dims):
+        return np.flip(x, dims)
+
+    def repeat(self, x, reps):
+        return np.tile(x, reps)
+
+    # ---- indexing
+    def gather(self, x, dim, index):
+        return np.take_along_axis(x, index, axis=dim)
+
+    def scatter_add(self, x, dim, index, src):
+        out = x.copy()
+        idx = list(np.indices(index.shape, sparse=True))
+        idx[dim] = index
+        np.add.at(out, tuple(idx), src)
+        return out
+
+    def select(self, x, dim, indices):
+        return np.take(x, indices, axis=dim)
+
+    def select_add(self, x, dim, indices, values):
+        out = x.copy()
+        np.add.at(out, (slice(None),) * dim + (indices,), values)
+        return out
+
+    def tril(self, x, k):
+        return np.tril(x, k)
+
+    def triu(self, x, k):
+        return np.triu(x, k)
+
+    # ---- sort and scan
+    def sort(self, x, dim, descending):
+        if descending:
+            # stable descending: sort the reversed array ascending, reverse back, map indices
+            n = x.shape[dim]
+            idx = np.flip(np.argsort(np.flip(x, dim), axis=dim, kind="stable"), dim)
+            idx = (n - 1) - idx
+        else:
+            idx = np.argsort(x, axis=dim, kind="stable")
+        return np.take_along_axis(x, idx, axis=dim), idx.astype(np.int64, copy=False)
+
+    def cumsum(self, x, dim):
+        return np.cumsum(x, axis=dim, dtype=x.dtype)
+
+    def cumprod(self, x, dim):
+        return np.cumprod(x, axis=dim, dtype=x.dtype)
+
+    def pad(self, x, pads, mode, value):
+        if mode == "constant":
+            return np.pad(x, pads, mode="constant", constant_values=value)
+        return np.pad(x, pads, mode=mode)
+
+    # ---- activations
+    def softmax(self, x, dim):
+        e = np.exp(x - np.max(x, axis=dim, keepdims=True))
+        return e / np.sum(e, axis=dim, keepdims=True)
+
+    def log_softmax(self, x, dim):
+        shifted = x - np.max(x, axis=dim, keepdims=True)
+        return shifted - np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))

@@ -1,0 +1,147 @@
+"""numpy formulations of the element-wise and reduction tables (``burn.backend._optable``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    try:
+        from scipy.special import erf
+    except ImportError:  # exact but slower: math.erf per element
+        return np.vectorize(math.erf, otypes=[x.dtype])(x)
+    return erf(x).astype(x.dtype, copy=False)
+
+
+def _sigmoid(x):
+    # tanh form: no overflow for large |x|, unlike 1 / (1 + exp(-x))
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def _softplus(x):
+    return np.logaddexp(x.dtype.type(0), x)
+
+
+def _gelu(x):
+    return 0.5 * x * (1.0 + _erf(x * x.dtype.type(1.0 / math.sqrt(2.0))))
+
+
+def _gelu_tanh(x):
+    c = x.dtype.type(math.sqrt(2.0 / math.pi))
+    return 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x * x * x)))
+
+
+def _round(x):
+    return np.round(x)  # half to even, as PyTorch and Burn
+
+
+def _not(x):
+    return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
+
+
+def _relu(x):
+    return np.maximum(x, x.dtype.type(0))
+
+
+UNARY = {
+    "neg": np.negative,
+    "abs": np.abs,
+    "sign": np.sign,
+    "square": np.square,
+    "exp": np.exp,
+    "expm1": np.expm1,
+    "log": np.log,
+    "log1p": np.log1p,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "tanh": np.tanh,
+    "erf": _erf,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": _round,
+    "trunc": np.trunc,
+    "reciprocal": lambda x: 1.0 / x,
+    "isnan": np.isnan,
+    "isinf": np.isinf,
+    "not": _not,
+    "relu": _relu,
+    "sigmoid": _sigmoid,
+    "gelu": _gelu,
+    "gelu_tanh": _gelu_tanh,
+    "silu": lambda x: x * _sigmoid(x),
+    "softplus": _softplus,
+    "mish": lambda x: x * np.tanh(_softplus(x)),
+    "hard_sigmoid": lambda x: np.clip(x / 6.0 + 0.5, 0.0, 1.0).astype(x.dtype, copy=False),
+}
+
+
+def _int_div(a, b):
+    """Integer division truncating toward zero (C and Burn semantics)."""
+    return (a - np.fmod(a, b)) // b
+
+
+def _div(a, b):
+    ref = a if isinstance(a, np.ndarray) else b
+    if ref.dtype.kind in "iu":
+        return _int_div(a, b)
+    return np.true_divide(a, b)
+
+
+def _logical(np_bool, np_bits):
+    def fn(a, b):
+        ref = a if isinstance(a, np.ndarray) else b
+        return np_bool(a, b) if ref.dtype == np.bool_ else np_bits(a, b)
+
+    return fn
+
+
+BINARY = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": _div,
+    "floor_div": np.floor_divide,
+    "remainder": np.remainder,
+    "fmod": np.fmod,
+    "pow": np.power,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "atan2": np.arctan2,
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "and": _logical(np.logical_and, np.bitwise_and),
+    "or": _logical(np.logical_or, np.bitwise_or),
+    "xor": _logical(np.logical_xor, np.bitwise_xor),
+}
+
+
+def reduce(op: str, x: np.ndarray, dims: tuple[int, ...], keepdim: bool) -> np.ndarray:
+    if op == "sum":
+        return np.sum(x, axis=dims, keepdims=keepdim, dtype=x.dtype)
+    if op == "prod":
+        return np.prod(x, axis=dims, keepdims=keepdim, dtype=x.dtype)
+    if op == "mean":
+        return np.mean(x, axis=dims, keepdims=keepdim, dtype=x.dtype)
+    if op == "max":
+        return np.max(x, axis=dims, keepdims=keepdim)
+    if op == "min":
+        return np.min(x, axis=dims, keepdims=keepdim)
+    if op == "all":
+        return np.all(x, axis=dims, keepdims=keepdim)
+    if op == "any":
+        return np.any(x, axis=dims, keepdims=keepdim)
+    raise ValueError(f"reduce: unknown op {op!r}")

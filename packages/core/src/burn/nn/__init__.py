@@ -1,0 +1,1 @@
+"""burn.nn: modules, configs, initializers and the functional API (``burn.nn.functional``)."""

@@ -1,0 +1,21 @@
+"""Hook specifications. Hooks are register-callback style: a plugin calls ``register(spec)``."""
+
+from collections.abc import Callable
+
+from ._markers import hookspec
+from ._specs import BackendSpec, MetricCollectorSpec
+
+
+@hookspec
+def burn_register_backends(register: Callable[[BackendSpec], None]) -> None:
+    """Register tensor backends: call ``register(BackendSpec(...))`` once per backend."""
+
+
+@hookspec
+def burn_register_metric_collectors(register: Callable[[MetricCollectorSpec], None]) -> None:
+    """Register system metric collectors: call ``register(MetricCollectorSpec(...))`` once each."""
+
+
+@hookspec
+def burn_register_renderers(register: Callable[[str, Callable[..., object]], None]) -> None:
+    """Register training renderers by name: ``register("name", factory)``."""

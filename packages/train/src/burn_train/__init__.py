@@ -1,0 +1,5 @@
+"""burn_train (work in progress)."""
+
+from ._version import __version__
+
+__all__ = ["__version__"]
