@@ -37,6 +37,7 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
     dtypes = frozenset(_TO_NP)
     default_float = D.float32
     default_int = D.int64
+    xp = np  # the array namespace; a CuPy-based backend can reuse these formulations with cupy
     host_memory = True  # primitives live in host memory: index checks read them for free
 
     # ---- data
