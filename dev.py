@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""One-command set-up and run for burn-py, on a fresh machine.
+
+    python3 dev.py train [ARGS...]   # set up, then train the example CNN with the live dashboard
+    python3 dev.py test [PYTEST ARGS...]  # set up, then run the whole test suite
+
+Set-up is idempotent: a virtual environment in .venv with every workspace package installed editable
+(requirements-dev.txt), re-installed only when requirements or package metadata change. On Debian/Ubuntu
+as root, ``test`` also installs Mesa's Vulkan drivers (lavapipe) so the wgpu backend runs on the CPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+STAMP = VENV / ".burn-dev-stamp"
+
+
+def _venv_python() -> Path:
+    return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def _requirements_hash() -> str:
+    h = hashlib.sha256()
+    for path in [ROOT / "requirements-dev.txt", *sorted(ROOT.glob("packages/*/pyproject.toml"))]:
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _run(cmd: list[str], **kwargs) -> None:
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    subprocess.run(cmd, check=True, **kwargs)
+
+
+def setup() -> Path:
+    if not _venv_python().exists():
+        _run([sys.executable, "-m", "venv", str(VENV)])
+    digest = _requirements_hash()
+    if not STAMP.exists() or STAMP.read_text() != digest:
+        _run([str(_venv_python()), "-m", "pip", "install", "-q", "-r", str(ROOT / "requirements-dev.txt")], cwd=ROOT)
+        STAMP.write_text(digest)
+    return _venv_python()
+
+
+def _ensure_lavapipe() -> None:
+    """Mesa's software Vulkan driver lets the wgpu tests run without a GPU (best effort)."""
+    icds = list(Path("/usr/share/vulkan/icd.d").glob("lvp_icd*.json"))
+    if icds or not shutil.which("apt-get") or os.geteuid() != 0:
+        return
+    try:
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        _run(["apt-get", "update", "-qq"], env=env)
+        _run(["apt-get", "install", "-y", "-qq", "mesa-vulkan-drivers"], env=env)
+    except (subprocess.CalledProcessError, OSError) as exc:
+        print(f"warning: could not install mesa-vulkan-drivers ({exc}); wgpu tests will skip", flush=True)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("train", "test", "setup"):
+        print(__doc__)
+        return 2
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "test":
+        _ensure_lavapipe()
+    python = setup()
+    if cmd == "setup":
+        return 0
+    if cmd == "train":
+        return subprocess.call([str(python), str(ROOT / "examples" / "train_digits.py"), *rest], cwd=ROOT)
+    return subprocess.call([str(python), "-m", "pytest", *rest], cwd=ROOT)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
