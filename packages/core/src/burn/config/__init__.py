@@ -1,0 +1,7 @@
+"""burn.config: ``Config``, the dataclass base of every module, optimizer and scheduler config."""
+
+from dataclasses import field
+
+from ._config import Config, check
+
+__all__ = ["Config", "check", "field"]

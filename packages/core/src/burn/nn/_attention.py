@@ -1,0 +1,99 @@
+"""Multi-head attention (Burn's MultiHeadAttention, "Attention Is All You Need")."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+from .._errors import DTypeError, ShapeError
+from ..config import Config, check
+from . import functional as F
+from ._dropout import Dropout
+from ._linear import LinearConfig
+from ._module import Module
+from .init import Initializer, KaimingUniform
+
+
+class MhaOutput(NamedTuple):
+    """context (batch, seq_q, d_model) and attention weights (batch, n_heads, seq_q, seq_k)."""
+
+    context: Any
+    weights: Any
+
+
+class MultiHeadAttentionConfig(Config):
+    d_model: int
+    n_heads: int
+    dropout: float = 0.1
+    min_float: float = -1.0e4
+    quiet_softmax: bool = False
+    initializer: Initializer = KaimingUniform(gain=1.0 / math.sqrt(3.0), fan_out_only=False)
+
+    def init(self, device: Any = None) -> MultiHeadAttention:
+        return MultiHeadAttention(self, device)
+
+
+def quiet_softmax(x: Any, dim: int) -> Any:
+    """softmax with an extra zero logit: exp(x_i) / (1 + sum_j exp(x_j)), computed stably, so a
+    head can attend to nothing."""
+    m = x.max(dim, keepdim=True).detach().clamp_min(0.0)
+    e = (x - m).exp()
+    return e / (e.sum(dim, keepdim=True) + (-m).exp())
+
+
+class MultiHeadAttention(Module):
+    """``mha(query, key=None, value=None, mask_pad=None, mask_attn=None) -> MhaOutput``.
+
+    query (batch, seq_q, d_model); key/value (batch, seq_k, d_model), default: query (self-attention).
+    mask_pad (batch, seq_k) bool, True at padding; mask_attn (batch, seq_q, seq_k) bool, True where
+    attention is forbidden. Masked scores are set to ``min_float`` before the softmax.
+    """
+
+    def __init__(self, config: MultiHeadAttentionConfig, device: Any = None) -> None:
+        d, n = config.d_model, config.n_heads
+        check(
+            d > 0 and n > 0 and d % n == 0,
+            "MultiHeadAttentionConfig",
+            f"d_model ({d}) must be a positive multiple of n_heads ({n})",
+        )
+        self.d_model, self.n_heads, self.d_k = d, n, d // n
+        self.min_float, self.quiet_softmax = config.min_float, config.quiet_softmax
+        lin = LinearConfig(d, d, True, config.initializer)
+        self.query, self.key, self.value, self.output = (lin.init(device) for _ in range(4))
+        self.dropout = Dropout(config.dropout)
+        self._config = config
+
+    def _heads(self, x: Any) -> Any:
+        b, s, _ = x.shape
+        return x.reshape(b, s, self.n_heads, self.d_k).transpose(1, 2)  # (b, heads, s, d_k)
+
+    def forward(
+        self, query: Any, key: Any = None, value: Any = None, mask_pad: Any = None, mask_attn: Any = None
+    ) -> MhaOutput:
+        key = query if key is None else key
+        value = key if value is None else value
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if t.ndim != 3 or t.shape[2] != self.d_model:
+                raise ShapeError(
+                    f"MultiHeadAttention: {name} must be (batch, seq, {self.d_model}), got {t.shape}"
+                )
+        b, sq, sk = query.shape[0], query.shape[1], key.shape[1]
+        q, k, v = self._heads(self.query(query)), self._heads(self.key(key)), self._heads(self.value(value))
+        scores = (q @ k.transpose(2, 3)) * (1.0 / math.sqrt(self.d_k))
+        if mask_pad is not None:
+            _check_mask("mask_pad", mask_pad, (b, sk))
+            scores = scores.mask_fill(mask_pad.reshape(b, 1, 1, sk), self.min_float)
+        if mask_attn is not None:
+            _check_mask("mask_attn", mask_attn, (b, sq, sk))
+            scores = scores.mask_fill(mask_attn.reshape(b, 1, sq, sk), self.min_float)
+        weights = quiet_softmax(scores, -1) if self.quiet_softmax else F.softmax(scores, -1)
+        context = self.dropout(weights) @ v  # (b, heads, sq, d_k)
+        context = context.transpose(1, 2).reshape(b, sq, self.d_model)
+        return MhaOutput(self.output(context), weights)
+
+
+def _check_mask(name: str, mask: Any, shape: tuple[int, ...]) -> None:
+    if not mask.dtype.is_bool:
+        raise DTypeError(f"MultiHeadAttention: {name} must be a bool tensor, got {mask.dtype}")
+    if tuple(mask.shape) != shape:
+        raise ShapeError(f"MultiHeadAttention: {name} must have shape {shape}, got {mask.shape}")

@@ -1,0 +1,233 @@
+"""Convolutions: Conv1d/2d/3d and ConvTranspose1d/2d/3d over channels-first input (N, C, *spatial).
+
+Configs follow Burn: ``Conv1dConfig(channels_in, channels_out, kernel_size)``,
+``Conv2dConfig(channels=(c_in, c_out), kernel_size=(kh, kw))``; ``padding`` is an int, a tuple, ``"valid"``
+or ``"same"`` (stride 1, odd kernels). Weights are (c_out, c_in / groups, *kernel) for convolutions and
+(c_in, c_out / groups, *kernel) for transposed ones, as in Burn and PyTorch; the default initializer is
+Kaiming-uniform with gain 1/sqrt(3) on fan_in (PyTorch's default bound 1/sqrt(fan_in)).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..config import Config, check
+from . import functional as F
+from ._module import Module
+from ._param import Param
+from .init import Initializer, KaimingUniform, fans
+
+_DEFAULT_INIT = KaimingUniform(gain=1.0 / math.sqrt(3.0), fan_out_only=False)
+IntOrTuple = int | tuple[int, ...]
+
+
+def _tuple(owner: str, name: str, v: Any, n: int, minimum: int) -> tuple[int, ...]:
+    out = (v,) * n if isinstance(v, int) and not isinstance(v, bool) else tuple(v)
+    check(
+        len(out) == n and all(isinstance(i, int) for i in out),
+        owner,
+        f"{name} must be an int or {n} ints, got {v!r}",
+    )
+    check(all(i >= minimum for i in out), owner, f"{name} must be >= {minimum}, got {v!r}")
+    return out
+
+
+def _padding(
+    owner: str, padding: Any, kernel: tuple[int, ...], dilation: tuple[int, ...], stride: tuple[int, ...]
+) -> tuple[int, ...]:
+    n = len(kernel)
+    if padding == "valid":
+        return (0,) * n
+    if padding == "same":
+        check(all(s == 1 for s in stride), owner, f"padding='same' needs stride 1, got {stride}")
+        check(all(k % 2 == 1 for k in kernel), owner, f"padding='same' needs odd kernel sizes, got {kernel}")
+        return tuple((k - 1) * d // 2 for k, d in zip(kernel, dilation))
+    return _tuple(owner, "padding", padding, n, 0)
+
+
+class _ConvNd(Module):
+    _n = 2
+    _transposed = False
+
+    def __init__(self, config: Any, device: Any = None) -> None:
+        owner, n = type(config).__name__, self._n
+        c_in, c_out = (
+            (config.channels_in, config.channels_out)
+            if hasattr(config, "channels_in")
+            else tuple(config.channels)
+        )
+        check(c_in > 0 and c_out > 0, owner, f"channels must be positive, got ({c_in}, {c_out})")
+        groups = config.groups
+        check(
+            groups > 0 and c_in % groups == 0 and c_out % groups == 0,
+            owner,
+            f"channels ({c_in}, {c_out}) must be divisible by groups={groups}",
+        )
+        self.channels = (c_in, c_out)
+        self.kernel_size = _tuple(owner, "kernel_size", config.kernel_size, n, 1)
+        self.stride = _tuple(owner, "stride", config.stride, n, 1)
+        self.dilation = _tuple(owner, "dilation", config.dilation, n, 1)
+        self.groups = groups
+        if self._transposed:
+            self.padding = _tuple(owner, "padding", config.padding, n, 0)
+            self.padding_out = _tuple(owner, "padding_out", config.padding_out, n, 0)
+            shape = (c_in, c_out // groups, *self.kernel_size)
+        else:
+            self.padding = _padding(owner, config.padding, self.kernel_size, self.dilation, self.stride)
+            shape = (c_out, c_in // groups, *self.kernel_size)
+        fan_in, fan_out = fans(shape)
+        init: Initializer = config.initializer
+        self.weight = Param(init.init(shape, fan_in, fan_out, device))
+        bias_size = c_out
+        self.bias = Param(init.init((bias_size,), fan_in, fan_out, device)) if config.bias else None
+        self._config = config
+
+    def forward(self, x: Any) -> Any:
+        bias = None if self.bias is None else self.bias.val()
+        if self._transposed:
+            fn = getattr(F, f"conv_transpose{self._n}d")
+            return fn(
+                x,
+                self.weight.val(),
+                bias,
+                stride=self.stride,
+                padding=self.padding,
+                output_padding=self.padding_out,
+                groups=self.groups,
+                dilation=self.dilation,
+            )
+        fn = getattr(F, f"conv{self._n}d")
+        return fn(
+            x,
+            self.weight.val(),
+            bias,
+            stride=self.stride,
+            padding=self.padding,
+            dilation=self.dilation,
+            groups=self.groups,
+        )
+
+
+class Conv1d(_ConvNd):
+    """1-d convolution: (N, C_in, L) -> (N, C_out, L_out)."""
+
+    _n = 1
+
+
+class Conv2d(_ConvNd):
+    """2-d convolution: (N, C_in, H, W) -> (N, C_out, H_out, W_out)."""
+
+    _n = 2
+
+
+class Conv3d(_ConvNd):
+    """3-d convolution: (N, C_in, D, H, W) -> (N, C_out, D_out, H_out, W_out)."""
+
+    _n = 3
+
+
+class ConvTranspose1d(_ConvNd):
+    """1-d transposed convolution: (N, C_in, L) -> (N, C_out, L_out)."""
+
+    _n, _transposed = 1, True
+
+
+class ConvTranspose2d(_ConvNd):
+    """2-d transposed convolution: (N, C_in, H, W) -> (N, C_out, H_out, W_out)."""
+
+    _n, _transposed = 2, True
+
+
+class ConvTranspose3d(_ConvNd):
+    """3-d transposed convolution: (N, C_in, D, H, W) -> (N, C_out, D_out, H_out, W_out)."""
+
+    _n, _transposed = 3, True
+
+
+class Conv1dConfig(Config):
+    channels_in: int
+    channels_out: int
+    kernel_size: int
+    stride: int = 1
+    dilation: int = 1
+    groups: int = 1
+    padding: int | str = 0
+    bias: bool = True
+    initializer: Initializer = _DEFAULT_INIT
+
+    def init(self, device: Any = None) -> Conv1d:
+        return Conv1d(self, device)
+
+
+class Conv2dConfig(Config):
+    channels: tuple[int, int]
+    kernel_size: tuple[int, int] | int
+    stride: tuple[int, int] | int = 1
+    dilation: tuple[int, int] | int = 1
+    groups: int = 1
+    padding: tuple[int, int] | int | str = 0
+    bias: bool = True
+    initializer: Initializer = _DEFAULT_INIT
+
+    def init(self, device: Any = None) -> Conv2d:
+        return Conv2d(self, device)
+
+
+class Conv3dConfig(Config):
+    channels: tuple[int, int]
+    kernel_size: tuple[int, int, int] | int
+    stride: tuple[int, int, int] | int = 1
+    dilation: tuple[int, int, int] | int = 1
+    groups: int = 1
+    padding: tuple[int, int, int] | int | str = 0
+    bias: bool = True
+    initializer: Initializer = _DEFAULT_INIT
+
+    def init(self, device: Any = None) -> Conv3d:
+        return Conv3d(self, device)
+
+
+class ConvTranspose1dConfig(Config):
+    channels: tuple[int, int]
+    kernel_size: int
+    stride: int = 1
+    dilation: int = 1
+    groups: int = 1
+    padding: int = 0
+    padding_out: int = 0
+    bias: bool = True
+    initializer: Initializer = _DEFAULT_INIT
+
+    def init(self, device: Any = None) -> ConvTranspose1d:
+        return ConvTranspose1d(self, device)
+
+
+class ConvTranspose2dConfig(Config):
+    channels: tuple[int, int]
+    kernel_size: tuple[int, int] | int
+    stride: tuple[int, int] | int = 1
+    dilation: tuple[int, int] | int = 1
+    groups: int = 1
+    padding: tuple[int, int] | int = 0
+    padding_out: tuple[int, int] | int = 0
+    bias: bool = True
+    initializer: Initializer = _DEFAULT_INIT
+
+    def init(self, device: Any = None) -> ConvTranspose2d:
+        return ConvTranspose2d(self, device)
+
+
+class ConvTranspose3dConfig(Config):
+    channels: tuple[int, int]
+    kernel_size: tuple[int, int, int] | int
+    stride: tuple[int, int, int] | int = 1
+    dilation: tuple[int, int, int] | int = 1
+    groups: int = 1
+    padding: tuple[int, int, int] | int = 0
+    padding_out: tuple[int, int, int] | int = 0
+    bias: bool = True
+    initializer: Initializer = _DEFAULT_INIT
+
+    def init(self, device: Any = None) -> ConvTranspose3d:
+        return ConvTranspose3d(self, device)

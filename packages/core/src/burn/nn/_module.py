@@ -1,0 +1,256 @@
+"""``nn.Module``: the base of every layer. Params, running states, submodules, constant tensors and
+lists/tuples/dicts of them are found from the instance's attributes (in assignment order), so a module
+is a plain class::
+
+    class Mlp(nn.Module):
+        def __init__(self, device):
+            self.fc1 = nn.LinearConfig(4, 8).init(device)
+            self.fc2 = nn.LinearConfig(8, 1).init(device)
+        def forward(self, x):
+            return self.fc2(F.relu(self.fc1(x)))
+
+Semantics (Burn's): modules are values. ``to(device)``, ``valid()`` and ``clone()`` return copies;
+``opt.step`` and ``load_record`` update params in place and return the module, so both
+``model = opt.step(lr, model, grads)`` and a bare call work. Dropout and batch-norm train exactly when
+their input lives on an autodiff device; ``valid()`` moves to the inner backend, which turns them off.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .._errors import RecordError
+from .._tensor import Tensor
+from ._param import Param, RunningState
+
+Entry = Param | RunningState
+
+
+class Module:
+    """Base class of layers; ``m(x)`` calls ``m.forward(x)``."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    # ------------------------------------------------------------------ traversal
+    def _children(self) -> Iterator[tuple[str, Any]]:
+        """(name, value) for each attribute that holds module state, containers flattened."""
+        for name, value in vars(self).items():
+            yield from _flatten(name, value)
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        """This module and every submodule, depth first, with dotted names ('' for self)."""
+        yield prefix, self
+        for name, value in self._children():
+            if isinstance(value, Module):
+                yield from value.named_modules(_join(prefix, name))
+
+    def named_entries(self, prefix: str = "") -> Iterator[tuple[str, Entry]]:
+        """Every Param and RunningState with its dotted name: what a record holds."""
+        for name, value in self._children():
+            full = _join(prefix, name)
+            if isinstance(value, (Param, RunningState)):
+                yield full, value
+            elif isinstance(value, Module):
+                yield from value.named_entries(full)
+
+    def named_params(self) -> list[tuple[str, Param]]:
+        """Every Param (trained or frozen) with its dotted name, e.g. ``("fc1.weight", Param)``."""
+        return [(n, e) for n, e in self.named_entries() if isinstance(e, Param)]
+
+    def params(self) -> list[Param]:
+        return [p for _, p in self.named_params()]
+
+    def num_params(self) -> int:
+        """The number of scalar values in all Params (running statistics are not counted)."""
+        return sum(p.numel() for p in self.params())
+
+    def param_ids(self) -> dict[str, str]:
+        """Dotted name -> stable id of every Param and RunningState (records store these)."""
+        return {n: e.id for n, e in self.named_entries()}
+
+    def devices(self) -> list[Any]:
+        out: list[Any] = []
+        for _, e in self.named_entries():
+            if e.value.device not in out:
+                out.append(e.value.device)
+        return out
+
+    # ------------------------------------------------------------------ copies
+    def map(
+        self,
+        fn: Callable[[Tensor], Tensor],
+        constants: Callable[[Tensor], Tensor] | None = None,
+    ) -> Module:
+        """A copy with every Param/RunningState tensor replaced by ``fn(tensor)`` (ids kept) and every
+        constant tensor attribute by ``constants(tensor)`` (default: ``fn``)."""
+        constants = constants or fn
+        return _map_module(self, fn, constants)
+
+    def to(self, device: Any) -> Module:
+        """A copy on ``device`` (a burn.Device or a name such as ``"cpu"``)."""
+        from .._device import device as as_device
+
+        dev = as_device(device)
+        return self.map(lambda t: t.to(dev))
+
+    def valid(self) -> Module:
+        """A copy on the inner backend: no autodiff, dropout off, batch-norm uses running stats."""
+        return self.map(lambda t: t.inner())
+
+    def clone(self) -> Module:
+        """An independent copy (same ids, same tensors: tensors are immutable)."""
+        return self.map(lambda t: t)
+
+    # ------------------------------------------------------------------ records
+    def record(self) -> dict[str, Any]:
+        """Dotted name -> numpy array of every Param and RunningState."""
+        return {n: e.value.numpy() for n, e in self.named_entries()}
+
+    def load_record(self, record: dict[str, Any], ids: dict[str, str] | None = None) -> Module:
+        """Load arrays from ``record`` into this module (in place) and return it.
+
+        Every name, shape and dtype is checked first and all mismatches are raised in one
+        ``burn.RecordError``; on error the module is untouched. Float arrays load into float params of
+        another width (cast to the param's dtype). ``ids`` (name -> id) restores the Param ids.
+        """
+        import numpy as np
+
+        record = {k: np.asarray(v) for k, v in record.items()}
+        entries = dict(self.named_entries())
+        problems = check_record(entries, {k: (tuple(v.shape), _kind(v.dtype)) for k, v in record.items()})
+        if problems:
+            raise RecordError(
+                f"record does not match {type(self).__name__} ({len(problems)} problem(s)):\n  "
+                + "\n  ".join(problems)
+            )
+        from .._creation import tensor
+
+        for name, entry in entries.items():
+            t = tensor(record[name], dtype=entry.dtype, device=entry.value.device)
+            entry.set(t)
+            if ids and name in ids:
+                entry.id = ids[name]
+        return self
+
+    # ------------------------------------------------------------------ display
+    def _repr_fields(self) -> dict[str, Any]:
+        """Hyper-parameters shown by repr: public int/float/bool/str attributes."""
+        return {
+            k: v
+            for k, v in vars(self).items()
+            if not k.startswith("_") and isinstance(v, (int, float, bool, str, tuple)) and v is not None
+        }
+
+    def __repr__(self) -> str:
+        return _render(self, 0)
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _flatten(name: str, value: Any) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, (Param, RunningState, Module)):
+        yield name, value
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _flatten(f"{name}.{i}", v)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _flatten(f"{name}.{k}", v)
+
+
+def _holds_state(value: Any) -> bool:
+    if isinstance(value, (Param, RunningState, Module, Tensor)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_holds_state(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_state(v) for v in value.values())
+    return False
+
+
+def _map_value(value: Any, fn: Callable, constants: Callable) -> Any:
+    if isinstance(value, Param):
+        return value.with_value(fn(value.value))
+    if isinstance(value, RunningState):
+        return value.with_value(fn(value.value))
+    if isinstance(value, Module):
+        return _map_module(value, fn, constants)
+    if isinstance(value, Tensor):
+        return constants(value)
+    if isinstance(value, list):
+        return [_map_value(v, fn, constants) for v in value]
+    if isinstance(value, tuple):
+        mapped = [_map_value(v, fn, constants) for v in value]
+        return type(value)(*mapped) if hasattr(value, "_fields") else tuple(mapped)
+    if isinstance(value, dict):
+        return {k: _map_value(v, fn, constants) for k, v in value.items()}
+    return value
+
+
+def _map_module(module: Module, fn: Callable, constants: Callable) -> Module:
+    new = copy.copy(module)
+    for name, value in vars(module).items():
+        if _holds_state(value):
+            setattr(new, name, _map_value(value, fn, constants))
+    return new
+
+
+def _kind(np_dtype: Any) -> str:
+    return {"f": "float", "i": "int", "u": "int", "b": "bool"}.get(
+        getattr(np_dtype, "kind", "?"), str(np_dtype)
+    )
+
+
+def _dtype_kind(dt: Any) -> str:
+    return "float" if dt.is_float else "bool" if dt.is_bool else "int"
+
+
+def check_record(entries: dict[str, Entry], found: dict[str, tuple[tuple[int, ...], str]]) -> list[str]:
+    """Every mismatch between a module's entries and a record's (name -> (shape, kind)), as lines."""
+    problems = []
+    for name, entry in entries.items():
+        if name not in found:
+            problems.append(f"missing: {name} (expected shape {entry.shape}, dtype {entry.dtype.name})")
+            continue
+        shape, kind = found[name]
+        if shape != tuple(entry.shape):
+            problems.append(f"shape mismatch: {name}: module has {tuple(entry.shape)}, record has {shape}")
+        if kind != _dtype_kind(entry.dtype):
+            problems.append(f"dtype mismatch: {name}: module has {entry.dtype.name}, record has {kind}")
+    for name in found:
+        if name not in entries:
+            problems.append(f"unexpected: {name} (not in the module)")
+    return problems
+
+
+def _render(module: Module, depth: int) -> str:
+    pad = "  " * (depth + 1)
+    fields = ", ".join(f"{k}: {v}" for k, v in module._repr_fields().items())
+    own = [(n, v) for n, v in module._children()]
+    subs = [(n, v) for n, v in own if isinstance(v, Module)]
+    n_params = module.num_params()
+    head = type(module).__name__
+    if not subs:
+        parts = [fields] if fields else []
+        if n_params:
+            parts.append(f"params: {n_params}")
+        return f"{head} {{{', '.join(parts)}}}" if parts else head
+    lines = [f"{head} {{"]
+    if fields:
+        lines.append(f"{pad}{fields}")
+    for n, v in own:
+        if isinstance(v, Module):
+            lines.append(f"{pad}{n}: {_render(v, depth + 1)}")
+        else:
+            lines.append(f"{pad}{n}: {v!r}")
+    lines.append(f"{pad}params: {n_params}")
+    lines.append("  " * depth + "}")
+    return "\n".join(lines)

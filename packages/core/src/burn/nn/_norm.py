@@ -1,0 +1,170 @@
+"""Normalisation layers: BatchNorm, LayerNorm, GroupNorm, InstanceNorm, RmsNorm."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..config import Config, check
+from ._module import Module
+from ._param import Param, RunningState, lift
+from .functional import _norm as FN
+from .init import Ones, Zeros
+
+
+class BatchNormConfig(Config):
+    num_features: int
+    epsilon: float = 1e-5
+    momentum: float = 0.1
+
+    def init(self, device: Any = None) -> BatchNorm:
+        return BatchNorm(self, device)
+
+
+class BatchNorm(Module):
+    """Batch norm over (N, C, ...) with C = num_features.
+
+    On an autodiff device (training) it normalises with the batch's statistics and updates the running
+    mean and (biased) variance: ``running = (1 - momentum) * running + momentum * batch``, outside the
+    graph. Elsewhere (after ``valid()``) it uses the running statistics.
+    """
+
+    def __init__(self, config: BatchNormConfig, device: Any = None) -> None:
+        check(
+            config.num_features > 0,
+            "BatchNormConfig",
+            f"num_features must be positive, got {config.num_features}",
+        )
+        check(
+            0.0 <= config.momentum <= 1.0,
+            "BatchNormConfig",
+            f"momentum must be in [0, 1], got {config.momentum}",
+        )
+        check(config.epsilon > 0, "BatchNormConfig", f"epsilon must be positive, got {config.epsilon}")
+        c = config.num_features
+        self.num_features, self.epsilon, self.momentum = c, config.epsilon, config.momentum
+        self.gamma = Param(Ones().init((c,), device=device))
+        self.beta = Param(Zeros().init((c,), device=device))
+        self.running_mean = RunningState(Zeros().init((c,), device=device))
+        self.running_var = RunningState(Ones().init((c,), device=device))
+        self._config = config
+
+    def forward(self, x: Any) -> Any:
+        if not x.backend.is_autodiff:
+            return FN.batch_norm(
+                x,
+                self.running_mean.val(),
+                self.running_var.val(),
+                self.gamma.val(),
+                self.beta.val(),
+                False,
+                self.epsilon,
+            )
+        out, mean, var = FN.batch_norm_train(x, self.gamma.val(), self.beta.val(), self.epsilon)
+        m = self.momentum
+        for state, batch in ((self.running_mean, mean), (self.running_var, var)):
+            inner = state.val().inner() * (1.0 - m) + batch.inner().cast(state.dtype) * m
+            state.set(lift(inner, state.val().backend))
+        return out
+
+
+class LayerNormConfig(Config):
+    d_model: int
+    epsilon: float = 1e-5
+
+    def init(self, device: Any = None) -> LayerNorm:
+        return LayerNorm(self, device)
+
+
+class LayerNorm(Module):
+    """Normalise the last dim (d_model), then scale by gamma and shift by beta. x: (..., d_model)."""
+
+    def __init__(self, config: LayerNormConfig, device: Any = None) -> None:
+        check(config.d_model > 0, "LayerNormConfig", f"d_model must be positive, got {config.d_model}")
+        self.d_model, self.epsilon = config.d_model, config.epsilon
+        self.gamma = Param(Ones().init((config.d_model,), device=device))
+        self.beta = Param(Zeros().init((config.d_model,), device=device))
+        self._config = config
+
+    def forward(self, x: Any) -> Any:
+        return FN.layer_norm(x, self.d_model, self.gamma.val(), self.beta.val(), self.epsilon)
+
+
+class GroupNormConfig(Config):
+    num_groups: int
+    num_channels: int
+    epsilon: float = 1e-5
+    affine: bool = True
+
+    def init(self, device: Any = None) -> GroupNorm:
+        return GroupNorm(self, device)
+
+
+class GroupNorm(Module):
+    """Normalise (N, C, ...) over groups of C / num_groups channels. x: (N, num_channels, ...)."""
+
+    def __init__(self, config: GroupNormConfig, device: Any = None) -> None:
+        g, c = config.num_groups, config.num_channels
+        check(
+            g > 0 and c > 0 and c % g == 0,
+            "GroupNormConfig",
+            f"num_channels ({c}) must be a positive multiple of num_groups ({g})",
+        )
+        self.num_groups, self.num_channels, self.epsilon = g, c, config.epsilon
+        self.gamma = Param(Ones().init((c,), device=device)) if config.affine else None
+        self.beta = Param(Zeros().init((c,), device=device)) if config.affine else None
+        self._config = config
+
+    def forward(self, x: Any) -> Any:
+        gamma, beta = _affine(self)
+        return FN.group_norm(x, self.num_groups, gamma, beta, self.epsilon)
+
+
+class InstanceNormConfig(Config):
+    num_channels: int
+    epsilon: float = 1e-5
+    affine: bool = True
+
+    def init(self, device: Any = None) -> InstanceNorm:
+        return InstanceNorm(self, device)
+
+
+class InstanceNorm(Module):
+    """Normalise each (sample, channel) over the spatial dims. x: (N, num_channels, ...)."""
+
+    def __init__(self, config: InstanceNormConfig, device: Any = None) -> None:
+        c = config.num_channels
+        check(c > 0, "InstanceNormConfig", f"num_channels must be positive, got {c}")
+        self.num_channels, self.epsilon = c, config.epsilon
+        self.gamma = Param(Ones().init((c,), device=device)) if config.affine else None
+        self.beta = Param(Zeros().init((c,), device=device)) if config.affine else None
+        self._config = config
+
+    def forward(self, x: Any) -> Any:
+        gamma, beta = _affine(self)
+        return FN.instance_norm(x, gamma, beta, self.epsilon)
+
+
+class RmsNormConfig(Config):
+    d_model: int
+    epsilon: float = 1e-5
+
+    def init(self, device: Any = None) -> RmsNorm:
+        return RmsNorm(self, device)
+
+
+class RmsNorm(Module):
+    """x / sqrt(mean(x^2) + eps) * gamma over the last dim. x: (..., d_model)."""
+
+    def __init__(self, config: RmsNormConfig, device: Any = None) -> None:
+        check(config.d_model > 0, "RmsNormConfig", f"d_model must be positive, got {config.d_model}")
+        check(config.epsilon > 0, "RmsNormConfig", f"epsilon must be positive, got {config.epsilon}")
+        self.d_model, self.epsilon = config.d_model, config.epsilon
+        self.gamma = Param(Ones().init((config.d_model,), device=device))
+        self._config = config
+
+    def forward(self, x: Any) -> Any:
+        return FN.rms_norm(x, self.gamma.val(), self.epsilon)
+
+
+def _affine(m: Any) -> tuple[Any, Any]:
+    return (None if m.gamma is None else m.gamma.val()), (None if m.beta is None else m.beta.val())

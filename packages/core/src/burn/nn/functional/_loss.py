@@ -1,0 +1,178 @@
+"""Losses with ``reduction="mean"|"sum"|"none"``. Formulas follow PyTorch's documented definitions (which
+Burn's losses match) and use only basic differentiable ops (log_softmax, mul, sum, abs, clamp)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..._errors import DTypeError, ShapeError
+from ..._tensor import Tensor
+from ._activation import _check_tensor, _float, log_softmax
+
+_REDUCTIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "mean": lambda t: t.mean(),
+    "sum": lambda t: t.sum(),
+    "none": lambda t: t,
+}
+
+
+def _reduce(op: str, loss: Tensor, reduction: str) -> Tensor:
+    fn = _REDUCTIONS.get(reduction)
+    if fn is None:
+        raise ValueError(f"{op}: reduction must be one of {sorted(_REDUCTIONS)}, got {reduction!r}")
+    return fn(loss)
+
+
+def _same_shape(op: str, a: Tensor, b: Tensor, names: str = "input/target") -> None:
+    if a.shape != b.shape:
+        left, right = names.split("/")
+        raise ShapeError(f"{op}: {left} shape {a.shape} != {right} shape {b.shape}")
+
+
+def cross_entropy(
+    logits: Tensor,
+    targets: Tensor,
+    label_smoothing: float = 0.0,
+    weight: Tensor | None = None,
+    ignore_index: int | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Cross-entropy of ``logits`` (N, C) against class indices (N,) or class probabilities (N, C).
+
+    With smoothing eps the target distribution is (1 - eps) * one_hot + eps / C. ``weight`` (C,)
+    scales each class; the mean divides by the summed weights of the counted targets. Targets equal to
+    ``ignore_index`` add nothing and are not counted. Returns a scalar, or (N,) for ``reduction="none"``.
+    """
+    logits = _float("cross_entropy", logits)
+    targets = _check_tensor("cross_entropy", targets, "targets")
+    if logits.ndim != 2:
+        raise ShapeError(f"cross_entropy: logits must be (N, C), got shape {logits.shape}")
+    n, c = logits.shape
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    if weight is not None and tuple(weight.shape) != (c,):
+        raise ShapeError(f"cross_entropy: weight must have shape ({c},), got {weight.shape}")
+    logp = log_softmax(logits, 1)
+    if targets.dtype.is_float:  # class probabilities
+        _same_shape("cross_entropy", logits, targets, "logits/targets")
+        if ignore_index is not None:
+            raise ValueError("cross_entropy: ignore_index needs class-index targets, not probabilities")
+        q = targets if label_smoothing == 0 else targets * (1.0 - label_smoothing) + label_smoothing / c
+        wq = q if weight is None else q * weight.cast(q.dtype)
+        return _reduce("cross_entropy", -(wq * logp).sum(1), reduction)
+    if not targets.dtype.is_int:
+        raise DTypeError(
+            f"cross_entropy: targets must be int class indices or float probabilities, got {targets.dtype}"
+        )
+    if targets.shape != (n,):
+        raise ShapeError(
+            f"cross_entropy: targets must have shape ({n},) for logits {logits.shape}, got {targets.shape}"
+        )
+    keep = None
+    if ignore_index is not None:
+        ignored = targets == ignore_index
+        targets = targets.mask_fill(ignored, 0)  # any valid class: the row is masked out below
+        keep = (~ignored).cast(logp.dtype)
+    one_hot = targets.one_hot(c).cast(logp.dtype)
+    w = None if weight is None else weight.cast(logp.dtype).detach()
+    w_target = None if w is None else (one_hot * w).sum(1)  # the weight of each row's target class
+    nll = -(one_hot * logp).sum(1)
+    loss = nll if w_target is None else nll * w_target
+    if label_smoothing > 0:
+        smooth = -(logp if w is None else logp * w).sum(1) / c
+        loss = loss * (1.0 - label_smoothing) + smooth * label_smoothing
+    denom = w_target
+    if keep is not None:
+        loss = loss * keep
+        denom = keep if denom is None else denom * keep
+    if reduction == "mean" and denom is not None:
+        return loss.sum() / denom.sum()
+    return _reduce("cross_entropy", loss, reduction)
+
+
+def binary_cross_entropy(
+    probs: Tensor, targets: Tensor, weight: Tensor | None = None, reduction: str = "mean"
+) -> Tensor:
+    """-(t log p + (1 - t) log(1 - p)), element-wise, with logs clamped at -100 as in PyTorch."""
+    probs = _float("binary_cross_entropy", probs)
+    targets = _float("binary_cross_entropy", targets)
+    _same_shape("binary_cross_entropy", probs, targets, "probs/targets")
+    loss = -(
+        targets * probs.log().clamp_min(-100.0) + (1.0 - targets) * (1.0 - probs).log().clamp_min(-100.0)
+    )
+    if weight is not None:
+        loss = loss * weight
+    return _reduce("binary_cross_entropy", loss, reduction)
+
+
+def binary_cross_entropy_with_logits(
+    logits: Tensor,
+    targets: Tensor,
+    weight: Tensor | None = None,
+    pos_weight: Tensor | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Binary cross-entropy of sigmoid(logits), computed stably as
+    (1 - t) * x + (1 + (pos_weight - 1) * t) * softplus(-x)."""
+    x = _float("binary_cross_entropy_with_logits", logits)
+    t = _float("binary_cross_entropy_with_logits", targets)
+    _same_shape("binary_cross_entropy_with_logits", x, t, "logits/targets")
+    log_weight = 1.0 if pos_weight is None else (pos_weight - 1.0) * t + 1.0
+    loss = (1.0 - t) * x + (-x)._unary("softplus") * log_weight
+    if weight is not None:
+        loss = loss * weight
+    return _reduce("binary_cross_entropy_with_logits", loss, reduction)
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """(input - target)^2, element-wise."""
+    input, target = _float("mse_loss", input), _float("mse_loss", target)
+    _same_shape("mse_loss", input, target)
+    diff = input - target
+    return _reduce("mse_loss", diff * diff, reduction)
+
+
+def _huber(op: str, input: Tensor, target: Tensor, delta: float) -> Tensor:
+    input, target = _float(op, input), _float(op, target)
+    _same_shape(op, input, target)
+    a = (input - target).abs()
+    q = a.clamp_max(delta)
+    # 0.5 q^2 + delta (a - q): 0.5 r^2 inside [-delta, delta], delta (|r| - delta / 2) outside
+    return q * q * 0.5 + (a - q) * delta
+
+
+def huber_loss(input: Tensor, target: Tensor, delta: float = 1.0, reduction: str = "mean") -> Tensor:
+    """0.5 r^2 if |r| <= delta else delta * (|r| - 0.5 delta), with r = input - target."""
+    if delta <= 0:
+        raise ValueError(f"huber_loss: delta must be positive, got {delta}")
+    return _reduce("huber_loss", _huber("huber_loss", input, target, delta), reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, beta: float = 1.0, reduction: str = "mean") -> Tensor:
+    """0.5 r^2 / beta if |r| < beta else |r| - 0.5 beta (beta = 0: plain L1)."""
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
+    if beta == 0:
+        input, target = _float("smooth_l1_loss", input), _float("smooth_l1_loss", target)
+        _same_shape("smooth_l1_loss", input, target)
+        return _reduce("smooth_l1_loss", (input - target).abs(), reduction)
+    return _reduce("smooth_l1_loss", _huber("smooth_l1_loss", input, target, beta) / beta, reduction)
+
+
+def kl_div(input: Tensor, target: Tensor, reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """KL(target || exp(input)) point-wise: target * (log target - input), 0 where target is 0.
+
+    ``input`` holds log-probabilities; ``reduction="batchmean"`` divides the sum by the batch size
+    (the mathematically correct KL); ``"mean"`` averages over every element, as PyTorch.
+    """
+    input, target = _float("kl_div", input), _float("kl_div", target)
+    _same_shape("kl_div", input, target)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        # x log x -> 0 as x -> 0: log(t + [t == 0]) is log(1) == 0 exactly there, in every dtype
+        safe = target + (target == 0).cast(target.dtype)
+        loss = target * (safe.log() - input)
+    if reduction == "batchmean":
+        return loss.sum() * (1.0 / (input.shape[0] if input.ndim else 1))
+    return _reduce("kl_div", loss, reduction)

@@ -1,0 +1,98 @@
+"""Argument checks shared by the module ops (conv, pools, interpolate, unfold, embedding). Each error
+names the op, the argument, what was expected and what was received."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..._errors import DeviceError, DTypeError, ShapeError
+from ..._tensor import Tensor
+
+LAYOUTS = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
+
+
+def tensor_arg(op: str, t: Any, arg: str) -> Tensor:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}: {arg} must be a burn.Tensor, got {type(t).__name__}")
+    return t
+
+
+def spatial_input(op: str, x: Any, nd: int, kind: str = "float") -> Tensor:
+    """x as a batched channels-first tensor with ``nd`` spatial dims; ``kind`` "float" or "num"."""
+    x = tensor_arg(op, x, "x")
+    if x.ndim != nd + 2:
+        raise ShapeError(f"{op}: x must be {nd + 2}-d {LAYOUTS[nd]}, got shape {x.shape}")
+    if kind == "float" and not x.dtype.is_float:
+        raise DTypeError(f"{op}: x must be a float tensor, got {x.dtype}")
+    if x.dtype.is_bool:
+        raise DTypeError(f"{op}: x must be a numeric tensor, got {x.dtype}")
+    if any(s == 0 for s in x.shape[1:]):
+        raise ShapeError(f"{op}: x must have non-empty channel and spatial dims, got shape {x.shape}")
+    return x
+
+
+def companion(op: str, t: Any, arg: str, x: Tensor, ndim: int | None = None) -> Tensor:
+    """A second tensor argument (weight, bias) on x's device, of x's dtype and, if given, rank."""
+    t = tensor_arg(op, t, arg)
+    if t.backend is not x.backend:
+        raise DeviceError(f"{op}: {arg} is on {t.device} but x is on {x.device}; move one with .to(device)")
+    if t.dtype is not x.dtype:
+        raise DTypeError(f"{op}: {arg} has dtype {t.dtype} but x has {x.dtype}; cast one to match")
+    if ndim is not None and t.ndim != ndim:
+        raise ShapeError(f"{op}: {arg} must be {ndim}-d, got shape {t.shape}")
+    return t
+
+
+def ints(op: str, value: Any, n: int, arg: str, minimum: int) -> tuple[int, ...]:
+    """An int or n ints (list/tuple), each >= minimum."""
+    if _is_int(value):
+        out = (int(value),) * n
+    elif isinstance(value, Sequence) and not isinstance(value, str):
+        out = tuple(value)
+        if len(out) != n or not all(_is_int(v) for v in out):
+            raise TypeError(f"{op}: {arg} must be an int or {n} ints, got {value!r}")
+        out = tuple(int(v) for v in out)
+    else:
+        raise TypeError(f"{op}: {arg} must be an int or {n} ints, got {value!r}")
+    if any(v < minimum for v in out):
+        raise ValueError(f"{op}: {arg} must be >= {minimum}, got {value!r}")
+    return out
+
+
+def int_arg(op: str, value: Any, arg: str, minimum: int) -> int:
+    if not _is_int(value):
+        raise TypeError(f"{op}: {arg} must be an int, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{op}: {arg} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _is_int(v: Any) -> bool:
+    return hasattr(v, "__index__") and not isinstance(v, bool) and not isinstance(v, Tensor)
+
+
+def check_out_size(op: str, out: Sequence[int], spatial: Sequence[int], detail: str) -> None:
+    if any(o <= 0 for o in out):
+        raise ShapeError(
+            f"{op}: output size would be {tuple(out)} for input spatial size {tuple(spatial)} ({detail}); "
+            "the padded input must be at least as large as the (dilated) kernel"
+        )
+
+
+def half_kernel_padding(op: str, padding: tuple[int, ...], kernel: tuple[int, ...]) -> None:
+    if any(p > k // 2 for p, k in zip(padding, kernel)):
+        raise ValueError(
+            f"{op}: padding {padding} must be at most half the kernel size {kernel} "
+            f"(at most {tuple(k // 2 for k in kernel)})"
+        )
+
+
+def output_size_arg(op: str, value: Any, spatial: tuple[int, ...]) -> tuple[int, ...]:
+    """Adaptive pool output size: an int or one entry per spatial dim (None keeps the input size)."""
+    n = len(spatial)
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        if len(value) != n:
+            raise ValueError(f"{op}: output_size must be an int or {n} entries, got {value!r}")
+        value = tuple(s if v is None else v for v, s in zip(value, spatial))
+    return ints(op, value, n, "output_size", 1)

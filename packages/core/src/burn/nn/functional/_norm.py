@@ -1,0 +1,140 @@
+"""Normalisation: layer, batch, group, instance and RMS norm. Written with basic tensor ops (mean,
+sub, mul, rsqrt) so autodiff needs no dedicated rules; variances are biased (divide by n), as in Burn
+and PyTorch's normalisation layers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..._errors import ShapeError
+from ..._tensor import Tensor
+from ._activation import _float
+
+
+def _moments(x: Tensor, dims: tuple[int, ...]) -> tuple[Tensor, Tensor]:
+    mean = x.mean(dims, keepdim=True)
+    diff = x - mean
+    return mean, (diff * diff).mean(dims, keepdim=True)
+
+
+def _check_affine(op: str, t: Tensor | None, shape: tuple[int, ...], arg: str) -> None:
+    if t is not None and tuple(t.shape) != shape:
+        raise ShapeError(f"{op}: {arg} must have shape {shape}, got {t.shape}")
+
+
+def layer_norm(
+    x: Tensor,
+    normalized_shape: int | Sequence[int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise over the trailing ``normalized_shape`` dims, then scale by weight and shift by bias.
+
+    x: (..., *normalized_shape) -> same shape.
+    """
+    x = _float("layer_norm", x)
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(x.shape[x.ndim - len(shape) :]) != shape:
+        raise ShapeError(f"layer_norm: input of shape {x.shape} does not end with normalized_shape {shape}")
+    dims = tuple(range(x.ndim - len(shape), x.ndim))
+    _check_affine("layer_norm", weight, shape, "weight")
+    _check_affine("layer_norm", bias, shape, "bias")
+    mean, var = _moments(x, dims)
+    out = (x - mean) * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def _channel_view(op: str, x: Tensor, t: Tensor | None, arg: str) -> Tensor | None:
+    if t is None:
+        return None
+    c = x.shape[1]
+    if tuple(t.shape) != (c,):
+        raise ShapeError(f"{op}: {arg} must have shape ({c},) for input {x.shape}, got {t.shape}")
+    return t.reshape(1, c, *([1] * (x.ndim - 2)))
+
+
+def batch_norm_train(
+    x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Batch norm with the batch's statistics: (output, batch mean (C,), biased batch var (C,))."""
+    x = _float("batch_norm", x)
+    if x.ndim < 2:
+        raise ShapeError(f"batch_norm: input must be (N, C, ...), got shape {x.shape}")
+    dims = (0, *range(2, x.ndim))
+    mean, var = _moments(x, dims)
+    out = (x - mean) * (var + eps).rsqrt()
+    w, b = _channel_view("batch_norm", x, weight, "weight"), _channel_view("batch_norm", x, bias, "bias")
+    out = out if w is None else out * w
+    out = out if b is None else out + b
+    c = x.shape[1]
+    return out, mean.reshape(c), var.reshape(c)
+
+
+def batch_norm(
+    x: Tensor,
+    running_mean: Tensor,
+    running_var: Tensor,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Batch norm over (N, C, ...). ``training=False`` uses the running statistics; ``True`` the
+    batch's (the ``BatchNorm`` module also updates its running statistics).
+    """
+    if training:
+        return batch_norm_train(x, weight, bias, eps)[0]
+    x = _float("batch_norm", x)
+    if x.ndim < 2:
+        raise ShapeError(f"batch_norm: input must be (N, C, ...), got shape {x.shape}")
+    mean = _channel_view("batch_norm", x, running_mean, "running_mean")
+    var = _channel_view("batch_norm", x, running_var, "running_var")
+    out = (x - mean) * (var + eps).rsqrt()
+    w, b = _channel_view("batch_norm", x, weight, "weight"), _channel_view("batch_norm", x, bias, "bias")
+    out = out if w is None else out * w
+    return out if b is None else out + b
+
+
+def group_norm(
+    x: Tensor,
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Normalise (N, C, ...) over groups of C // num_groups channels and the spatial dims."""
+    x = _float("group_norm", x)
+    if x.ndim < 2:
+        raise ShapeError(f"group_norm: input must be (N, C, ...), got shape {x.shape}")
+    n, c = x.shape[0], x.shape[1]
+    if num_groups <= 0 or c % num_groups:
+        raise ShapeError(f"group_norm: {c} channels are not divisible into num_groups={num_groups}")
+    grouped = x.reshape(n, num_groups, -1)
+    mean, var = _moments(grouped, (2,))
+    out = ((grouped - mean) * (var + eps).rsqrt()).reshape(*x.shape)
+    w, b = _channel_view("group_norm", x, weight, "weight"), _channel_view("group_norm", x, bias, "bias")
+    out = out if w is None else out * w
+    return out if b is None else out + b
+
+
+def instance_norm(
+    x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5
+) -> Tensor:
+    """Normalise each (sample, channel) of (N, C, ...) over its spatial dims."""
+    x = _float("instance_norm", x)
+    if x.ndim < 2:
+        raise ShapeError(f"instance_norm: input must be (N, C, ...), got shape {x.shape}")
+    return group_norm(x, x.shape[1], weight, bias, eps)
+
+
+def rms_norm(x: Tensor, weight: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """x / sqrt(mean(x^2, last dim) + eps) * weight. x: (..., d) -> same shape."""
+    x = _float("rms_norm", x)
+    _check_affine("rms_norm", weight, (x.shape[-1],), "weight")
+    out = x * ((x * x).mean(-1, keepdim=True) + eps).rsqrt()
+    return out if weight is None else out * weight

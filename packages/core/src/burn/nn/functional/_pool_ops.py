@@ -1,0 +1,163 @@
+"""Pools of ``burn.nn.functional``: max, average and adaptive pools over 1 or 2 spatial dims (PyTorch
+semantics, channels-first). Re-exported by ``_module_ops``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._tensor import Tensor, _wrap
+from ...backend._pool_defaults import pool_out_size
+from ._module_args import check_out_size, half_kernel_padding, ints, output_size_arg, spatial_input
+
+IntOrTuple = int | tuple[int, ...]
+
+
+def _window_args(op: str, x: Tensor, nd: int, kernel_size, stride, padding, dilation, ceil_mode):
+    kernel = ints(op, kernel_size, nd, "kernel_size", 1)
+    stride = kernel if stride is None else ints(op, stride, nd, "stride", 1)
+    padding = ints(op, padding, nd, "padding", 0)
+    dilation = ints(op, dilation, nd, "dilation", 1)
+    half_kernel_padding(op, padding, kernel)
+    spatial = x.shape[2:]
+    out = [pool_out_size(*a, bool(ceil_mode)) for a in zip(spatial, kernel, stride, padding, dilation)]
+    check_out_size(
+        op, out, spatial, f"kernel {kernel}, stride {stride}, padding {padding}, dilation {dilation}"
+    )
+    return kernel, stride, padding, dilation
+
+
+def _max_pool(op, nd, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    x = spatial_input(op, x, nd, kind="num")
+    args = _window_args(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode)
+    b = x.backend
+    values, indices = b.max_pool(x.primitive, *args, bool(ceil_mode))
+    return (_wrap(values, b), _wrap(indices, b)) if return_indices else _wrap(values, b)
+
+
+def max_pool1d(
+    x: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any:
+    """1-d max pool of x (N, C, L); ``stride`` defaults to ``kernel_size``. With ``return_indices`` also
+    the int64 index of each maximum into L (PyTorch's convention).
+
+    >>> F.max_pool1d(burn.arange(0, 6).float().reshape(1, 1, 6), 2).tolist()
+    [[[1.0, 3.0, 5.0]]]
+    """
+    return _max_pool("max_pool1d", 1, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool2d(
+    x: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any:
+    """2-d max pool of x (N, C, H, W) -> (N, C, H_out, W_out); with ``return_indices`` also the int64
+    flat index ``h * W + w`` of each maximum (PyTorch's convention, usable by an unpool).
+
+    >>> F.max_pool2d(burn.ones((1, 3, 8, 8)), 2).shape
+    (1, 3, 4, 4)
+    """
+    return _max_pool("max_pool2d", 2, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def _avg_pool(op, nd, x, kernel_size, stride, padding, ceil_mode, count_include_pad):
+    x = spatial_input(op, x, nd)
+    kernel, stride, padding, _ = _window_args(op, x, nd, kernel_size, stride, padding, 1, ceil_mode)
+    b = x.backend
+    return _wrap(
+        b.avg_pool(x.primitive, kernel, stride, padding, bool(count_include_pad), bool(ceil_mode)), b
+    )
+
+
+def avg_pool1d(
+    x: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:
+    """1-d average pool of x (N, C, L); ``count_include_pad`` counts zero padding in the divisor.
+
+    >>> F.avg_pool1d(burn.ones((1, 1, 4)), 2, padding=1, count_include_pad=False).tolist()
+    [[[1.0, 1.0, 1.0]]]
+    """
+    return _avg_pool("avg_pool1d", 1, x, kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+
+def avg_pool2d(
+    x: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:
+    """2-d average pool of x (N, C, H, W) -> (N, C, H_out, W_out).
+
+    >>> F.avg_pool2d(burn.ones((1, 3, 8, 8)), 2).shape
+    (1, 3, 4, 4)
+    """
+    return _avg_pool("avg_pool2d", 2, x, kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+
+def _adaptive(op: str, nd: int, x: Any, output_size: Any, kind: str) -> tuple[Tensor, tuple[int, ...]]:
+    x = spatial_input(op, x, nd, kind=kind)
+    return x, output_size_arg(op, output_size, x.shape[2:])
+
+
+def adaptive_avg_pool1d(x: Tensor, output_size: int | tuple[int]) -> Tensor:
+    """Average over windows [floor(i * L / out), ceil((i + 1) * L / out)) of x (N, C, L) -> (N, C, out).
+
+    >>> F.adaptive_avg_pool1d(burn.ones((2, 3, 10)), 4).shape
+    (2, 3, 4)
+    """
+    x, out = _adaptive("adaptive_avg_pool1d", 1, x, output_size, "float")
+    return _wrap(x.backend.adaptive_avg_pool(x.primitive, out), x.backend)
+
+
+def adaptive_avg_pool2d(x: Tensor, output_size: int | tuple[int | None, int | None]) -> Tensor:
+    """Adaptive average pool of x (N, C, H, W) -> (N, C, *output_size); a None entry keeps that size.
+
+    >>> F.adaptive_avg_pool2d(burn.ones((1, 8, 7, 7)), 1).shape
+    (1, 8, 1, 1)
+    """
+    x, out = _adaptive("adaptive_avg_pool2d", 2, x, output_size, "float")
+    return _wrap(x.backend.adaptive_avg_pool(x.primitive, out), x.backend)
+
+
+def _adaptive_max(op: str, nd: int, x: Any, output_size: Any, return_indices: bool) -> Any:
+    x, out = _adaptive(op, nd, x, output_size, "num")
+    b = x.backend
+    values, indices = b.adaptive_max_pool(x.primitive, out)
+    return (_wrap(values, b), _wrap(indices, b)) if return_indices else _wrap(values, b)
+
+
+def adaptive_max_pool1d(x: Tensor, output_size: int | tuple[int], return_indices: bool = False) -> Any:
+    """Adaptive max pool of x (N, C, L) -> (N, C, out), with the int64 indices of the maxima on request.
+
+    >>> F.adaptive_max_pool1d(burn.ones((2, 3, 10)), 4).shape
+    (2, 3, 4)
+    """
+    return _adaptive_max("adaptive_max_pool1d", 1, x, output_size, return_indices)
+
+
+def adaptive_max_pool2d(
+    x: Tensor, output_size: int | tuple[int | None, int | None], return_indices: bool = False
+) -> Any:
+    """Adaptive max pool of x (N, C, H, W) -> (N, C, *output_size); indices are flat ``h * W + w``.
+
+    >>> F.adaptive_max_pool2d(burn.ones((1, 2, 5, 5)), (2, 3)).shape
+    (1, 2, 2, 3)
+    """
+    return _adaptive_max("adaptive_max_pool2d", 2, x, output_size, return_indices)

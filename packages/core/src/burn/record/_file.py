@@ -1,0 +1,153 @@
+"""Module records as safetensors: one tensor per Param/RunningState (dotted names) plus JSON metadata in
+the safetensors header: format, burn-core version, module type, its config, and per entry the param id
+and the module's dtype (so a half-precision save loads back at the module's precision).
+
+Loading checks every name, shape and dtype before touching the module and reports all mismatches in one
+``burn.RecordError``; a truncated or foreign file is a RecordError too, never a crash half-way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from .. import _dtype as D
+from .._errors import RecordError
+from .._version import __version__
+
+FORMAT = "burn-record"
+FORMAT_VERSION = "1"
+SUFFIX = ".safetensors"
+
+
+def to_bytes(module: Any, dtype: Any = None) -> bytes:
+    """The module's record as safetensors bytes. ``dtype=burn.float16`` stores float tensors at half
+    precision (``load`` casts them back to the module's dtype)."""
+    from safetensors.numpy import save as st_save
+
+    save_dt = None if dtype is None else D.dtype(dtype)
+    if save_dt is not None and not save_dt.is_float:
+        raise ValueError(f"record: dtype must be a float dtype, got {save_dt.name}")
+    if save_dt is D.bfloat16:
+        raise ValueError("record: bfloat16 records are not supported (numpy has no bfloat16); use float16")
+    arrays: dict[str, Any] = {}
+    entries: dict[str, dict[str, str]] = {}
+    for name, entry in module.named_entries():
+        arr = entry.value.numpy()
+        if save_dt is not None and entry.dtype.is_float:
+            arr = arr.astype(save_dt.name)
+        arrays[name] = arr
+        kind = "param" if type(entry).__name__ == "Param" else "state"
+        entries[name] = {"id": entry.id, "dtype": entry.dtype.name, "kind": kind}
+    config = getattr(module, "_config", None)
+    metadata = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "burn_core_version": __version__,
+        "module": f"{type(module).__module__}.{type(module).__qualname__}",
+        "config": config.to_json(indent=None) if hasattr(config, "to_json") else "",
+        "config_type": type(config).__name__ if config is not None else "",
+        "save_dtype": save_dt.name if save_dt is not None else "",
+        "entries": json.dumps(entries),
+    }
+    return st_save(arrays, metadata=metadata)
+
+
+def save(module: Any, path: str | os.PathLike, dtype: Any = None) -> str:
+    """Write the module's record to ``path`` (``.safetensors`` appended when there is no suffix),
+    atomically: a temp file in the same folder, then ``os.replace``. Returns the path written."""
+    path = os.fspath(path)
+    if not os.path.splitext(path)[1]:
+        path += SUFFIX
+    data = to_bytes(module, dtype)
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+def load(module: Any, path: str | os.PathLike) -> Any:
+    """Load a record file into ``module`` (checked first; in place) and return the module."""
+    path = os.fspath(path)
+    if not os.path.exists(path) and not os.path.splitext(path)[1] and os.path.exists(path + SUFFIX):
+        path += SUFFIX
+    with open(path, "rb") as fh:
+        data = fh.read()
+    return from_bytes(module, data, source=path)
+
+
+def read_metadata(data: bytes, source: str = "<bytes>") -> dict[str, str]:
+    """The safetensors header metadata of a record (format, version, module, config, entries)."""
+    if len(data) < 8:
+        raise RecordError(f"{source}: not a safetensors record (only {len(data)} bytes)")
+    n = int.from_bytes(data[:8], "little")
+    if n <= 0 or 8 + n > len(data):
+        raise RecordError(
+            f"{source}: not a safetensors record (header length {n} exceeds the {len(data)} bytes)"
+        )
+    try:
+        header = json.loads(data[8 : 8 + n].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RecordError(f"{source}: corrupted safetensors header: {exc}") from None
+    if not isinstance(header, dict):
+        raise RecordError(f"{source}: corrupted safetensors header (not a JSON object)")
+    meta = header.get("__metadata__") or {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def read_arrays(data: bytes, source: str = "<bytes>") -> dict[str, Any]:
+    from safetensors.numpy import load as st_load
+
+    read_metadata(data, source)
+    try:
+        return st_load(data)
+    except Exception as exc:  # safetensors raises its own error types for every kind of damage
+        raise RecordError(f"{source}: corrupted safetensors data: {exc}") from None
+
+
+def from_bytes(module: Any, data: bytes, source: str = "<bytes>") -> Any:
+    """Load record bytes (``to_bytes`` output) into ``module`` (checked first; in place); return it."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"from_bytes: data must be bytes, got {type(data).__name__}")
+    data = bytes(data)
+    meta = read_metadata(data, source)
+    arrays = read_arrays(data, source)
+    try:
+        saved = json.loads(meta.get("entries") or "{}")
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"{source}: corrupted record metadata 'entries': {exc}") from None
+    save_dtype = meta.get("save_dtype", "")
+    problems = []
+    module_entries = dict(module.named_entries())
+    for name, entry in module_entries.items():
+        if name not in arrays:
+            problems.append(f"missing: {name} (expected shape {entry.shape}, dtype {entry.dtype.name})")
+            continue
+        arr = arrays[name]
+        if tuple(arr.shape) != tuple(entry.shape):
+            problems.append(
+                f"shape mismatch: {name}: module has {tuple(entry.shape)}, record has {tuple(arr.shape)}"
+            )
+        stored = arr.dtype.name
+        original = saved.get(name, {}).get("dtype", stored)
+        if original != entry.dtype.name or stored not in (original, save_dtype):
+            problems.append(f"dtype mismatch: {name}: module has {entry.dtype.name}, record has {original}")
+    for name in arrays:
+        if name not in module_entries:
+            problems.append(f"unexpected: {name} (not in the module)")
+    if problems:
+        origin = meta.get("module", "unknown module")
+        raise RecordError(
+            f"{source}: record (saved from {origin}) does not match {type(module).__name__} "
+            f"({len(problems)} problem(s)):\n  " + "\n  ".join(problems)
+        )
+    ids = {name: info["id"] for name, info in saved.items() if isinstance(info, dict) and "id" in info}
+    return module.load_record(arrays, ids=ids)
