@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._errors import BackendUnavailableError, DeviceError
-from .plugins import _manager, registry
+from .plugins import _manager, probe, probe_devices, registry
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def _build_backend(dev: Device) -> Any:
             ) from exc
         return Autodiff(dev.inner.backend, device=dev, **dict(dev.options))
     spec = registry().backend(dev.kind)
-    ok, reason = spec.is_available()
+    ok, reason = probe(spec.is_available)
     if not ok:
         raise BackendUnavailableError(f"device {dev}: backend {spec.name!r} is unavailable: {reason}")
     backend = spec.factory(dev.index)
@@ -135,7 +135,7 @@ def device(spec: str | Device | None = None, autodiff: bool = False, **options: 
 
 def _best_available(reg: Any) -> str:
     for spec in sorted(reg.backends.values(), key=lambda s: -s.priority):
-        if spec.is_available()[0]:
+        if probe(spec.is_available)[0]:  # a third-party probe that raises means "not this one"
             return spec.name
     raise DeviceError("device('auto'): no backend is available")
 
@@ -167,16 +167,12 @@ def backends() -> list[BackendInfo]:
     reg = registry()
     out = []
     for spec in reg.backends.values():
-        try:
-            ok, reason = spec.is_available()
-        except Exception as exc:  # a probe that crashes is a reason, not a crash
-            ok, reason = False, f"availability check failed: {type(exc).__name__}: {exc}"
+        ok, reason = probe(spec.is_available)  # a probe that crashes is a reason, not a crash
         devices: list[str] = []
         if ok:
-            try:
-                devices = list(spec.devices())
-            except Exception as exc:
-                ok, reason = False, f"device enumeration failed: {type(exc).__name__}: {exc}"
+            devices, failure = probe_devices(spec.devices)
+            if failure:
+                ok, reason = False, failure
         dist, version = _dist_of(spec.name, reg)
         out.append(BackendInfo(spec.name, ok, reason, devices, version, dist, spec.description))
     return out

@@ -13,13 +13,18 @@ A third-party package adds a backend by exposing a module under the ``burn`` ent
     def burn_register_backends(register):
         register(BackendSpec(name="mybackend", factory=make_backend, is_available=probe))
 
-This module imports neither numpy nor threads at import time, so it runs under Pyodide as it is.
+``BURN_DISABLE_PLUGINS=a,b`` skips entry points (by entry-point or distribution name);
+``BURN_DISABLE_PLUGIN_AUTOLOAD=1`` loads only burn-core's built-ins and plugins added with
+``register_plugin``. Broken plugins are listed in ``registry().broken`` and by ``burn info``.
+
+This package imports neither numpy nor importlib.metadata at import time, and runs under Pyodide.
 """
 
+from ._discovery import BUILTINS
 from ._manager import (
     ENTRY_POINT_GROUP,
+    PluginError,
     PluginWarning,
-    Registry,
     check_pending,
     get_plugin_manager,
     register_plugin,
@@ -28,14 +33,18 @@ from ._manager import (
     unregister_plugin,
 )
 from ._markers import PROJECT, hookimpl, hookspec
+from ._probe import probe, probe_devices
+from ._registry import Registry
 from ._specs import BackendSpec, BrokenPlugin, MetricCollectorSpec, PluginInfo
 
 __all__ = [
+    "BUILTINS",
     "ENTRY_POINT_GROUP",
     "PROJECT",
     "BackendSpec",
     "BrokenPlugin",
     "MetricCollectorSpec",
+    "PluginError",
     "PluginInfo",
     "PluginWarning",
     "Registry",
@@ -43,6 +52,8 @@ __all__ = [
     "get_plugin_manager",
     "hookimpl",
     "hookspec",
+    "probe",
+    "probe_devices",
     "register_plugin",
     "registry",
     "reload",

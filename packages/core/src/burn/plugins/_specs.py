@@ -3,13 +3,22 @@
 A spec names a thing and says how to build it, but building (and importing its heavy libraries) waits
 until it is used. ``is_available()`` answers ``(True, "")`` or ``(False, reason)`` at run time, so a
 plugin can be installed everywhere and picked only where it can run.
+
+Specs check their fields when built, so a plugin with a typo fails inside its own hook (and is reported
+as broken) rather than later, inside ``burn.device()``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+# Backend names appear in device strings ("name:0") that burn.device() lower-cases before lookup, so
+# they must be lowercase and free of ':' and spaces. "auto" is burn.device()'s own keyword.
+_BACKEND_NAME = re.compile(r"[a-z][a-z0-9_.-]*\Z")
+_RESERVED_BACKEND_NAMES = frozenset({"auto"})
 
 
 def _always() -> tuple[bool, str]:
@@ -20,14 +29,32 @@ def _no_devices() -> list[str]:
     return []
 
 
+def _check_callable(kind: str, field_name: str, value: object) -> None:
+    if not callable(value):
+        raise TypeError(f"{kind}.{field_name}: expected a callable, got {type(value).__name__}")
+
+
+def _check_backend_name(field_name: str, value: object) -> None:
+    if not isinstance(value, str) or not _BACKEND_NAME.match(value):
+        raise ValueError(
+            f"BackendSpec.{field_name}: expected a lowercase name of letters, digits, '_', '-' or '.' "
+            f"starting with a letter (it is used in device strings such as 'name:0'), got {value!r}"
+        )
+    if value in _RESERVED_BACKEND_NAMES:
+        raise ValueError(f"BackendSpec.{field_name}: {value!r} is reserved by burn.device()")
+
+
 @dataclass(frozen=True)
 class BackendSpec:
     """A tensor backend a plugin offers.
 
     ``factory(index)`` builds a ``burn.backend.Backend`` for device ``index`` (called lazily, once per
-    device). ``devices()`` lists device strings such as ``["wgpu:0"]`` and may import the backend's
-    library; it is only called when the backend is available. ``priority`` orders backends for
-    ``burn.device("auto")`` (higher wins).
+    device). ``is_available()`` returns ``(ok, reason)``. ``devices()`` lists device strings such as
+    ``["wgpu:0"]`` and may import the backend's library; it is only called when the backend is
+    available. ``aliases`` are other names ``burn.device()`` accepts; ``priority`` orders backends
+    for ``burn.device("auto")`` (higher wins). For example::
+
+        BackendSpec(name="trace", factory=lambda index: TraceBackend(), aliases=("tracer",))
     """
 
     name: str
@@ -37,6 +64,18 @@ class BackendSpec:
     aliases: tuple[str, ...] = ()
     priority: int = 0
     description: str = ""
+
+    def __post_init__(self) -> None:
+        _check_backend_name("name", self.name)
+        if isinstance(self.aliases, str) or not isinstance(self.aliases, (tuple, list)):
+            raise TypeError(f"BackendSpec.aliases: expected a tuple of names, got {self.aliases!r}")
+        object.__setattr__(self, "aliases", tuple(self.aliases))
+        for alias in self.aliases:
+            _check_backend_name("aliases", alias)
+        for name in ("factory", "is_available", "devices"):
+            _check_callable("BackendSpec", name, getattr(self, name))
+        if not isinstance(self.priority, int) or isinstance(self.priority, bool):
+            raise TypeError(f"BackendSpec.priority: expected an int, got {self.priority!r}")
 
 
 @dataclass(frozen=True)
@@ -54,20 +93,34 @@ class MetricCollectorSpec:
     group: str = ""
     description: str = ""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"MetricCollectorSpec.name: expected a non-empty string, got {self.name!r}")
+        for name in ("factory", "is_available"):
+            _check_callable("MetricCollectorSpec", name, getattr(self, name))
+
 
 @dataclass
 class BrokenPlugin:
-    """An entry point that failed to load or register, with the error that stopped it."""
+    """An entry point that failed to load or register, with the error that stopped it.
+
+    ``stage`` is ``"import"`` (loading the entry point raised) or ``"register"`` (registering it or
+    running its hooks raised); ``traceback`` holds the formatted traceback for ``burn info -v``.
+    """
 
     name: str
     value: str
     dist: str
     error: str
+    version: str = ""
+    stage: str = "import"
+    traceback: str = ""
 
 
 @dataclass
 class PluginInfo:
-    """A plugin that loaded, with the distribution that provides it."""
+    """A plugin that loaded, with the distribution that provides it and what it registered
+    (``"backend:<name>"``, ``"collector:<name>"``, ``"renderer:<name>"``)."""
 
     name: str
     value: str

@@ -1,0 +1,265 @@
+"""The ``burn`` command (also ``python -m burn``).
+
+``burn info`` prints the installed burn packages, the plugins and the distributions they come from, every
+backend with its devices (or the reason it cannot run here), every metric collector with its
+availability, and the plugins that failed to load with their error. ``--json`` prints the same as one
+JSON object. Output is plain text from the standard library only, so it works on any terminal, in CI
+logs and in bug reports.
+
+Every probe runs through ``burn.plugins.probe`` with a timeout: a plugin whose check raises, returns
+nonsense or hangs becomes a reason in the report, never a crash of the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from . import plugins
+from ._version import __version__
+
+# every distribution of the burn-py family, with the module it installs
+PACKAGES: tuple[tuple[str, str], ...] = (
+    ("burn-core", "burn"),
+    ("burn-autodiff", "burn_autodiff"),
+    ("burn-wgpu", "burn_wgpu"),
+    ("burn-cuda", "burn_cuda"),
+    ("burn-train", "burn_train"),
+    ("burn-metrics-cuda", "burn_metrics_cuda"),
+    ("burn-metrics-web", "burn_metrics_web"),
+)
+
+DEFAULT_TIMEOUT = 20.0  # seconds per availability probe; GPU drivers can take a few seconds to answer
+
+
+def _package_version(dist: str, module: str) -> tuple[bool, str | None, str]:
+    """``(installed, version, note)``; falls back to ``<module>._version`` when metadata is missing."""
+    from importlib import metadata, util
+
+    try:
+        return True, metadata.version(dist), ""
+    except metadata.PackageNotFoundError:
+        pass
+    try:
+        if util.find_spec(module) is None:
+            return False, None, ""
+        from importlib import import_module
+
+        version = getattr(import_module(f"{module}._version"), "__version__", None)
+        return True, version, "importable, but no installed metadata"
+    except Exception as exc:  # a half-installed package: say so, keep going
+        return False, None, f"{type(exc).__name__}: {exc}"
+
+
+def _packages() -> list[dict[str, Any]]:
+    rows = []
+    for dist, module in PACKAGES:
+        installed, version, note = _package_version(dist, module)
+        rows.append(
+            {"name": dist, "module": module, "installed": installed, "version": version, "note": note}
+        )
+    return rows
+
+
+def _load_registry() -> tuple[plugins.Registry, str]:
+    """The plugin registry; the per-plugin warnings are dropped because ``broken`` lists them."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", plugins.PluginWarning)
+            return plugins.registry(), ""
+    except Exception as exc:  # discovery itself failed (a corrupt dist-info, ...): report, keep going
+        return plugins.Registry(), f"loading plugins failed: {type(exc).__name__}: {exc}"
+
+
+def _origin(reg: plugins.Registry, kind: str, name: str) -> dict[str, str]:
+    info = reg.provider(kind, name)
+    if info is None:
+        return {"plugin": "", "dist": "", "version": ""}
+    return {"plugin": info.name, "dist": info.dist, "version": info.version}
+
+
+def _backends(reg: plugins.Registry, timeout: float) -> list[dict[str, Any]]:
+    rows = []
+    for spec in reg.backends.values():
+        ok, reason = plugins.probe(spec.is_available, timeout)
+        devices: list[str] = []
+        if ok:
+            devices, failure = plugins.probe_devices(spec.devices, timeout)
+            if failure:
+                ok, reason = False, failure
+        rows.append(
+            {
+                "name": spec.name,
+                "available": ok,
+                "reason": reason,
+                "devices": devices,
+                "aliases": list(spec.aliases),
+                "priority": spec.priority,
+                "description": spec.description,
+                **_origin(reg, "backend", spec.name),
+            }
+        )
+    return rows
+
+
+def _collectors(reg: plugins.Registry, timeout: float) -> list[dict[str, Any]]:
+    rows = []
+    for spec in reg.collectors.values():
+        ok, reason = plugins.probe(spec.is_available, timeout)
+        rows.append(
+            {
+                "name": spec.name,
+                "available": ok,
+                "reason": reason,
+                "group": spec.group,
+                "description": spec.description,
+                **_origin(reg, "collector", spec.name),
+            }
+        )
+    return rows
+
+
+def collect_info(timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+    """Everything ``burn info`` reports, as plain JSON-ready data."""
+    reg, load_error = _load_registry()
+    return {
+        "burn_version": __version__,
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "packages": _packages(),
+        "plugins": [
+            {"name": p.name, "value": p.value, "dist": p.dist, "version": p.version, "provides": p.provides}
+            for p in reg.plugins
+        ],
+        "backends": _backends(reg, timeout),
+        "collectors": _collectors(reg, timeout),
+        "renderers": sorted(reg.renderers),
+        "broken": [
+            {
+                "name": b.name,
+                "value": b.value,
+                "dist": b.dist,
+                "version": b.version,
+                "stage": b.stage,
+                "error": b.error,
+                "traceback": b.traceback,
+            }
+            for b in reg.broken
+        ],
+        "disabled": list(reg.disabled),
+        "autoload": reg.autoload,
+        "load_error": load_error,
+    }
+
+
+def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+    """Left-aligned columns; the last column is free-running text."""
+    if not rows:
+        return [f"{indent}(none)"]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return [
+        (indent + "  ".join(cell.ljust(w) for cell, w in zip(r, widths)) + "  " + r[-1]).rstrip()
+        for r in rows
+    ]
+
+
+def _from(row: dict[str, Any]) -> str:
+    return f"{row['dist']} {row['version']}".strip() if row.get("dist") else ""
+
+
+def render_text(info: dict[str, Any], verbose: bool = False) -> str:
+    """The human-readable report of ``collect_info()``."""
+    lines = [
+        f"burn-py {info['burn_version']} on {info['implementation']} {info['python']} ({info['platform']})",
+        "",
+        "Packages:",
+    ]
+    lines += _table(
+        [
+            [p["name"], p["version"] or "-" if p["installed"] else "not installed", p["note"]]
+            for p in info["packages"]
+        ]
+    )
+    autoload = "on" if info["autoload"] else "off (BURN_DISABLE_PLUGIN_AUTOLOAD)"
+    lines += ["", f"Plugins (entry-point group '{plugins.ENTRY_POINT_GROUP}', autoload {autoload}):"]
+    lines += _table([[p["name"], p["value"], _from(p), ", ".join(p["provides"])] for p in info["plugins"]])
+    if info["disabled"]:
+        lines.append(f"  disabled by BURN_DISABLE_PLUGINS: {', '.join(info['disabled'])}")
+    lines += ["", "Backends:"]
+    lines += _table(
+        [
+            [
+                b["name"],
+                "available" if b["available"] else "unavailable",
+                _from(b),
+                ("devices: " + (", ".join(b["devices"]) or "none")) if b["available"] else b["reason"],
+            ]
+            for b in info["backends"]
+        ]
+    )
+    lines += ["", "Metric collectors:"]
+    lines += _table(
+        [
+            [
+                c["name"],
+                "available" if c["available"] else "unavailable",
+                c["group"] or "-",
+                _from(c),
+                c["reason"],
+            ]
+            for c in info["collectors"]
+        ]
+    )
+    lines += ["", "Broken plugins:"]
+    lines += _table([[b["name"], b["value"], _from(b), b["error"]] for b in info["broken"]])
+    if verbose:
+        for b in info["broken"]:
+            lines += ["", f"Traceback of plugin {b['name']!r}:", b["traceback"].rstrip()]
+    if info["load_error"]:
+        lines += ["", f"ERROR: {info['load_error']}"]
+    return "\n".join(lines) + "\n"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="burn", description="burn-py command line tools.")
+    parser.add_argument("--version", action="version", version=f"burn-py {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    info = sub.add_parser(
+        "info",
+        help="versions, plugins, backends, devices, metric collectors and broken plugins",
+        description="Report the burn packages, plugins, backends, devices and metric collectors here.",
+    )
+    info.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    info.add_argument("-v", "--verbose", action="store_true", help="show the traceback of broken plugins")
+    info.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"give up on an availability probe after this long (default {DEFAULT_TIMEOUT:g})",
+    )
+    info.add_argument("--strict", action="store_true", help="exit with status 1 if a plugin is broken")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``burn`` console script; returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    if args.timeout <= 0:
+        parser.error(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")
+    info = collect_info(timeout=args.timeout)
+    if args.json:
+        sys.stdout.write(json.dumps(info, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_text(info, verbose=args.verbose))
+    return 1 if args.strict and (info["broken"] or info["load_error"]) else 0

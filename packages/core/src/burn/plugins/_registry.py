@@ -1,0 +1,128 @@
+"""The registry of what plugins provide, and the staging area one plugin registers into.
+
+A plugin's hooks register into a ``_Batch``; the batch is committed only when every hook of that plugin
+has returned. A plugin whose second hook raises therefore leaves nothing behind from its first, and a
+name that another plugin already took is an error of the later plugin, not a silent override.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._specs import BackendSpec, BrokenPlugin, MetricCollectorSpec, PluginInfo
+
+
+@dataclass
+class Registry:
+    """What the loaded plugins registered, which plugins loaded, which broke and which were disabled."""
+
+    backends: dict[str, BackendSpec] = field(default_factory=dict)
+    collectors: dict[str, MetricCollectorSpec] = field(default_factory=dict)
+    renderers: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    plugins: list[PluginInfo] = field(default_factory=list)
+    broken: list[BrokenPlugin] = field(default_factory=list)
+    disabled: list[str] = field(default_factory=list)  # entry points skipped by BURN_DISABLE_PLUGINS
+    autoload: bool = True  # False when BURN_DISABLE_PLUGIN_AUTOLOAD was set
+
+    def backend(self, name: str) -> BackendSpec:
+        """The backend registered under ``name`` or one of its aliases (KeyError names the known ones)."""
+        spec = self.backends.get(name)
+        if spec is not None:
+            return spec
+        for candidate in self.backends.values():
+            if name in candidate.aliases:
+                return candidate
+        known = ", ".join(sorted(self.backends)) or "none"
+        raise KeyError(f"unknown backend {name!r}; registered backends: {known}")
+
+    def collector(self, name: str) -> MetricCollectorSpec:
+        """The metric collector registered under ``name`` (KeyError names the known ones)."""
+        spec = self.collectors.get(name)
+        if spec is None:
+            known = ", ".join(sorted(self.collectors)) or "none"
+            raise KeyError(f"unknown metric collector {name!r}; registered collectors: {known}")
+        return spec
+
+    def provider(self, kind: str, name: str) -> PluginInfo | None:
+        """The plugin that registered ``kind`` (``"backend"``, ``"collector"``, ``"renderer"``) ``name``."""
+        tag = f"{kind}:{name}"
+        for info in self.plugins:
+            if tag in info.provides:
+                return info
+        return None
+
+    def _backend_owner(self, name: str) -> str | None:
+        """The backend that already uses ``name`` as its name or alias, if any."""
+        for spec in self.backends.values():
+            if name == spec.name or name in spec.aliases:
+                return spec.name
+        return None
+
+
+class _Batch:
+    """What one plugin registers, checked against the registry and committed all at once."""
+
+    def __init__(self, registry: Registry) -> None:
+        self._registry = registry
+        self.backends: dict[str, BackendSpec] = {}
+        self.collectors: dict[str, MetricCollectorSpec] = {}
+        self.renderers: dict[str, Callable[..., Any]] = {}
+
+    def _taken_by(self, kind: str, name: str) -> str:
+        info = self._registry.provider(kind, name)
+        return f"plugin {info.name!r} ({info.dist})" if info is not None else "another plugin"
+
+    def add_backend(self, spec: BackendSpec) -> None:
+        if not isinstance(spec, BackendSpec):
+            raise TypeError(f"burn_register_backends: register() expects a BackendSpec, got {spec!r}")
+        for name in (spec.name, *spec.aliases):
+            owner = self._registry._backend_owner(name)
+            if owner is not None:
+                raise ValueError(
+                    f"backend name {name!r} is already used by backend {owner!r} of "
+                    f"{self._taken_by('backend', owner)}; disable one with BURN_DISABLE_PLUGINS"
+                )
+            for mine in self.backends.values():
+                if name == mine.name or name in mine.aliases:
+                    raise ValueError(f"backend name {name!r} registered twice by the same plugin")
+        self.backends[spec.name] = spec
+
+    def add_collector(self, spec: MetricCollectorSpec) -> None:
+        if not isinstance(spec, MetricCollectorSpec):
+            raise TypeError(
+                f"burn_register_metric_collectors: register() expects a MetricCollectorSpec, got {spec!r}"
+            )
+        if spec.name in self._registry.collectors:
+            raise ValueError(
+                f"metric collector {spec.name!r} is already registered by "
+                f"{self._taken_by('collector', spec.name)}"
+            )
+        if spec.name in self.collectors:
+            raise ValueError(f"metric collector {spec.name!r} registered twice by the same plugin")
+        self.collectors[spec.name] = spec
+
+    def add_renderer(self, name: str, factory: Callable[..., Any]) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"burn_register_renderers: register(name, factory) needs a name, got {name!r}")
+        if not callable(factory):
+            raise TypeError(
+                f"burn_register_renderers: factory of {name!r} must be callable, got {type(factory).__name__}"
+            )
+        if name in self._registry.renderers:
+            raise ValueError(f"renderer {name!r} is already registered by {self._taken_by('renderer', name)}")
+        if name in self.renderers:
+            raise ValueError(f"renderer {name!r} registered twice by the same plugin")
+        self.renderers[name] = factory
+
+    def commit(self) -> list[str]:
+        """Add everything to the registry; return the ``kind:name`` tags for ``PluginInfo.provides``."""
+        self._registry.backends.update(self.backends)
+        self._registry.collectors.update(self.collectors)
+        self._registry.renderers.update(self.renderers)
+        return (
+            [f"backend:{n}" for n in self.backends]
+            + [f"collector:{n}" for n in self.collectors]
+            + [f"renderer:{n}" for n in self.renderers]
+        )
