@@ -23,6 +23,8 @@ def norm_dims(op: str, dims: int | Sequence[int] | None, ndim: int, arg: str = "
         return tuple(range(ndim))
     if isinstance(dims, int):
         return (norm_dim(op, dims, ndim, arg),)
+    if not isinstance(dims, (tuple, list)):
+        raise TypeError(f"{op}: {arg} must be an int, a tuple of ints or None, got {type(dims).__name__}")
     out = tuple(norm_dim(op, d, ndim, arg) for d in dims)
     if len(set(out)) != len(out):
         raise ValueError(f"{op}: {arg}={tuple(dims)} repeats a dim")

@@ -39,24 +39,33 @@ def tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     if isinstance(data, Tensor):
         arr = data.numpy()
     else:
-        arr = np.asarray(data)
+        try:
+            arr = np.asarray(data)
+        except (ValueError, TypeError) as exc:  # ragged nested lists
+            raise ShapeError(f"tensor: data must be a rectangular nested list of numbers: {exc}") from None
         if arr.dtype == object:
             raise TypeError(
                 f"tensor: data must be numbers or nested lists of equal length, got {type(data).__name__}"
             )
     if dtype is not None:
         dt = _dtype_or(dtype, D.float32, b, "tensor")
-    elif isinstance(data, (np.ndarray, Tensor)) or hasattr(data, "__array__"):
-        dt = _fallback_dtype(D.dtype(arr.dtype), b) if arr.dtype.name != "bfloat16" else b.default_float
     elif arr.dtype.kind == "f":
-        dt = b.default_float
+        keep = isinstance(data, Tensor) or hasattr(data, "__array__") or isinstance(data, np.generic)
+        dt = _fallback_dtype(_KNOWN_NP.get(arr.dtype.name, b.default_float), b) if keep else b.default_float
     elif arr.dtype.kind in "iu":
-        dt = b.default_int
+        keep = isinstance(data, Tensor) or hasattr(data, "__array__") or isinstance(data, np.generic)
+        dt = _fallback_dtype(_KNOWN_NP.get(arr.dtype.name, b.default_int), b) if keep else b.default_int
     elif arr.dtype.kind == "b":
-        dt = D.bool_
+        dt = _fallback_dtype(D.bool_, b)
+    elif arr.dtype.name == "bfloat16":  # ml_dtypes' bfloat16 (kind 'V')
+        dt = _fallback_dtype(D.bfloat16, b)
     else:
-        raise TypeError(f"tensor: unsupported element type {arr.dtype} in data")
-    return _wrap(b.from_numpy(arr, dt), b)
+        raise DTypeError(f"tensor: unsupported element type {arr.dtype} (expected bool, int or float data)")
+    return _wrap(b.from_numpy(arr, dt), b, dt)
+
+
+# numpy dtype names burn knows; others of the same kind (uint16, uint64, longdouble) use the default
+_KNOWN_NP = {d.name: d for d in D.ALL_DTYPES}
 
 
 def from_numpy(array: Any, device: Any = None, dtype: Any = None) -> Tensor:
@@ -84,8 +93,10 @@ def full(shape: Sequence[int], value: Any, dtype: Any = None, device: Any = None
         )
     else:
         default = None
+    if not isinstance(value, (int, float)):
+        raise TypeError(f"full: value must be a number or a bool, got {type(value).__name__}")
     dt = _dtype_or(dtype, default, b, "full")
-    return _wrap(b.full(shape, _scalar_for(dt, value), dt), b)
+    return _wrap(b.full(shape, _scalar_for(dt, value), dt), b, dt)
 
 
 def zeros(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -126,7 +137,7 @@ def arange(
     b = _backend(device)
     is_float = any(isinstance(v, float) for v in (start, stop, step))
     dt = _dtype_or(dtype, b.default_float if is_float else b.default_int, b, "arange")
-    return _wrap(b.arange(start, stop, step, dt), b)
+    return _wrap(b.arange(start, stop, step, dt), b, dt)
 
 
 def linspace(start: float, stop: float, num: int, dtype: Any = None, device: Any = None) -> Tensor:
@@ -137,15 +148,18 @@ def linspace(start: float, stop: float, num: int, dtype: Any = None, device: Any
         raise ValueError(f"linspace: num must be a non-negative int, got {num!r}")
     b = _backend(device)
     dt = _dtype_or(dtype, b.default_float, b, "linspace")
-    return _wrap(b.from_numpy(np.linspace(start, stop, num), dt), b)
+    return _wrap(b.from_numpy(np.linspace(start, stop, num), dt), b, dt)
 
 
 def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None) -> Tensor:
     import numpy as np
 
+    for name, v in (("n", n), ("m", m)):
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            raise ValueError(f"eye: {name} must be a non-negative int, got {v!r}")
     b = _backend(device)
     dt = _dtype_or(dtype, b.default_float, b, "eye")
-    return _wrap(b.from_numpy(np.eye(n, m), dt), b)
+    return _wrap(b.from_numpy(np.eye(n, m), dt), b, dt)
 
 
 def _random_args(op: str, shape: Any, dtype: Any, device: Any, default: str) -> tuple[Any, tuple, D.DType]:
@@ -160,7 +174,7 @@ def rand(
 ) -> Tensor:
     """Uniform samples in ``[low, high)``; seeded by ``burn.seed``."""
     b, shape, dt = _random_args("rand", shape, dtype, device, "float")
-    return _wrap(b.random_uniform(shape, low, high, dt), b)
+    return _wrap(b.random_uniform(shape, low, high, dt), b, dt)
 
 
 def randn(
@@ -170,7 +184,7 @@ def randn(
     if std < 0:
         raise ValueError(f"randn: std must be non-negative, got {std}")
     b, shape, dt = _random_args("randn", shape, dtype, device, "float")
-    return _wrap(b.random_normal(shape, mean, std, dt), b)
+    return _wrap(b.random_normal(shape, mean, std, dt), b, dt)
 
 
 def randint(low: int, high: int, shape: Sequence[int], dtype: Any = None, device: Any = None) -> Tensor:
@@ -178,14 +192,14 @@ def randint(low: int, high: int, shape: Sequence[int], dtype: Any = None, device
     if high <= low:
         raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
     b, shape, dt = _random_args("randint", shape, dtype, device, "int")
-    return _wrap(b.random_int(shape, low, high, dt), b)
+    return _wrap(b.random_int(shape, low, high, dt), b, dt)
 
 
 def bernoulli(shape: Sequence[int], p: float, dtype: Any = None, device: Any = None) -> Tensor:
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"bernoulli: p must be in [0, 1], got {p}")
     b, shape, dt = _random_args("bernoulli", shape, dtype or D.bool_, device, "float")
-    return _wrap(b.random_bernoulli(shape, p, dt), b)
+    return _wrap(b.random_bernoulli(shape, p, dt), b, dt)
 
 
 def _same_backend(op: str, tensors: Sequence[Tensor]) -> Any:
@@ -213,6 +227,8 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = list(tensors)
     b = _same_backend("cat", tensors)
     first = tensors[0].shape
+    if not first:
+        raise ShapeError("cat: cannot concatenate 0-d tensors; use burn.stack")
     d = norm_dim("cat", dim, len(first))
     for i, t in enumerate(tensors):
         s = t.shape
@@ -221,7 +237,8 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                 f"cat: tensor {i} has shape {s}, incompatible with tensor 0's {first} along dim {d}"
             )
     dt = _common_dtype(tensors)
-    return _wrap(b.cat([t.cast(dt)._p for t in tensors], d), b)
+    _check_supported("cat", b, dt)
+    return _wrap(b.cat([t.cast(dt)._p for t in tensors], d), b, dt)
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -234,7 +251,8 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         if t.shape != first:
             raise ShapeError(f"stack: tensor {i} has shape {t.shape}, expected {first} (all must match)")
     dt = _common_dtype(tensors)
-    return _wrap(b.stack([t.cast(dt)._p for t in tensors], d), b)
+    _check_supported("stack", b, dt)
+    return _wrap(b.stack([t.cast(dt)._p for t in tensors], d), b, dt)
 
 
 def where(cond: Tensor, a: Any, b: Any) -> Tensor:
@@ -251,17 +269,28 @@ def where(cond: Tensor, a: Any, b: Any) -> Tensor:
     shape = cond.shape
     for x in tensors:
         shape = broadcast_shapes("where", shape, x.shape, "cond/operand")
+    for name, x in (("a", a), ("b", b)):
+        if not isinstance(x, (Tensor, int, float)):
+            raise TypeError(f"where: {name} must be a tensor or a number, got {type(x).__name__}")
     if tensors:
         dt = _common_dtype(tensors)
-        for x in (a, b):
-            if isinstance(x, float) and not dt.is_float:
-                dt = be.default_float
+        scalars = [x for x in (a, b) if not isinstance(x, Tensor)]
+        if any(isinstance(x, float) and not isinstance(x, bool) for x in scalars) and not dt.is_float:
+            dt = be.default_float
+        elif any(not isinstance(x, (bool, float)) for x in scalars) and dt.is_bool:
+            dt = be.default_int
     else:
-        dt = be.default_float if any(isinstance(x, float) for x in (a, b)) else be.default_int
+        dt = (
+            be.default_float
+            if any(isinstance(x, float) for x in (a, b))
+            else D.bool_
+            if all(isinstance(x, bool) for x in (a, b))
+            else be.default_int
+        )
         a = full(cond.shape, a, dtype=dt, device=cond.device)
-        tensors = [a]
 
     def prim(x: Any) -> Any:
         return x.cast(dt)._p if isinstance(x, Tensor) else _scalar_for(dt, x)
 
-    return _wrap(be.where(cond._p, prim(a), prim(b)), be)
+    out = _wrap(be.where(cond._p, prim(a), prim(b)), be, dt)
+    return out if out.shape == shape else out.expand(*shape)

@@ -1,20 +1,25 @@
 """burn's dtypes. Pure Python (no numpy import), so ``import burn`` stays light.
 
-Promotion table for binary ops (``burn.promote_types``), the same for every backend:
+Promotion table for binary ops between tensors (``burn.promote_types``), the same for every backend:
 
-==========  ==========================================================================
-operands    result
-==========  ==========================================================================
-same dtype  that dtype
-bool + x    x
-int + int   the wider int; int8 + uint8 -> int32 (smallest signed int holding both)
-int + float the float
-f16 + bf16  float32
-float+float the wider float
-==========  ==========================================================================
+==============  ===========================================================================
+operands        result
+==============  ===========================================================================
+same dtype      that dtype
+bool + x        x
+int + int       the wider int when both are signed or both unsigned; mixed signedness gives the
+                smallest signed int holding both (int8 + uint8 -> int16, int32 + uint32 -> int64)
+int + float     the float (as PyTorch and Burn; NumPy would widen int16 + float16 to float32)
+f16 + bf16      float32
+float + float   the wider float
+==============  ===========================================================================
 
-Python scalars are weak: ``t + 2`` keeps ``t``'s dtype; ``int_tensor + 2.5`` gives the default float
-(float32); ``bool_tensor + 1`` gives int64 on backends that support it (the default int).
+Python numbers are weak: ``t + 2`` and ``2 + t`` keep ``t``'s dtype; a float with an int or bool
+tensor gives the default float (float32); an int with a bool tensor gives the default int (int64). An
+int scalar outside an int tensor's range is an error for arithmetic (``int8_tensor + 300``) and
+compares correctly (``int8_tensor < 300``). Ops then adjust the promoted dtype: true division and
+float-only functions (exp, sqrt, ...) compute ints in the default float; arithmetic on two bools
+(``+ - // % **``) computes in the default int, while ``*``, maximum and minimum stay bool.
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ class DType:
 
     def __repr__(self) -> str:
         return f"burn.{self.name}"
+
+    def __str__(self) -> str:  # error messages read "got float32"
+        return self.name
 
     def __reduce__(self) -> tuple:
         return (dtype, (self.name,))

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import _dtype as D
+from . import _tensor as _T
 from ._checks import broadcast_shapes, infer_reshape, norm_dim, norm_dims, shape_arg
 from ._errors import DeviceError, DTypeError, IndexOutOfRangeError, ShapeError
 
@@ -13,10 +14,8 @@ if TYPE_CHECKING:
     from ._tensor import Tensor
 
 
-def _w(prim: Any, backend: Any) -> Tensor:
-    from ._tensor import _wrap
-
-    return _wrap(prim, backend)
+def _w(prim: Any, backend: Any, dtype: D.DType | None = None) -> Tensor:
+    return _T._wrap(prim, backend, dtype)
 
 
 def _full_index(shape: tuple[int, ...]) -> list[tuple[int, int, int]]:
@@ -24,9 +23,7 @@ def _full_index(shape: tuple[int, ...]) -> list[tuple[int, int, int]]:
 
 
 def _is_index_tensor(item: Any) -> bool:
-    from ._tensor import Tensor
-
-    if isinstance(item, Tensor):
+    if isinstance(item, _T.Tensor):
         return True
     if isinstance(item, (list, tuple)):
         return True
@@ -240,7 +237,6 @@ class ShapeOps:
     def _advanced(self, advanced: list[tuple[int, Any]]) -> Tensor:
         """Apply int-tensor indices on adjacent dims: the indexed dims are replaced by the broadcast
         shape of the indices."""
-        from ._tensor import _as_tensor_like
 
         positions = [p for p, _ in advanced]
         if any(b - a != 1 for a, b in zip(positions, positions[1:])):
@@ -249,7 +245,7 @@ class ShapeOps:
         bshape: tuple[int, ...] = ()
         idxs = []
         for p, raw in advanced:
-            t = _as_tensor_like(raw, self, "index")
+            t = _T._as_tensor_like(raw, self, "index")
             _check_index_tensor("index", t, self)
             idxs.append(_checked_index(t, shape[p], "index", f"index for dim {p}"))
             bshape = broadcast_shapes("index", bshape, t.shape, "index/index")
@@ -271,7 +267,6 @@ class ShapeOps:
         >>> burn.zeros(4).slice_assign(slice(1, 3), 1.0).tolist()
         [0.0, 1.0, 1.0, 0.0]
         """
-        from ._tensor import Tensor, _as_tensor_like
 
         idx, flips, layout, advanced = self._normalise_index(index, "slice_assign")
         if advanced:
@@ -279,8 +274,8 @@ class ShapeOps:
                 "slice_assign: int-tensor indices are not supported; use scatter_add or select_add"
             )
         region = tuple(len(range(s, e, st)) for s, e, st in idx)
-        if not isinstance(value, Tensor):
-            value = _as_tensor_like(value, self, "slice_assign")
+        if not isinstance(value, _T.Tensor):
+            value = _T._as_tensor_like(value, self, "slice_assign")
         if value._b is not self._b:
             raise DeviceError(f"slice_assign: value is on {value.device}, tensor on {self.device}")
         # value may be shaped like the indexed view (dropped int dims); bring it to the region's rank
@@ -336,10 +331,9 @@ class ShapeOps:
     # ------------------------------------------------------------------ index ops
     def gather(self, dim: int, index: Tensor) -> Tensor:
         """``out[..., i, ...] = self[..., index[..., i, ...], ...]`` along ``dim``."""
-        from ._tensor import _as_tensor_like
 
         d = norm_dim("gather", dim, self.ndim)
-        index = _as_tensor_like(index, self, "gather")
+        index = _T._as_tensor_like(index, self, "gather")
         _check_index_tensor("gather", index, self)
         if index.ndim != self.ndim:
             raise ShapeError(
@@ -351,15 +345,21 @@ class ShapeOps:
                     f"gather: index shape {index.shape} exceeds tensor shape {self.shape} at dim {i}"
                 )
         index = _checked_index(index, self.shape[d], "gather", "index")
-        return _w(self._b.gather(self._p, d, index._p), self._b)
+        x = self
+        if any(i != d and a != n for i, (a, n) in enumerate(zip(index.shape, self.shape))):
+            # PyTorch lets index be smaller than the tensor off ``dim``; backends get equal sizes there
+            region = tuple(
+                (0, n if i == d else a, 1) for i, (a, n) in enumerate(zip(index.shape, self.shape))
+            )
+            x = _w(self._b.slice(self._p, region), self._b, self._dt)
+        return _w(self._b.gather(x._p, d, index._p), self._b, self._dt)
 
     def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
         """A copy with ``src`` added at ``index`` along ``dim`` (repeated indices accumulate)."""
-        from ._tensor import _as_tensor_like
 
         d = norm_dim("scatter_add", dim, self.ndim)
-        index = _as_tensor_like(index, self, "scatter_add")
-        src = _as_tensor_like(src, self, "scatter_add")
+        index = _T._as_tensor_like(index, self, "scatter_add")
+        src = _T._as_tensor_like(src, self, "scatter_add")
         _check_index_tensor("scatter_add", index, self)
         if index.shape != src.shape:
             raise ShapeError(f"scatter_add: index shape {index.shape} must equal src shape {src.shape}")
@@ -370,10 +370,9 @@ class ShapeOps:
 
     def select(self, dim: int, indices: Any) -> Tensor:
         """Entries along ``dim`` picked by a 1-d int tensor (or list), as ``index_select``."""
-        from ._tensor import _as_tensor_like
 
         d = norm_dim("select", dim, self.ndim)
-        idx = _as_tensor_like(indices, self, "select")
+        idx = _T._as_tensor_like(indices, self, "select")
         _check_index_tensor("select", idx, self)
         if idx.ndim != 1:
             raise ShapeError(f"select: indices must be 1-d, got shape {idx.shape}")
@@ -384,12 +383,11 @@ class ShapeOps:
 
     def select_add(self, dim: int, indices: Any, values: Tensor) -> Tensor:
         """A copy with ``values`` added at ``indices`` along ``dim`` (repeats accumulate)."""
-        from ._tensor import _as_tensor_like
 
         d = norm_dim("select_add", dim, self.ndim)
-        idx = _as_tensor_like(indices, self, "select_add")
+        idx = _T._as_tensor_like(indices, self, "select_add")
         _check_index_tensor("select_add", idx, self)
-        values = _as_tensor_like(values, self, "select_add")
+        values = _T._as_tensor_like(values, self, "select_add")
         expected = self.shape[:d] + (idx.numel(),) + self.shape[d + 1 :]
         if values.shape != expected:
             raise ShapeError(f"select_add: values shape {values.shape} != expected {expected}")
@@ -398,19 +396,17 @@ class ShapeOps:
 
     def mask_fill(self, mask: Tensor, value: Any) -> Tensor:
         """``value`` where ``mask`` is true (mask broadcasts to the tensor's shape)."""
-        from ._tensor import _as_tensor_like
 
-        mask = _as_tensor_like(mask, self, "mask_fill")
+        mask = _T._as_tensor_like(mask, self, "mask_fill")
         if not mask.dtype.is_bool:
             raise DTypeError(f"mask_fill: mask must be bool, got {mask.dtype}")
         if broadcast_shapes("mask_fill", self.shape, mask.shape, "tensor/mask") != self.shape:
             raise ShapeError(
                 f"mask_fill: mask shape {mask.shape} does not broadcast to tensor shape {self.shape}"
             )
-        from ._tensor import _scalar_for
 
         x = self.float() if isinstance(value, float) and not self.dtype.is_float else self
-        return _w(x._b.mask_fill(x._p, mask._p, _scalar_for(x.dtype, value)), x._b)
+        return _w(x._b.mask_fill(x._p, mask._p, _T._scalar_for(x.dtype, value)), x._b)
 
     masked_fill = mask_fill
 
@@ -420,9 +416,17 @@ class ShapeOps:
             raise DTypeError(f"one_hot: expected an integer tensor, got {self.dtype}")
         if not isinstance(num_classes, int) or num_classes <= 0:
             raise ValueError(f"one_hot: num_classes must be a positive int, got {num_classes!r}")
-        _checked_index(self, num_classes, "one_hot", "tensor values")
+        if self.numel():
+            lo, hi = int(self.min().item()), int(self.max().item())
+            if lo < 0 or hi >= num_classes:
+                bad = lo if lo < 0 else hi
+                raise IndexOutOfRangeError(
+                    f"one_hot: class index {bad} out of range for num_classes={num_classes} "
+                    f"(expected 0..{num_classes - 1})"
+                )
         dt = self._b.default_int if dtype is None else D.dtype(dtype)
-        return _w(self._b.one_hot(self._p, num_classes, dt), self._b)
+        _T._check_supported("one_hot", self._b, dt)
+        return _w(self._b.one_hot(self._p, num_classes, dt), self._b, dt)
 
     def tril(self, diagonal: int = 0) -> Tensor:
         """Keep the lower triangle (the last two dims), zero above ``diagonal``."""
@@ -496,17 +500,13 @@ class ShapeOps:
                 raise ValueError(f"pad: reflect pads ({a}, {b}) must be smaller than dim {d}'s size {n}")
             if mode == "edge" and n == 0 and (a or b):
                 raise ValueError(f"pad: edge padding needs a non-empty dim {d}")
+        if not isinstance(value, (int, float)):
+            raise TypeError(f"pad: value must be a number, got {type(value).__name__}")
         x = self
-        if (
-            isinstance(value, float)
-            and not self.dtype.is_float
-            and mode == "constant"
-            and value != int(value)
-        ):
-            x = self.float()
-        from ._tensor import _scalar_for
+        if isinstance(value, float) and not self.dtype.is_float and not value.is_integer():
+            x = self.float()  # a fractional (or NaN/inf) fill needs a float tensor
 
-        return _w(x._b.pad(x._p, tuple(per_dim), mode, _scalar_for(x.dtype, value)), x._b)
+        return _w(x._b.pad(x._p, tuple(per_dim), mode, _T._scalar_for(x.dtype, value)), x._b)
 
 
 def _check_index_tensor(op: str, index: Tensor, x: Tensor) -> None:

@@ -71,8 +71,8 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
 
     def where(self, cond, a, b):
         out = np.where(cond, a, b)
-        ref = a if isinstance(a, np.ndarray) else b
-        if isinstance(ref, np.ndarray) and out.dtype != ref.dtype:
+        ref = a if isinstance(a, _ops._ARRAY) else b
+        if isinstance(ref, _ops._ARRAY) and out.dtype != ref.dtype:
             out = out.astype(ref.dtype)
         return out
 
@@ -81,7 +81,7 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
 
     # ---- reductions and linear algebra
     def reduce(self, op, x, dims, keepdim):
-        return _ops.reduce(op, x, dims, keepdim)
+        return _ops.REDUCE[op](x, dims, keepdim)
 
     def arg_reduce(self, op, x, dim, keepdim):
         fn = np.argmax if op == "argmax" else np.argmin
@@ -96,7 +96,7 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
             return np.var(x, axis=dims, ddof=ddof, keepdims=keepdim, dtype=x.dtype)
 
     def matmul(self, a, b):
-        return np.matmul(a, b)
+        return a @ b  # the operator slot: cheaper than np.matmul's argument parsing on small inputs
 
     # ---- shape
     def reshape(self, x, shape):
@@ -112,7 +112,7 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
         return x[tuple(slice(a, b, s) for a, b, s in index)]
 
     def slice_assign(self, x, index, value):
-        out = x.copy()
+        out = np.array(x, copy=True)  # x may be a numpy scalar (0-d results of ufuncs)
         out[tuple(slice(a, b, s) for a, b, s in index)] = value
         return out
 
@@ -133,7 +133,7 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
         return np.take_along_axis(x, index, axis=dim)
 
     def scatter_add(self, x, dim, index, src):
-        out = x.copy()
+        out = np.array(x, copy=True)
         idx = list(np.indices(index.shape, sparse=True))
         idx[dim] = index
         np.add.at(out, tuple(idx), src)
@@ -143,7 +143,7 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
         return np.take(x, indices, axis=dim)
 
     def select_add(self, x, dim, indices, values):
-        out = x.copy()
+        out = np.array(x, copy=True)
         np.add.at(out, (slice(None),) * dim + (indices,), values)
         return out
 

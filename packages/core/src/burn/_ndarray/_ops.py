@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -90,58 +91,68 @@ def _int_div(a, b):
     return (a - np.fmod(a, b)) // b
 
 
+# ufuncs on 0-d arrays return numpy scalars; both count as primitives (each has shape and dtype)
+_ARRAY = (np.ndarray, np.generic)
+
+
 def _div(a, b):
-    ref = a if isinstance(a, np.ndarray) else b
+    ref = a if isinstance(a, _ARRAY) else b
     if ref.dtype.kind in "iu":
         return _int_div(a, b)
-    return np.true_divide(a, b)
+    return a / b
 
 
 def _logical(np_bool, np_bits):
     def fn(a, b):
-        ref = a if isinstance(a, np.ndarray) else b
+        ref = a if isinstance(a, _ARRAY) else b
         return np_bool(a, b) if ref.dtype == np.bool_ else np_bits(a, b)
 
     return fn
 
 
+# Python's operators where they mean the same ufunc: ``a + b`` dispatches through the C number slots and
+# costs half of ``np.add(a, b)`` on small arrays (keyword parsing), which is most of burn's small-op cost
 BINARY = {
-    "add": np.add,
-    "sub": np.subtract,
-    "mul": np.multiply,
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
     "div": _div,
-    "floor_div": np.floor_divide,
-    "remainder": np.remainder,
+    "floor_div": operator.floordiv,
+    "remainder": operator.mod,
     "fmod": np.fmod,
-    "pow": np.power,
+    "pow": operator.pow,
     "maximum": np.maximum,
     "minimum": np.minimum,
     "atan2": np.arctan2,
-    "eq": np.equal,
-    "ne": np.not_equal,
-    "lt": np.less,
-    "le": np.less_equal,
-    "gt": np.greater,
-    "ge": np.greater_equal,
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
     "and": _logical(np.logical_and, np.bitwise_and),
     "or": _logical(np.logical_or, np.bitwise_or),
     "xor": _logical(np.logical_xor, np.bitwise_xor),
 }
 
 
-def reduce(op: str, x: np.ndarray, dims: tuple[int, ...], keepdim: bool) -> np.ndarray:
-    if op == "sum":
-        return np.sum(x, axis=dims, keepdims=keepdim, dtype=x.dtype)
-    if op == "prod":
-        return np.prod(x, axis=dims, keepdims=keepdim, dtype=x.dtype)
-    if op == "mean":
-        return np.mean(x, axis=dims, keepdims=keepdim, dtype=x.dtype)
-    if op == "max":
-        return np.max(x, axis=dims, keepdims=keepdim)
-    if op == "min":
-        return np.min(x, axis=dims, keepdims=keepdim)
-    if op == "all":
-        return np.all(x, axis=dims, keepdims=keepdim)
-    if op == "any":
-        return np.any(x, axis=dims, keepdims=keepdim)
-    raise ValueError(f"reduce: unknown op {op!r}")
+def _mean(x, axis, keepdims):
+    # float16 accumulates in float32 (a float16 running sum loses digits after ~2048 terms)
+    acc = np.float32 if x.dtype == np.float16 else x.dtype
+    n = 1
+    for d in axis:
+        n *= x.shape[d]
+    total = np.add.reduce(x, axis=axis, dtype=acc, keepdims=keepdims)
+    return np.true_divide(total, n, dtype=acc).astype(x.dtype, copy=False)
+
+
+# ufunc.reduce directly: np.sum & co. add ~1 us of Python dispatch per call on small arrays
+REDUCE = {
+    "sum": lambda x, axis, keepdims: np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims),
+    "prod": lambda x, axis, keepdims: np.multiply.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims),
+    "mean": _mean,
+    "max": lambda x, axis, keepdims: np.maximum.reduce(x, axis=axis, keepdims=keepdims),
+    "min": lambda x, axis, keepdims: np.minimum.reduce(x, axis=axis, keepdims=keepdims),
+    "all": lambda x, axis, keepdims: np.logical_and.reduce(x, axis=axis, keepdims=keepdims),
+    "any": lambda x, axis, keepdims: np.logical_or.reduce(x, axis=axis, keepdims=keepdims),
+}

@@ -1,0 +1,305 @@
+"""Named element-wise ops, reductions and matmul of ``burn.Tensor`` (a mixin of the Tensor class).
+
+Dtype rules: float-only ops (``exp``, ``sqrt``, ``sigmoid``, ...) compute int and bool inputs in the
+default float; reductions keep the dtype (``sum``/``prod`` of bool give the default int, ``mean`` of
+ints the default float, ``all``/``any`` give bool). ``%``/``remainder`` follow Python (the result has
+the sign of the divisor), ``fmod`` follows C (the sign of the dividend).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import _dtype as D
+from . import _tensor as _T
+from ._checks import broadcast_shapes, norm_dim, norm_dims
+from ._errors import DeviceError, DTypeError, ShapeError
+from .backend._optable import UNARY_BOOL_RESULT, UNARY_OPS
+
+if TYPE_CHECKING:
+    from ._tensor import Tensor
+
+_ALL_DIMS = tuple(tuple(range(n)) for n in range(65))  # dim=None without building a tuple per call
+_NON_BOOL = frozenset(d for d in D.ALL_DTYPES if not d.is_bool)
+_MATMUL_FAST = frozenset(d for d in D.ALL_DTYPES if not d.is_bool)
+_IDENTITY_ON_INT = frozenset({"floor", "ceil", "round", "trunc"})
+
+
+def _un(op: str, doc: str):
+    def method(self: Tensor) -> Tensor:
+        return self._unary(op)
+
+    method.__name__ = op
+    method.__doc__ = doc
+    return method
+
+
+def _bin(op: str, doc: str):
+    def method(self: Tensor, other: Any) -> Tensor:
+        return self._binary(op, other)
+
+    method.__name__ = op
+    method.__doc__ = doc
+    return method
+
+
+def _red(op: str, doc: str):
+    def method(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+        return self._reduce(op, dim, keepdim)
+
+    method.__name__ = op
+    method.__doc__ = doc
+    return method
+
+
+class MathOps:
+    __slots__ = ()
+
+    # ------------------------------------------------------------------ element-wise
+    def _unary(self, op: str) -> Tensor:
+        dt = self.dtype
+        if dt.is_int and op in _IDENTITY_ON_INT:
+            return self
+        kind = UNARY_OPS[op]
+        b, x = self._b, self._p
+        if op in UNARY_BOOL_RESULT and not dt.is_float:
+            return _T._wrap(b.full(tuple(b.shape_of(x)), False, D.bool_), b, D.bool_)
+        if kind == "float" and not dt.is_float:
+            x, dt = b.cast(x, b.default_float), b.default_float
+        elif kind == "num" and dt.is_bool:
+            raise DTypeError(f"{op}: expected a numeric tensor, got bool (cast it with .int() or .float())")
+        elif kind == "int" and dt.is_float:
+            raise DTypeError(f"{op}: expected a bool or integer tensor, got {dt.name}")
+        return _T._wrap(b.unary(op, x), b, D.bool_ if op in UNARY_BOOL_RESULT else dt)
+
+    abs = _un("abs", "Absolute value.")
+    neg = _un("neg", "Negation.")
+    exp = _un("exp", "e ** x.")
+    expm1 = _un("expm1", "e ** x - 1, accurate near 0.")
+    log = _un("log", "Natural logarithm.")
+    log1p = _un("log1p", "log(1 + x), accurate near 0.")
+    sqrt = _un("sqrt", "Square root.")
+    rsqrt = _un("rsqrt", "1 / sqrt(x).")
+    square = _un("square", "x * x.")
+    sin = _un("sin", "Sine.")
+    cos = _un("cos", "Cosine.")
+    tan = _un("tan", "Tangent.")
+    asin = _un("asin", "Arcsine.")
+    acos = _un("acos", "Arccosine.")
+    atan = _un("atan", "Arctangent.")
+    sinh = _un("sinh", "Hyperbolic sine.")
+    cosh = _un("cosh", "Hyperbolic cosine.")
+    tanh = _un("tanh", "Hyperbolic tangent.")
+    sigmoid = _un("sigmoid", "1 / (1 + e ** -x).")
+    relu = _un("relu", "max(x, 0).")
+    erf = _un("erf", "The error function.")
+    floor = _un("floor", "Round down (ints unchanged).")
+    ceil = _un("ceil", "Round up (ints unchanged).")
+    round = _un("round", "Round half to even, as PyTorch and Burn (ints unchanged).")
+    trunc = _un("trunc", "Round toward zero (ints unchanged).")
+    sign = _un("sign", "-1, 0 or 1 by the sign of x.")
+    reciprocal = _un("reciprocal", "1 / x (ints compute in the default float).")
+    isnan = _un("isnan", "Bool tensor: x is NaN.")
+    isinf = _un("isinf", "Bool tensor: x is +-inf.")
+
+    def logical_not(self) -> Tensor:
+        """Bool tensor: not x (x != 0 for numbers)."""
+        return self.bool()._unary("not")
+
+    def logical_and(self, other: Any) -> Tensor:
+        return self.bool()._binary("and", _T._as_tensor_like(other, self, "logical_and").bool())
+
+    def logical_or(self, other: Any) -> Tensor:
+        return self.bool()._binary("or", _T._as_tensor_like(other, self, "logical_or").bool())
+
+    def logical_xor(self, other: Any) -> Tensor:
+        return self.bool()._binary("xor", _T._as_tensor_like(other, self, "logical_xor").bool())
+
+    add = _bin("add", "self + other (tensors broadcast, numbers on either side).")
+    sub = _bin("sub", "self - other.")
+    mul = _bin("mul", "self * other.")
+    floor_divide = _bin("floor_div", "self // other: the quotient rounded down (Python's rule).")
+    pow = _bin("pow", "self ** other; a negative int exponent on an int tensor is an error.")
+    remainder = _bin("remainder", "Python's %: the result has the sign of the divisor (-3 % 2 == 1).")
+    fmod = _bin("fmod", "C's fmod: the result has the sign of the dividend (fmod(-3, 2) == -1).")
+    maximum = _bin("maximum", "Element-wise max (NaN wins).")
+    minimum = _bin("minimum", "Element-wise min (NaN wins).")
+    atan2 = _bin("atan2", "atan(self / other) in the quadrant of (other, self).")
+    eq = equal = _bin("eq", "Bool tensor: self == other.")
+    ne = not_equal = _bin("ne", "Bool tensor: self != other.")
+    lt = lower = _bin("lt", "Bool tensor: self < other.")
+    le = lower_equal = _bin("le", "Bool tensor: self <= other.")
+    gt = greater = _bin("gt", "Bool tensor: self > other.")
+    ge = greater_equal = _bin("ge", "Bool tensor: self >= other.")
+
+    def div(self, other: Any) -> Tensor:
+        """self / other; ints divide to the default float."""
+        return self._true_div(other, False)
+
+    def clamp(self, min: Any = None, max: Any = None) -> Tensor:
+        """Limit values to ``[min, max]`` (either bound may be None; float bounds make ints float)."""
+        if min is None and max is None:
+            raise ValueError("clamp: give at least one of min and max")
+        for name, v in (("min", min), ("max", max)):
+            if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool)):
+                raise TypeError(f"clamp: {name} must be a number or None, got {type(v).__name__}")
+        if min is not None and max is not None and min > max:
+            raise ValueError(f"clamp: min={min} is greater than max={max}")
+        if self.dtype.is_bool:
+            raise DTypeError("clamp: expected a numeric tensor, got bool")
+        x = self
+        if (isinstance(min, float) or isinstance(max, float)) and not self.dtype.is_float:
+            x = self.float()
+        dt = x.dtype
+        lo = None if min is None else _T._scalar_for(dt, min)
+        hi = None if max is None else _T._scalar_for(dt, max)
+        return _T._wrap(x._b.clamp(x._p, lo, hi), x._b, dt)
+
+    def clamp_min(self, min: Any) -> Tensor:
+        return self.clamp(min=min)
+
+    def clamp_max(self, max: Any) -> Tensor:
+        return self.clamp(max=max)
+
+    # ------------------------------------------------------------------ reductions
+    def _reduce(self, op: str, dim: Any, keepdim: bool) -> Tensor:
+        b, x, dt = self._b, self._p, self.dtype
+        shape = tuple(b.shape_of(x))
+        dims = norm_dims(op, dim, len(shape))
+        if op in ("all", "any"):
+            if not dt.is_bool:
+                x, dt = b.cast(x, D.bool_), D.bool_
+        elif op == "mean" and not dt.is_float:
+            x, dt = b.cast(x, b.default_float), b.default_float
+        elif op in ("sum", "prod") and dt.is_bool:
+            x, dt = b.cast(x, b.default_int), b.default_int
+        if not dims:  # a 0-d tensor: nothing to reduce
+            return _T._wrap(x, b, dt)
+        if op in ("max", "min") and any(shape[d] == 0 for d in dims):
+            raise ShapeError(f"{op}: cannot reduce an empty dim (shape {shape}, dim {dim})")
+        return _T._wrap(b.reduce(op, x, dims, bool(keepdim)), b, dt)
+
+    def sum(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """Sum over ``dim`` (None: all dims; an int or a tuple). Keeps the dtype (bool -> default int).
+
+        >>> burn.tensor([[1, 2], [3, 4]]).sum(0).tolist()
+        [4, 6]
+        """
+        dt = self._dt
+        if dim is None and dt in _NON_BOOL:  # fast path: the whole tensor
+            p = self._p
+            n = len(p.shape)
+            if n:
+                return _T._wrap(self._b.reduce("sum", p, _ALL_DIMS[n], bool(keepdim)), self._b, dt)
+        return self._reduce("sum", dim, keepdim)
+
+    mean = _red("mean", "Mean over ``dim`` (ints give the default float).")
+    prod = _red("prod", "Product over ``dim``.")
+    max = _red("max", "Max over ``dim`` (NaN wins); an empty dim is an error.")
+    min = _red("min", "Min over ``dim`` (NaN wins); an empty dim is an error.")
+    all = _red("all", "Bool: every value is true (non-zero) over ``dim``.")
+    any = _red("any", "Bool: some value is true (non-zero) over ``dim``.")
+
+    def var(self, dim: Any = None, correction: int = 1, keepdim: bool = False) -> Tensor:
+        """Variance with Bessel's ``correction`` (1: sample variance, 0: population)."""
+        if not isinstance(correction, int) or isinstance(correction, bool) or correction < 0:
+            raise ValueError(f"var: correction must be a non-negative int, got {correction!r}")
+        x = self if self.dtype.is_float else self.float()
+        dims = norm_dims("var", dim, x.ndim)
+        if not dims:  # a 0-d tensor: one value, so the variance is 0 / (1 - correction)
+            return _T._wrap(x._b.full((), float("nan") if correction else 0.0, x.dtype), x._b, x.dtype)
+        return _T._wrap(x._b.var(x._p, dims, correction, bool(keepdim)), x._b, x.dtype)
+
+    def std(self, dim: Any = None, correction: int = 1, keepdim: bool = False) -> Tensor:
+        """Standard deviation: ``sqrt(var(dim, correction))``."""
+        return self.var(dim, correction, keepdim).sqrt()
+
+    def _arg(self, op: str, dim: int | None, keepdim: bool) -> Tensor:
+        if self.dtype.is_bool:
+            return self.int()._arg(op, dim, keepdim)
+        if self.numel() == 0:
+            raise ShapeError(f"{op}: cannot take {op} of an empty tensor (shape {self.shape})")
+        b = self._b
+        if dim is None:
+            flat = self.reshape(-1)
+            return _T._wrap(b.arg_reduce(op, flat._p, 0, False), b, b.default_int)
+        d = norm_dim(op, dim, self.ndim)
+        return _T._wrap(b.arg_reduce(op, self._p, d, bool(keepdim)), b, b.default_int)
+
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """Index of the largest value along ``dim`` (None: of the flattened tensor); first on ties."""
+        return self._arg("argmax", dim, keepdim)
+
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """Index of the smallest value along ``dim`` (None: of the flattened tensor); first on ties."""
+        return self._arg("argmin", dim, keepdim)
+
+    def max_dim(self, dim: int) -> Tensor:
+        """Max along ``dim`` keeping the dim (Burn's ``max_dim``)."""
+        return self.max(dim, keepdim=True)
+
+    def min_dim(self, dim: int) -> Tensor:
+        """Min along ``dim`` keeping the dim (Burn's ``min_dim``)."""
+        return self.min(dim, keepdim=True)
+
+    def max_dim_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
+        """(max, argmax) along ``dim``, both keeping the dim."""
+        return self.max(dim, keepdim=True), self.argmax(dim, keepdim=True)
+
+    def min_dim_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
+        """(min, argmin) along ``dim``, both keeping the dim."""
+        return self.min(dim, keepdim=True), self.argmin(dim, keepdim=True)
+
+    # ------------------------------------------------------------------ linear algebra
+    def matmul(self, other: Any) -> Tensor:
+        """Matrix product with NumPy's rules: 1-d operands are promoted, batch dims broadcast.
+
+        >>> (burn.ones((2, 3)) @ burn.ones((3, 4))).shape
+        (2, 4)
+        """
+        b, dt = self._b, self._dt
+        if type(other) is _T.Tensor and other._b is b and other._dt is dt and dt in _MATMUL_FAST:
+            sa, sb = self._p.shape, other._p.shape
+            if len(sa) == 2 and len(sb) == 2 and sa[1] == sb[0]:  # fast path: plain 2-d
+                return _T._wrap(b.matmul(self._p, other._p), b, dt)
+        return self._matmul(other)
+
+    def _matmul(self, other: Any) -> Tensor:
+        if not isinstance(other, _T.Tensor):
+            other = _T._as_tensor_like(other, self, "matmul")
+        if other._b is not self._b:
+            raise DeviceError(f"matmul: lhs is on {self.device} and rhs on {other.device}")
+        a, b = self, other
+        sa, sb = a.shape, b.shape
+        if not sa or not sb:
+            raise ShapeError(f"matmul: operands must be at least 1-d, got lhs {sa} and rhs {sb}")
+        squeeze_l = len(sa) == 1
+        squeeze_r = len(sb) == 1
+        if squeeze_l:
+            a = a.reshape(1, sa[0])
+        if squeeze_r:
+            b = b.reshape(sb[0], 1)
+        ka, kb = a.shape[-1], b.shape[-2]
+        if ka != kb:
+            raise ShapeError(f"shape mismatch in matmul: lhs {sa} and rhs {sb}: inner dims {ka} != {kb}")
+        broadcast_shapes("matmul (batch dims)", a.shape[:-2], b.shape[:-2])
+        dt = D.promote_types(a.dtype, b.dtype)
+        if dt.is_bool:
+            dt = self._b.default_int
+        a, b = a.cast(dt), b.cast(dt)
+        out = _T._wrap(self._b.matmul(a._p, b._p), self._b, dt)
+        if squeeze_l and squeeze_r:
+            return out.reshape(())
+        if squeeze_l:
+            return out.squeeze(-2)
+        if squeeze_r:
+            return out.squeeze(-1)
+        return out
+
+    def dot(self, other: Tensor) -> Tensor:
+        """Inner product of two 1-d tensors (a 0-d tensor)."""
+        if self.ndim != 1 or getattr(other, "ndim", 0) != 1:
+            raise ShapeError(
+                f"dot: expects two 1-d tensors, got {self.shape} and {getattr(other, 'shape', other)}"
+            )
+        return self.matmul(other)

@@ -1,0 +1,57 @@
+"""Every row of the op table (``_specs.py``), for every dtype it lists, on the backend under test,
+compared with the numpy backend: same shape, same dtype, values within the dtype's tolerance."""
+
+from __future__ import annotations
+
+import zlib
+
+import burn
+import numpy as np
+import pytest
+
+
+def _flat(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _run(spec, ctx_cls, device, dtype, arrays):
+    tensors = [burn.from_numpy(a, device=device) for a in arrays]
+    return _flat(spec.call(ctx_cls(device, dtype), *tensors))
+
+
+def test_op_matches_numpy_backend(op_case, backend_device, reference_device, specs):
+    spec, dtype_name = op_case
+    dtype = burn.dtype(dtype_name)
+    backend = backend_device.backend
+    if dtype not in backend.dtypes:
+        declared = ", ".join(sorted(d.name for d in backend.dtypes))
+        pytest.skip(f"backend {backend.name} does not support {dtype_name} (declared dtypes: {declared})")
+    rng = np.random.default_rng(zlib.crc32(f"{spec.name}/{dtype_name}".encode()))  # stable across runs
+    arrays = spec.inputs(rng, dtype_name)
+    expected = _run(spec, specs.Ctx, reference_device, dtype, arrays)
+    got = _run(spec, specs.Ctx, backend_device, dtype, arrays)
+    assert len(got) == len(expected), f"{spec.name}: {len(got)} outputs, expected {len(expected)}"
+    rtol, atol = spec.tolerance(dtype_name)
+    for i, (g, e) in enumerate(zip(got, expected)):
+        assert g.device == backend_device
+        assert g.dtype is e.dtype, f"{spec.name} output {i}: dtype {g.dtype} != numpy backend's {e.dtype}"
+        assert g.dtype is g.backend.dtype_of(g.primitive), (
+            f"{spec.name}: cached dtype disagrees with the backend"
+        )
+        gv, ev = g.numpy(), e.numpy()
+        assert gv.shape == ev.shape, f"{spec.name} output {i}: shape {gv.shape} != {ev.shape}"
+        tol = (
+            max(rtol, specs.TOL.get(g.dtype.name, (0, 0))[0]),
+            max(atol, specs.TOL.get(g.dtype.name, (0, 0))[1]),
+        )
+        np.testing.assert_allclose(
+            gv, ev, rtol=tol[0], atol=tol[1], equal_nan=True, err_msg=f"{spec.name} output {i}"
+        )
+    if spec.ref is not None and backend.name == "ndarray":
+        # on the reference itself, check against the independent numpy formulation
+        ref = _flat(spec.ref(*arrays))
+        for g, r in zip(got, ref):
+            r = np.asarray(r)
+            np.testing.assert_allclose(
+                g.numpy(), r.astype(g.numpy().dtype), rtol=rtol * 10, atol=atol * 10, equal_nan=True
+            )
