@@ -55,3 +55,11 @@ def test_op_matches_numpy_backend(op_case, backend_device, reference_device, spe
             np.testing.assert_allclose(
                 g.numpy(), r.astype(g.numpy().dtype), rtol=rtol * 10, atol=atol * 10, equal_nan=True
             )
+
+
+def test_unavailable_backends_give_reasons():
+    """A backend that cannot run here is left out of the table above, and must say why."""
+    for name, reason in {i.name: i.reason for i in burn.backends() if not i.available}.items():
+        assert reason.strip(), f"backend {name} is unavailable without a reason"
+        with pytest.raises(burn.BackendUnavailableError, match=name):
+            burn.device(name).backend

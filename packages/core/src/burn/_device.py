@@ -69,7 +69,8 @@ class Device:
 
 
 _backends: dict[tuple, Any] = {}
-_manager.on_reload(_backends.clear)
+# Built backends outlive plugin reloads: tensors already made keep a working backend, and a device
+# keeps one backend instance (two instances of one GPU device would not share buffers).
 
 
 def _build_backend(dev: Device) -> Any:
