@@ -1,0 +1,138 @@
+"""Core-only defaults for convolution: im2col through strided slices, conv, conv_transpose, unfold4d.
+
+Every function takes the backend ``b`` first and uses only its required core (``slice``, ``pad``,
+``reshape``, ``permute``, ``matmul``, ``stack``, ``full``, ``slice_assign``, ``flip``, ``binary``), so a
+backend that implements the core gets convolution for free, and an autodiff decorator that
+differentiates the core differentiates these too.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+Prim = Any
+Ints = tuple[int, ...]
+Pads = tuple[tuple[int, int], ...]
+
+
+def fill_value(dtype: Any, lowest: bool = False) -> float | int | bool:
+    """0 of ``dtype``, or its lowest value (-inf for floats) when ``lowest``: the neutral pad of max."""
+    if dtype.is_float:
+        return -math.inf if lowest else 0.0
+    if dtype.is_bool:
+        return False
+    if not lowest or dtype.kind == "u":
+        return 0
+    return -(2 ** (8 * dtype.itemsize - 1))
+
+
+def conv_out_sizes(spatial: Ints, kernel: Ints, stride: Ints, pads: Pads, dilation: Ints) -> Ints:
+    """Output sizes of a sliding window over ``spatial`` padded by ``pads`` (floor division)."""
+    return tuple(
+        (s + lo + hi - d * (k - 1) - 1) // st + 1
+        for s, k, st, (lo, hi), d in zip(spatial, kernel, stride, pads, dilation)
+    )
+
+
+def im2col(
+    b: Any,
+    x: Prim,
+    kernel: Ints,
+    stride: Ints,
+    pads: Pads,
+    dilation: Ints,
+    out: Ints | None = None,
+    pad_value: float | int | bool = 0.0,
+) -> tuple[Prim, Ints]:
+    """Windows of x (N, C, *S) as (N, C, prod(kernel), *out): one strided slice per kernel offset.
+
+    ``pads`` are (before, after) per spatial dim; ``out`` defaults to the floor output sizes. The
+    kernel offsets run in row-major order, which is the order of a flattened kernel.
+    """
+    shape = b.shape_of(x)
+    n, c, spatial = shape[0], shape[1], tuple(shape[2:])
+    if out is None:
+        out = conv_out_sizes(spatial, kernel, stride, pads, dilation)
+    if any(lo or hi for lo, hi in pads):
+        x = b.pad(x, ((0, 0), (0, 0)) + tuple(pads), "constant", pad_value)
+    head = ((0, n, 1), (0, c, 1))
+    windows = []
+    for offset in itertools.product(*(range(k) for k in kernel)):
+        index = head + tuple(
+            (o * d, o * d + (m - 1) * st + 1, st) for o, d, m, st in zip(offset, dilation, out, stride)
+        )
+        windows.append(b.slice(x, index))
+    return b.stack(windows, 2), tuple(out)
+
+
+def add_bias(b: Any, y: Prim, bias: Prim | None) -> Prim:
+    """y (N, C_out, *S) + bias (C_out,) broadcast over batch and space."""
+    if bias is None:
+        return y
+    shape = b.shape_of(y)
+    return b.binary("add", y, b.reshape(bias, (1, shape[1]) + (1,) * (len(shape) - 2)))
+
+
+def conv(
+    b: Any, x: Prim, weight: Prim, bias: Prim | None, stride: Ints, padding: Ints, dilation: Ints, groups: int
+) -> Prim:
+    """im2col, then one matmul per group (batched over groups): weight (C_out, C_in/g, *K)."""
+    n, c = b.shape_of(x)[:2]
+    wshape = b.shape_of(weight)
+    c_out, kernel = wshape[0], tuple(wshape[2:])
+    cols, out = im2col(b, x, kernel, stride, tuple((p, p) for p in padding), dilation)
+    depth = (c // groups) * math.prod(kernel)  # one group's column height: channel-major, then kernel
+    cols = b.reshape(cols, (n, groups, depth, math.prod(out)))
+    w = b.reshape(weight, (1, groups, c_out // groups, depth))
+    y = b.reshape(b.matmul(w, cols), (n, c_out) + out)
+    return add_bias(b, y, bias)
+
+
+def conv_transpose(
+    b: Any,
+    x: Prim,
+    weight: Prim,
+    bias: Prim | None,
+    stride: Ints,
+    padding: Ints,
+    output_padding: Ints,
+    dilation: Ints,
+    groups: int,
+) -> Prim:
+    """Zero-insertion by ``stride``, padding by ``dilation*(k-1) - padding`` (negative: a crop, plus
+    ``output_padding`` at the end), then a stride-1 conv with the flipped, transposed kernel."""
+    shape = b.shape_of(x)
+    n, c_in, spatial = shape[0], shape[1], tuple(shape[2:])
+    nd = len(spatial)
+    wshape = b.shape_of(weight)
+    c_out_g, kernel = wshape[1], tuple(wshape[2:])
+    head = ((0, n, 1), (0, c_in, 1))
+    if any(st > 1 for st in stride):
+        grown = tuple((s - 1) * st + 1 for s, st in zip(spatial, stride))
+        zeros = b.full((n, c_in) + grown, fill_value(b.dtype_of(x)), b.dtype_of(x))
+        x = b.slice_assign(zeros, head + tuple((0, g, st) for g, st in zip(grown, stride)), x)
+    edges = [
+        (d * (k - 1) - p, d * (k - 1) - p + op)
+        for k, d, p, op in zip(kernel, dilation, padding, output_padding)
+    ]
+    x = b.pad(x, ((0, 0), (0, 0)) + tuple((max(lo, 0), max(hi, 0)) for lo, hi in edges), "constant", 0.0)
+    if any(lo < 0 or hi < 0 for lo, hi in edges):
+        sizes = b.shape_of(x)[2:]
+        crop = tuple((max(-lo, 0), s - max(-hi, 0), 1) for (lo, hi), s in zip(edges, sizes))
+        x = b.slice(x, head + crop)
+    # weight (C_in, C_out/g, *K) -> per group (C_out/g, C_in/g, *K) -> (C_out, C_in/g, *K), flipped
+    c_in_g = c_in // groups
+    w = b.reshape(weight, (groups, c_in_g, c_out_g) + kernel)
+    w = b.permute(w, (0, 2, 1) + tuple(range(3, 3 + nd)))
+    w = b.reshape(w, (groups * c_out_g, c_in_g) + kernel)
+    w = b.flip(w, tuple(range(2, 2 + nd)))
+    return b.conv(x, w, bias, (1,) * nd, (0,) * nd, dilation, groups)
+
+
+def unfold4d(b: Any, x: Prim, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints) -> Prim:
+    """torch's unfold: (N, C, H, W) -> (N, C * kh * kw, L), channel-major then kernel row-major."""
+    n, c = b.shape_of(x)[:2]
+    cols, out = im2col(b, x, kernel, stride, tuple((p, p) for p in padding), dilation)
+    return b.reshape(cols, (n, c * math.prod(kernel), math.prod(out)))
