@@ -280,7 +280,7 @@ class _CodePlugin:
         register(BackendSpec(name=self.backend, factory=lambda index: None))
 
 
-def test_reload_rereads_entry_points_and_clears_device_caches(fake):
+def test_reload_rereads_entry_points_and_keeps_built_backends(fake):
     reg = _quiet_registry()
     backend = burn.device("cpu").backend
     fake.dist("fake-late", {"late": GOOD.format(backend="lateb")})  # installed after first use
@@ -288,7 +288,8 @@ def test_reload_rereads_entry_points_and_clears_device_caches(fake):
     plugins.reload()
     new = _quiet_registry()
     assert new is not reg and "lateb" in new.backends
-    assert burn.device("cpu").backend is not backend
+    # a device keeps its backend instance, so tensors made before the reload still mix with new ones
+    assert burn.device("cpu").backend is backend
 
 
 def test_check_pending_reports_hand_registered_typos(fake):

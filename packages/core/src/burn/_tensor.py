@@ -80,10 +80,20 @@ def _binop(op: str, reverse: bool = False, slow: Any = None, ok: frozenset | Non
         if dt in ok:
             b = self._b
             if type(o) is Tensor:
-                p = self._p
-                if o._b is b and o._dt is dt and p.shape == o._p.shape:
+                if o._b is b and o._dt is dt:
+                    p, q = (o._p, self._p) if reverse else (self._p, o._p)
+                    fns = b.binary_fns
+                    if fns is not None:  # the backend broadcasts natively: no shape check needed here
+                        try:
+                            r = fns[op](p, q)
+                        except ValueError:  # shapes that don't broadcast: the general path explains
+                            return self._binary(op, o, reverse, True)
+                    elif p.shape == q.shape:
+                        r = b.binary(op, p, q)
+                    else:
+                        return self._binary(op, o, reverse, True) if slow is None else slow(self, o, reverse)
                     t = _new(Tensor)  # _wrap inlined: this is the hottest path of the library
-                    t._p = b.binary(op, p, o._p)
+                    t._p = r
                     t._b = b
                     t._dt = bool_ if out_bool else dt
                     return t

@@ -38,6 +38,7 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
     default_float = D.float32
     default_int = D.int64
     xp = np  # the array namespace; a CuPy-based backend can reuse these formulations with cupy
+    binary_fns = _ops.BINARY
     host_memory = True  # primitives live in host memory: index checks read them for free
 
     # ---- data

@@ -47,6 +47,10 @@ class Backend(_module_ops.ModuleOps, HostRandom):
     default_int: DType = int64
     device: Any = None  # the burn.Device this instance serves; set by burn.device()
     is_autodiff: bool = False
+    # Optional table op -> callable(a, b) for BINARY_OPS on same-dtype primitives that broadcasts like
+    # NumPy and raises ValueError on shapes that don't: the frontend's operators then call it directly
+    # (no method call, no shape check), which is most of the cost of a small op.
+    binary_fns: dict | None = None
 
     @classmethod
     def missing_core(cls) -> list[str]:
