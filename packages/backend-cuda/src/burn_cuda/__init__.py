@@ -1,5 +1,51 @@
-"""burn_cuda (work in progress)."""
+"""burn_cuda: the CUDA backend of burn-py on CuPy (device ``"cuda"`` / ``"cuda:N"``).
 
+``import burn_cuda`` does not import CuPy; the backend loads it when a CUDA device is first used, and
+``burn.backends()`` lists the backend as unavailable, with the reason, where CuPy or a GPU is missing.
+
+>>> x = burn.randn(1024, 1024, device="cuda")
+>>> burn_cuda.set_matmul_precision("tf32")     # or "fp32" (default), "bf16", "fp16"
+>>> y = burn_cuda.from_dlpack(torch_tensor)   # zero-copy from PyTorch
+"""
+
+from ._interop import (
+    as_cupy,
+    empty_cache,
+    from_dlpack,
+    memory_stats,
+    set_memory_limit,
+    stream,
+    synchronize,
+    to_dlpack,
+)
+from ._matmul import PRECISIONS, get_matmul_precision, matmul_precision, set_matmul_precision
+from ._probe import device_count, devices, is_available
 from ._version import __version__
 
-__all__ = ["__version__"]
+__all__ = [
+    "PRECISIONS",
+    "CudaBackend",
+    "__version__",
+    "as_cupy",
+    "device_count",
+    "devices",
+    "empty_cache",
+    "from_dlpack",
+    "get_matmul_precision",
+    "is_available",
+    "matmul_precision",
+    "memory_stats",
+    "set_matmul_precision",
+    "set_memory_limit",
+    "stream",
+    "synchronize",
+    "to_dlpack",
+]
+
+
+def __getattr__(name: str):
+    if name == "CudaBackend":  # importing it imports CuPy, so only on demand
+        from ._backend import CudaBackend
+
+        return CudaBackend
+    raise AttributeError(f"module 'burn_cuda' has no attribute {name!r}")

@@ -1,5 +1,30 @@
-"""burn_metrics_cuda (work in progress)."""
+"""burn_metrics_cuda: NVIDIA GPU metric collectors for burn-py through NVML (nvidia-ml-py).
 
+``CudaCollector`` samples every visible GPU (utilization, memory used/total, temperature, power, energy
+since start) on a background ``Sampler`` thread; ``CudaMetric`` shows one figure in burn_train's
+dashboard. Registered as the ``cuda`` collector (group ``metrics-cuda``); where NVML or a driver is
+missing it is listed as unavailable with the reason.
+"""
+
+from ._collector import METRICS, CudaCollector
+from ._nvml import CollectorUnavailable, is_available
+from ._sampler import Sampler
 from ._version import __version__
 
-__all__ = ["__version__"]
+__all__ = [
+    "METRICS",
+    "CollectorUnavailable",
+    "CudaCollector",
+    "CudaMetric",
+    "Sampler",
+    "__version__",
+    "is_available",
+]
+
+
+def __getattr__(name: str):
+    if name == "CudaMetric":  # needs burn_train; loaded on first use only
+        from ._metric import CudaMetric
+
+        return CudaMetric
+    raise AttributeError(f"module 'burn_metrics_cuda' has no attribute {name!r}")

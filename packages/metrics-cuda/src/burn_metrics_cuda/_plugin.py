@@ -1,3 +1,26 @@
-"""Entry point of burn_metrics_cuda (group ``burn``); import-light. Filled in by its package's work."""
+"""Entry point of burn_metrics_cuda (group ``burn``); import-light: pynvml loads when a collector is built."""
 
-from burn.plugins import hookimpl  # noqa: F401
+from __future__ import annotations
+
+from burn.plugins import MetricCollectorSpec, hookimpl
+
+from . import _nvml
+
+
+def _make():
+    from ._collector import CudaCollector
+
+    return CudaCollector()
+
+
+@hookimpl
+def burn_register_metric_collectors(register):
+    register(
+        MetricCollectorSpec(
+            name="cuda",
+            factory=_make,
+            is_available=_nvml.is_available,
+            group="metrics-cuda",
+            description="NVIDIA GPUs through NVML: utilization, memory, temperature, power, energy",
+        )
+    )

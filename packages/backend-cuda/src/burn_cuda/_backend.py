@@ -1,0 +1,290 @@
+"""The CUDA backend: primitives are ``cupy.ndarray`` values on one GPU, never mutated in place.
+
+Element-wise ops run as generated kernels (``_kernels``), float32 matmul through cuBLAS with a
+selectable precision (``_matmul``), reductions, sorting, scans and indexing through CuPy's own kernels
+(CUB where CuPy uses it). Every op is issued on the device's own non-blocking stream; reads to the host
+synchronise only that stream, and ``read_many`` reads several arrays with one synchronisation.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from burn import _dtype as D
+from burn._errors import DeviceError
+from burn.backend import Backend
+
+from . import _kernels, _matmul, _probe
+from ._dtypes import FROM_NP, TO_NP
+from ._module import CudaModuleOps
+
+_tls = threading.local()  # which backend's device and stream are current in this thread
+_SCALARS = (bool, int, float, np.generic)
+
+
+class CudaBackend(CudaModuleOps, Backend):
+    """CuPy on one NVIDIA GPU (``cuda:N``). Supports every burn dtype except bfloat16."""
+
+    name = "cuda"
+    dtypes = frozenset(TO_NP)
+    default_float = D.float32
+    default_int = D.int64
+    host_memory = False  # index checks would cost a device sync; kernels clamp instead of crashing
+
+    def __init__(self, index: int = 0) -> None:
+        cupy = _probe.require(f"device cuda:{index}")
+        count = _probe.device_count()
+        if not isinstance(index, int) or not 0 <= index < count:
+            raise DeviceError(
+                f"device cuda:{index}: no such CUDA device; {count} visible (cuda:0 .. cuda:{count - 1})"
+            )
+        self.index = index
+        self.xp = cupy
+        self.cuda_device = cupy.cuda.Device(index)
+        with self.cuda_device:
+            self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.memory_pool = cupy.get_default_memory_pool()
+        self._on()
+
+    # ---- device and stream
+    def _on(self) -> Any:
+        """Make this device and its stream current in the calling thread; return cupy."""
+        if getattr(_tls, "active", None) is not self:
+            self.activate()
+        return self.xp
+
+    def activate(self) -> None:
+        """Make this backend's device and stream current (after user code called ``.use()`` elsewhere)."""
+        self.cuda_device.use()
+        self.stream.use()
+        _tls.active = self
+
+    def sync(self) -> None:
+        self.stream.synchronize()
+
+    # ---- data
+    def from_numpy(self, array, dtype):
+        cp = self._on()
+        return cp.asarray(np.asarray(array, dtype=TO_NP[dtype]))
+
+    def to_numpy(self, x):
+        self._on()
+        return x.get(stream=self.stream)
+
+    def read_many(self, xs: Sequence[Any]) -> list[Any]:
+        self._on()
+        out = [x.get(stream=self.stream, blocking=False) for x in xs]
+        self.stream.synchronize()  # one sync for the whole batch
+        return out
+
+    def shape_of(self, x):
+        return x.shape
+
+    def dtype_of(self, x):
+        return FROM_NP[x.dtype]
+
+    def full(self, shape, value, dtype):
+        return self._on().full(shape, value, dtype=TO_NP[dtype])
+
+    def cast(self, x, dtype):
+        self._on()
+        return x.astype(TO_NP[dtype], copy=False)
+
+    def arange(self, start, stop, step, dtype):
+        return self._on().arange(start, stop, step, dtype=TO_NP[dtype])
+
+    # ---- element-wise: one generated kernel per (op, dtype)
+    def unary(self, op, x):
+        self._on()
+        return _kernels.get("unary", op, x.dtype)(x)
+
+    def binary(self, op, a, b):
+        self._on()
+        dt = a.dtype if not isinstance(a, _SCALARS) else b.dtype
+        if isinstance(a, _SCALARS):
+            a = dt.type(a)
+        elif isinstance(b, _SCALARS):
+            b = dt.type(b)
+        return _kernels.get("binary", op, dt)(a, b)
+
+    def where(self, cond, a, b):
+        cp = self._on()
+        ref = a if not isinstance(a, _SCALARS) else b
+        if isinstance(ref, _SCALARS):  # both scalars: the dtype follows Python's type, as numpy's
+            ref = cp.asarray(np.asarray(ref))
+            b = b if not isinstance(b, _SCALARS) else ref.dtype.type(b)
+            a = a if not isinstance(a, _SCALARS) else ref.dtype.type(a)
+        dt = ref.dtype
+        a = dt.type(a) if isinstance(a, _SCALARS) else a
+        b = dt.type(b) if isinstance(b, _SCALARS) else b
+        return _kernels.where_kernel(dt)(cond, a, b)
+
+    def clamp(self, x, lo, hi):
+        self._on()
+        dt = x.dtype
+        info = np.finfo(dt) if dt.kind == "f" else (np.iinfo(dt) if dt.kind in "iu" else None)
+        if info is None:
+            return super().clamp(x, lo, hi)
+        lo = dt.type(-np.inf if dt.kind == "f" else info.min) if lo is None else dt.type(lo)
+        hi = dt.type(np.inf if dt.kind == "f" else info.max) if hi is None else dt.type(hi)
+        return _kernels.clamp_kernel(dt)(x, lo, hi)
+
+    # ---- reductions and linear algebra
+    def reduce(self, op, x, dims, keepdim):
+        cp = self._on()
+        if op in ("sum", "prod", "mean"):
+            fn = {"sum": cp.sum, "prod": cp.prod, "mean": cp.mean}[op]
+            return fn(x, axis=dims, keepdims=keepdim, dtype=x.dtype)
+        fn = {"max": cp.max, "min": cp.min, "all": cp.all, "any": cp.any}[op]
+        return fn(x, axis=dims, keepdims=keepdim)
+
+    def arg_reduce(self, op, x, dim, keepdim):
+        cp = self._on()
+        fn = cp.argmax if op == "argmax" else cp.argmin
+        out = fn(x, axis=dim).astype(np.int64, copy=False)
+        return cp.expand_dims(out, dim) if keepdim else out
+
+    def var(self, x, dims, correction, keepdim):
+        cp = self._on()
+        n = 1
+        for d in dims:
+            n *= x.shape[d]
+        mean = cp.mean(x, axis=dims, keepdims=True, dtype=x.dtype)
+        diff = x - mean
+        sq = cp.sum(diff * diff, axis=dims, keepdims=keepdim, dtype=x.dtype)
+        return sq / x.dtype.type(max(n - correction, 0))
+
+    def matmul(self, a, b):
+        return _matmul.matmul(self._on(), a, b)
+
+    # ---- shape
+    def reshape(self, x, shape):
+        self._on()
+        return x.reshape(shape)
+
+    def permute(self, x, dims):
+        return x.transpose(dims)
+
+    def expand(self, x, shape):
+        return self._on().broadcast_to(x, shape)
+
+    def slice(self, x, index):
+        self._on()
+        return x[tuple(slice(a, b, s) for a, b, s in index)]
+
+    def slice_assign(self, x, index, value):
+        self._on()
+        out = x.copy()
+        out[tuple(slice(a, b, s) for a, b, s in index)] = value
+        return out
+
+    def cat(self, xs, dim):
+        return self._on().concatenate(list(xs), axis=dim)
+
+    def stack(self, xs, dim):
+        return self._on().stack(list(xs), axis=dim)
+
+    def flip(self, x, dims):
+        return self._on().flip(x, dims)
+
+    def repeat(self, x, reps):
+        return self._on().tile(x, reps)
+
+    # ---- indexing
+    def gather(self, x, dim, index):
+        return self._on().take_along_axis(x, index, axis=dim)
+
+    def _scatter_into(self, out: Any, where: tuple, values: Any) -> Any:
+        """``out[where] += values`` with duplicates accumulating (atomics); out is a fresh copy."""
+        add_at = _add_at(self.xp)
+        dt = out.dtype
+        if dt in _ATOMIC_DTYPES:
+            add_at(out, where, values.astype(dt, copy=False))
+            return out
+        if dt == np.int64:  # two's-complement adds are the same bits on uint64, which has atomics
+            add_at(out.view(np.uint64), where, values.astype(np.int64).view(np.uint64))
+            return out
+        acc = out.astype(np.int32)  # int8/uint8/int16/bool: accumulate wider, wrap back like numpy
+        add_at(acc, where, values.astype(np.int32))
+        return acc.astype(dt) if dt.kind != "b" else acc != 0
+
+    def scatter_add(self, x, dim, index, src):
+        cp = self._on()
+        where = []
+        for d, n in enumerate(index.shape):
+            shape = [1] * index.ndim
+            shape[d] = n
+            where.append(index if d == dim else cp.arange(n).reshape(shape))
+        return self._scatter_into(x.copy(), tuple(where), src)
+
+    def select(self, x, dim, indices):
+        return self._on().take(x, indices, axis=dim)
+
+    def select_add(self, x, dim, indices, values):
+        self._on()
+        return self._scatter_into(x.copy(), (slice(None),) * dim + (indices,), values)
+
+    def _tri_mask(self, x: Any, k: int) -> Any:
+        cp = self.xp
+        n, m = x.shape[-2:]
+        return (cp.arange(m)[None, :] - cp.arange(n)[:, None]) <= k
+
+    def tril(self, x, k):
+        self._on()
+        return self.where(self._tri_mask(x, k), x, self._zero_like_scalar(x))
+
+    def triu(self, x, k):
+        self._on()
+        return self.where(self._tri_mask(x, k - 1), self._zero_like_scalar(x), x)
+
+    # ---- sort and scan
+    def sort(self, x, dim, descending):
+        cp = self._on()
+        if descending:
+            # stable descending: sort the reversed array ascending, reverse back, map indices
+            n = x.shape[dim]
+            idx = cp.flip(cp.argsort(cp.flip(x, dim), axis=dim), dim)
+            idx = (n - 1) - idx
+        else:
+            idx = cp.argsort(x, axis=dim)
+        return cp.take_along_axis(x, idx, axis=dim), idx.astype(np.int64, copy=False)
+
+    def cumsum(self, x, dim):
+        return self._on().cumsum(x, axis=dim, dtype=x.dtype)
+
+    def cumprod(self, x, dim):
+        return self._on().cumprod(x, axis=dim, dtype=x.dtype)
+
+    def pad(self, x, pads, mode, value):
+        cp = self._on()
+        if mode == "constant":
+            return cp.pad(x, pads, mode="constant", constant_values=value)
+        return cp.pad(x, pads, mode=mode)
+
+    # ---- activations (fused where one kernel does it)
+    def softmax(self, x, dim):
+        cp = self._on()
+        e = _kernels.get("unary", "exp", x.dtype)(x - cp.max(x, axis=dim, keepdims=True))
+        return e / cp.sum(e, axis=dim, keepdims=True, dtype=x.dtype)
+
+    def log_softmax(self, x, dim):
+        cp = self._on()
+        shifted = x - cp.max(x, axis=dim, keepdims=True)
+        return shifted - cp.log(cp.sum(cp.exp(shifted), axis=dim, keepdims=True, dtype=x.dtype))
+
+
+def _add_at(cp: Any) -> Any:
+    """``cupy.add.at`` (CuPy 13+), else the older ``cupyx.scatter_add``; same atomics either way."""
+    at = getattr(cp.add, "at", None)
+    if at is not None:
+        return at
+    import cupyx
+
+    return cupyx.scatter_add
+
+
+# dtypes CuPy's scatter-add handles with native atomics
+_ATOMIC_DTYPES = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64, np.int32, np.uint32))

@@ -1,0 +1,129 @@
+"""Interop and device services: DLPack in and out (zero-copy with PyTorch, CuPy, JAX...), the memory
+pool's statistics, streams and synchronisation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from burn._errors import DeviceError, DTypeError
+
+
+def _cuda_backend(device: Any) -> Any:
+    import burn
+
+    dev = burn.device(device if device is not None else "cuda")
+    backend = dev.backend
+    inner = backend.inner if backend.is_autodiff else backend
+    if getattr(inner, "name", None) != "cuda":
+        raise DeviceError(f"expected a CUDA device such as 'cuda:0', got {dev}")
+    return dev, backend, inner
+
+
+def from_dlpack(obj: Any, device: Any = None) -> Any:
+    """A burn tensor sharing memory with ``obj`` (a torch/CuPy/JAX GPU array or a DLPack capsule).
+
+    Zero-copy when ``obj`` lives on the target GPU: the tensor aliases its memory (burn never writes to
+    it, but the producer may). The producer's pending work is ordered before this device's stream via
+    the DLPack stream handshake. Host arrays (numpy, CPU tensors) are copied to the GPU instead.
+
+    >>> t = burn_cuda.from_dlpack(torch.ones(2, 3, device="cuda"))   # shape (2, 3), float32
+    """
+    from burn._tensor import _wrap
+
+    from ._dtypes import FROM_NP
+
+    dev, backend, inner = _cuda_backend(device)
+    cp = inner._on()
+    on_host = hasattr(obj, "__dlpack_device__") and obj.__dlpack_device__()[0] in (1, 3)  # CPU, pinned
+    if on_host:
+        import numpy as np
+
+        arr = cp.asarray(np.from_dlpack(obj))
+    else:
+        arr = cp.from_dlpack(obj)
+        if arr.device.id != inner.index:
+            raise DeviceError(
+                f"from_dlpack: the array lives on cuda:{arr.device.id}, the target device is {dev}; "
+                f"move it first or pass device='cuda:{arr.device.id}'"
+            )
+    if arr.dtype not in FROM_NP:
+        raise DTypeError(
+            f"from_dlpack: dtype {arr.dtype} is not supported by the CUDA backend "
+            f"(supported: {', '.join(sorted(d.name for d in FROM_NP))})"
+        )
+    if backend.is_autodiff:  # an untracked leaf on the autodiff device, still sharing memory
+        wrap_inner = getattr(backend, "from_inner", None)
+        if wrap_inner is None:
+            raise DeviceError(f"from_dlpack: this burn-autodiff cannot wrap an inner array; use {dev.inner}")
+        return _wrap(wrap_inner(arr), backend)
+    return _wrap(arr, backend)
+
+
+def as_cupy(tensor: Any) -> Any:
+    """The ``cupy.ndarray`` behind a CUDA tensor (zero-copy; do not write to it). It implements
+    ``__dlpack__``, so ``torch.from_dlpack(burn_cuda.as_cupy(t))`` shares memory too."""
+    backend = tensor.backend
+    inner = backend.inner if backend.is_autodiff else backend
+    if getattr(inner, "name", None) != "cuda":
+        raise DeviceError(f"as_cupy: expected a tensor on a CUDA device, got one on {tensor.device}")
+    inner._on()
+    return tensor._inner_prim()
+
+
+def to_dlpack(tensor: Any) -> Any:
+    """A DLPack capsule of a CUDA tensor for consumers that take capsules (``torch.from_dlpack``).
+
+    The device's stream is synchronised first, since a capsule carries no stream to wait on."""
+    arr = as_cupy(tensor)
+    backend = tensor.backend
+    (backend.inner if backend.is_autodiff else backend).sync()
+    return arr.__dlpack__()
+
+
+def synchronize(device: Any = None) -> None:
+    """Wait until every op queued on the device's stream has finished."""
+    _cuda_backend(device)[2].sync()
+
+
+def stream(device: Any = None) -> Any:
+    """The ``cupy.cuda.Stream`` this device issues its work on (non-blocking, one per device)."""
+    return _cuda_backend(device)[2].stream
+
+
+def memory_stats(device: Any = None) -> dict[str, int]:
+    """CuPy memory-pool figures for the device, in bytes: ``used`` (held by live arrays), ``pooled``
+    (reserved from the driver, used + cached), ``cached`` (free blocks ready for reuse), ``free_blocks``
+    (their count), ``limit`` (0 = none), and the driver's ``device_free`` / ``device_total``."""
+    inner = _cuda_backend(device)[2]
+    cp = inner._on()
+    pool = inner.memory_pool
+    with inner.cuda_device:
+        free, total = cp.cuda.runtime.memGetInfo()
+        used, pooled = int(pool.used_bytes()), int(pool.total_bytes())
+        return {
+            "used": used,
+            "pooled": pooled,
+            "cached": pooled - used,
+            "free_blocks": int(pool.n_free_blocks()),
+            "limit": int(pool.get_limit()),
+            "device_free": int(free),
+            "device_total": int(total),
+        }
+
+
+def empty_cache(device: Any = None) -> None:
+    """Give the pool's cached (unused) blocks back to the driver."""
+    inner = _cuda_backend(device)[2]
+    inner._on()
+    inner.sync()
+    with inner.cuda_device:
+        inner.memory_pool.free_all_blocks()
+
+
+def set_memory_limit(limit_bytes: int, device: Any = None) -> None:
+    """Cap the pool for one device (0 removes the cap); allocations past it raise OutOfMemoryError."""
+    if not isinstance(limit_bytes, int) or limit_bytes < 0:
+        raise ValueError(f"set_memory_limit: expected a non-negative int of bytes, got {limit_bytes!r}")
+    inner = _cuda_backend(device)[2]
+    with inner.cuda_device:
+        inner.memory_pool.set_limit(size=limit_bytes)

@@ -1,0 +1,169 @@
+"""cuBLAS matmul with a selectable precision for float32 operands.
+
+Modes (``set_matmul_precision``): ``"fp32"`` exact fp32 products, ``"tf32"`` tensor cores with TF32
+inputs, ``"bf16"`` / ``"fp16"`` tensor cores with inputs rounded to bfloat16 / float16; every mode
+accumulates in fp32 and reads and writes fp32 arrays (cuBLAS's ``CUBLAS_COMPUTE_32F_FAST_*`` compute
+types do the down-conversion inside the GEMM, so no half copies are made). Float32 matmuls go straight
+to ``cublasGemmStridedBatchedEx`` (CuPy's batched path ignores its own TF32 setting); transposed views
+are passed as transpose flags instead of being copied. Other dtypes use ``cupy.matmul``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+# cublasComputeType_t values (cublas_api.h); read from CuPy when it exposes them
+_COMPUTE_FALLBACK = {
+    "fp32": ("CUBLAS_COMPUTE_32F", 68),
+    "tf32": ("CUBLAS_COMPUTE_32F_FAST_TF32", 77),
+    "bf16": ("CUBLAS_COMPUTE_32F_FAST_16BF", 75),
+    "fp16": ("CUBLAS_COMPUTE_32F_FAST_16F", 74),
+}
+PRECISIONS = tuple(_COMPUTE_FALLBACK)
+_CUDA_R_32F = 0
+_GEMM_DEFAULT_TENSOR_OP = 99
+
+_state: dict[str, Any] = {"precision": "fp32"}
+_local = threading.local()
+_ONE = np.array(1.0, dtype=np.float32)
+_ZERO = np.array(0.0, dtype=np.float32)
+
+
+def _check(mode: str) -> str:
+    if mode not in _COMPUTE_FALLBACK:
+        raise ValueError(f"matmul precision: expected one of {', '.join(PRECISIONS)}, got {mode!r}")
+    return mode
+
+
+def set_matmul_precision(mode: str) -> None:
+    """Pick how float32 matmuls run on every CUDA device: ``"fp32"`` (default, exact), ``"tf32"``,
+    ``"bf16"`` or ``"fp16"`` (tensor cores, inputs rounded, fp32 accumulation and output).
+
+    >>> burn_cuda.set_matmul_precision("tf32")
+    """
+    _state["precision"] = _check(mode)
+
+
+def get_matmul_precision() -> str:
+    """The precision float32 matmuls use now (a ``matmul_precision`` block overrides the global)."""
+    return getattr(_local, "precision", None) or _state["precision"]
+
+
+class matmul_precision:
+    """Context manager: ``with burn_cuda.matmul_precision("bf16"): y = a @ b`` (this thread only)."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = _check(mode)
+        self._prev: str | None = None
+
+    def __enter__(self) -> matmul_precision:
+        self._prev = getattr(_local, "precision", None)
+        _local.precision = self.mode
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _local.precision = self._prev
+
+
+_compute_types: dict[str, int] = {}
+
+
+def compute_type(mode: str) -> int:
+    """The cublasComputeType_t of a precision mode (cached: this sits on every matmul's path)."""
+    ct = _compute_types.get(mode)
+    if ct is None:
+        from cupy_backends.cuda.libs import cublas
+
+        name, fallback = _COMPUTE_FALLBACK[mode]
+        ct = _compute_types[mode] = int(getattr(cublas, name, fallback))
+    return ct
+
+
+def _batched(cupy: Any, x: Any, batch: tuple[int, ...]) -> Any:
+    """x (..., R, C) as (B, R, C) with B = prod(batch), or (1, R, C) when one matrix serves the batch."""
+    r, c = x.shape[-2:]
+    lead = x.shape[:-2]
+    if lead != batch:
+        if int(np.prod(lead, dtype=np.int64)) == 1:
+            return x.reshape((1, r, c))
+        x = cupy.ascontiguousarray(cupy.broadcast_to(x, batch + (r, c)))
+    x3 = x.reshape((-1, r, c))
+    if x3.shape[0] > 1 and (x3.strides[0] <= 0 or x3.strides[0] % x3.itemsize):
+        x3 = cupy.ascontiguousarray(x3)
+    return x3
+
+
+def _layout(cupy: Any, x: Any) -> tuple[Any, bool, int]:
+    """(array, is_row_major, leading dim) of the last two dims, copying only when neither layout fits."""
+    r, c = x.shape[-2:]
+    b1, b2 = x.strides[-2:]
+    s1, s2 = b1 // 4, b2 // 4  # float32 elements
+    if (s2 == 1 or c == 1) and s1 >= max(c, 1) and b1 % 4 == 0:
+        return x, True, s1
+    if (s1 == 1 or r == 1) and s2 >= max(r, 1) and b2 % 4 == 0:
+        return x, False, s2
+    return cupy.ascontiguousarray(x), True, max(c, 1)
+
+
+def gemm_f32(cupy: Any, a: Any, b: Any, mode: str) -> Any:
+    """float32 ``a @ b`` for a (..., M, K), b (..., K, N) with broadcast batch dims -> (..., M, N)."""
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    flat = a.ndim == 2 and b.ndim == 2  # the common case: no batch bookkeeping on the host
+    batch = () if flat else tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    out = cupy.empty(batch + (m, n), dtype=np.float32)
+    if out.size == 0:
+        return out
+    if k == 0:
+        out.fill(0)
+        return out
+    a3, b3, count = (a, b, 1) if flat else (_batched(cupy, a, batch), _batched(cupy, b, batch), None)
+    a3, a_rows, lda = _layout(cupy, a3)
+    b3, b_rows, ldb = _layout(cupy, b3)
+    if flat:
+        stride_a = stride_b = 0
+    else:  # batch strides after any layout copy; 0 broadcasts one matrix over the batch
+        count = int(np.prod(batch, dtype=np.int64))
+        stride_a = a3.strides[0] // 4 if a3.shape[0] > 1 else 0
+        stride_b = b3.strides[0] // 4 if b3.shape[0] > 1 else 0
+    from cupy_backends.cuda.libs import cublas
+
+    # row-major C = A @ B is column-major C^T = B^T @ A^T: B goes first. A row-major operand already
+    # reads as its transpose in column-major (op N); a column-major one needs op T.
+    handle = cupy.cuda.device.get_cublas_handle()
+    cublas.gemmStridedBatchedEx(
+        handle,
+        0 if b_rows else 1,
+        0 if a_rows else 1,
+        n,
+        m,
+        k,
+        _ONE.ctypes.data,
+        b3.data.ptr,
+        _CUDA_R_32F,
+        ldb,
+        stride_b,
+        a3.data.ptr,
+        _CUDA_R_32F,
+        lda,
+        stride_a,
+        _ZERO.ctypes.data,
+        out.data.ptr,
+        _CUDA_R_32F,
+        n,
+        m * n,
+        count,
+        compute_type(mode),
+        _GEMM_DEFAULT_TENSOR_OP,
+    )
+    return out
+
+
+def matmul(cupy: Any, a: Any, b: Any) -> Any:
+    """Batched matmul of two same-dtype arrays (both at least 2-d)."""
+    if a.dtype == np.float32:
+        return gemm_f32(cupy, a, b, get_matmul_precision())
+    return cupy.matmul(a, b)

@@ -1,0 +1,83 @@
+"""DLPack zero-copy with PyTorch and CuPy, the memory pool, the device stream, device errors."""
+
+from __future__ import annotations
+
+import burn
+import burn_cuda
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+
+def test_dlpack_round_trip_with_torch(cuda):
+    torch = pytest.importorskip("torch")
+    src = torch.arange(12, dtype=torch.float32, device="cuda").reshape(3, 4)
+    t = burn_cuda.from_dlpack(src, cuda)
+    assert t.shape == (3, 4) and t.dtype == burn.float32 and t.device == cuda
+    src.add_(100)  # torch writes after the import: the burn tensor aliases the same memory
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(t.numpy(), np.arange(12, dtype=np.float32).reshape(3, 4) + 100)
+    y = t * 2  # burn work on its own stream, then handed back to torch without a copy
+    back = torch.from_dlpack(burn_cuda.as_cupy(y))
+    assert back.data_ptr() == burn_cuda.as_cupy(y).data.ptr
+    np.testing.assert_array_equal(back.cpu().numpy(), (np.arange(12).reshape(3, 4) + 100) * 2)
+    capsule_back = torch.from_dlpack(burn_cuda.to_dlpack(y))
+    np.testing.assert_array_equal(capsule_back.cpu().numpy(), back.cpu().numpy())
+
+
+def test_dlpack_with_cupy_and_int_dtypes(cuda):
+    import cupy
+
+    a = cupy.arange(10, dtype=cupy.int32)
+    t = burn_cuda.from_dlpack(a, cuda)
+    assert t.dtype == burn.int32
+    assert burn_cuda.as_cupy(t).data.ptr == a.data.ptr
+    out = cupy.from_dlpack(burn_cuda.as_cupy(t + 1))
+    np.testing.assert_array_equal(cupy.asnumpy(out), np.arange(1, 11))
+
+
+def test_dlpack_from_host_copies(cuda):
+    host = np.arange(6, dtype=np.float64).reshape(2, 3)
+    t = burn_cuda.from_dlpack(host, cuda)
+    assert t.dtype == burn.float64 and t.device == cuda
+    np.testing.assert_array_equal(t.numpy(), host)
+
+
+def test_dlpack_rejects_unsupported_dtype(cuda):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match="bfloat16|not supported"):
+        burn_cuda.from_dlpack(torch.ones(3, dtype=torch.bfloat16, device="cuda"), cuda)
+
+
+def test_memory_pool_stats_and_cache(cuda):
+    before = burn_cuda.memory_stats(cuda)
+    assert set(before) >= {"used", "pooled", "cached", "free_blocks", "limit", "device_free", "device_total"}
+    big = burn.zeros(64, 1024, 1024, device=cuda)  # 256 MiB
+    during = burn_cuda.memory_stats(cuda)
+    assert during["used"] >= before["used"] + 256 * 2**20
+    del big
+    burn_cuda.empty_cache(cuda)
+    after = burn_cuda.memory_stats(cuda)
+    assert after["used"] < during["used"] and after["cached"] <= during["pooled"] - after["used"]
+
+
+def test_work_runs_on_a_non_default_stream(cuda):
+    s = burn_cuda.stream(cuda)
+    assert s.ptr != 0  # not the legacy default stream
+    x = burn.ones(1024, 1024, device=cuda)
+    y = (x @ x).sum()
+    burn_cuda.synchronize(cuda)
+    assert y.item() == 1024.0**3
+
+
+def test_bad_device_index_is_a_clear_error(cuda):
+    n = burn_cuda.device_count()
+    with pytest.raises(burn.DeviceError, match=rf"cuda:{n + 7}"):
+        burn.zeros(2, device=f"cuda:{n + 7}")
+
+
+def test_backend_listed_available(cuda):
+    info = {b.name: b for b in burn.backends()}["cuda"]
+    assert info.available and info.reason == "" and "cuda:0" in info.devices
+    assert burn.device("auto").kind == "cuda"  # the highest priority available backend

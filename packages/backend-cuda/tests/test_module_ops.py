@@ -1,0 +1,113 @@
+"""Module ops on the GPU (im2col convolution, transposed convolution, pools) against PyTorch's CPU
+reference where PyTorch is installed, else against the numpy backend."""
+
+from __future__ import annotations
+
+import burn
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+RNG = np.random.default_rng(2)
+
+
+def _b(cuda):
+    return cuda.backend
+
+
+def _run(cuda, name, arrays, *args):
+    b = _b(cuda)
+    prims = [None if a is None else b.from_numpy(a, burn.float32) for a in arrays]
+    out = getattr(b, name)(*prims, *args)
+    outs = out if isinstance(out, tuple) else (out,)
+    return [b.to_numpy(o) for o in outs]
+
+
+def _t(a):
+    return None if a is None else torch.from_numpy(a)
+
+
+CONV = [
+    # (x shape, w shape, stride, padding, dilation, groups)
+    ((2, 3, 9, 11), (4, 3, 3, 3), (1, 1), (1, 1), (1, 1), 1),
+    ((2, 4, 10, 9), (6, 2, 3, 2), (2, 1), (0, 2), (1, 2), 2),
+    ((1, 6, 8, 8), (6, 1, 5, 5), (1, 2), (2, 2), (1, 1), 6),
+]
+
+
+@pytest.mark.parametrize("case", CONV)
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_conv2d(case, with_bias, cuda):
+    xs, ws, stride, padding, dilation, groups = case
+    x, w = RNG.standard_normal(xs).astype(np.float32), RNG.standard_normal(ws).astype(np.float32)
+    bias = RNG.standard_normal(ws[0]).astype(np.float32) if with_bias else None
+    (got,) = _run(cuda, "conv", [x, w, bias], stride, padding, dilation, groups)
+    ref = F.conv2d(_t(x), _t(w), _t(bias), stride, padding, dilation, groups).numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_conv1d_and_conv3d(cuda):
+    x1, w1 = (
+        RNG.standard_normal((2, 3, 17)).astype(np.float32),
+        RNG.standard_normal((5, 3, 4)).astype(np.float32),
+    )
+    (got,) = _run(cuda, "conv", [x1, w1, None], (2,), (1,), (2,), 1)
+    np.testing.assert_allclose(got, F.conv1d(_t(x1), _t(w1), None, 2, 1, 2).numpy(), rtol=1e-4, atol=1e-4)
+    x3, w3 = (
+        RNG.standard_normal((1, 2, 5, 6, 7)).astype(np.float32),
+        RNG.standard_normal((3, 2, 2, 3, 2)).astype(np.float32),
+    )
+    (got,) = _run(cuda, "conv", [x3, w3, None], (1, 2, 1), (1, 0, 1), (1, 1, 2), 1)
+    ref = F.conv3d(_t(x3), _t(w3), None, (1, 2, 1), (1, 0, 1), (1, 1, 2)).numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("xs", "ws", "stride", "padding", "out_pad", "dilation", "groups"),
+    [
+        ((2, 4, 5, 6), (4, 3, 3, 3), (2, 2), (1, 1), (1, 0), (1, 1), 1),
+        ((1, 4, 4, 4), (4, 2, 2, 3), (1, 2), (0, 1), (0, 1), (2, 1), 2),
+    ],
+)
+def test_conv_transpose2d(xs, ws, stride, padding, out_pad, dilation, groups, cuda):
+    x, w = RNG.standard_normal(xs).astype(np.float32), RNG.standard_normal(ws).astype(np.float32)
+    bias = RNG.standard_normal(ws[1] * groups).astype(np.float32)
+    (got,) = _run(cuda, "conv_transpose", [x, w, bias], stride, padding, out_pad, dilation, groups)
+    ref = F.conv_transpose2d(_t(x), _t(w), _t(bias), stride, padding, out_pad, groups, dilation).numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "stride", "padding", "dilation", "ceil_mode"),
+    [
+        ((2, 2), (2, 2), (0, 0), (1, 1), False),
+        ((3, 3), (2, 2), (1, 1), (1, 1), True),
+        ((3, 2), (2, 1), (1, 0), (2, 1), False),
+    ],
+)
+def test_max_pool2d_with_indices(kernel, stride, padding, dilation, ceil_mode, cuda):
+    x = RNG.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    got_v, got_i = _run(cuda, "max_pool", [x], kernel, stride, padding, dilation, ceil_mode)
+    ref_v, ref_i = F.max_pool2d(_t(x), kernel, stride, padding, dilation, ceil_mode, return_indices=True)
+    np.testing.assert_allclose(got_v, ref_v.numpy(), rtol=0, atol=0)
+    np.testing.assert_array_equal(got_i, ref_i.numpy())
+
+
+@pytest.mark.parametrize("count_include_pad", [True, False])
+@pytest.mark.parametrize("ceil_mode", [False, True])
+def test_avg_pool2d(count_include_pad, ceil_mode, cuda):
+    x = RNG.standard_normal((2, 3, 9, 8)).astype(np.float32)
+    (got,) = _run(cuda, "avg_pool", [x], (3, 3), (2, 2), (1, 1), count_include_pad, ceil_mode)
+    ref = F.avg_pool2d(_t(x), 3, 2, 1, ceil_mode, count_include_pad).numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_max_pool1d(cuda):
+    x = RNG.standard_normal((2, 3, 11)).astype(np.float32)
+    got_v, got_i = _run(cuda, "max_pool", [x], (3,), (2,), (1,), (1,), False)
+    ref_v, ref_i = F.max_pool1d(_t(x), 3, 2, 1, 1, False, return_indices=True)
+    np.testing.assert_array_equal(got_v, ref_v.numpy())
+    np.testing.assert_array_equal(got_i, ref_i.numpy())
