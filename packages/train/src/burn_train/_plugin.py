@@ -1,3 +1,42 @@
-"""Entry point of burn_train (group ``burn``); import-light. Filled in by its package's work."""
+"""Entry point of burn_train (group ``burn``): registers the metrics-basic collectors.
 
-from burn.plugins import hookimpl  # noqa: F401
+Import-light: psutil is imported only when a collector is built, and only where it is installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from burn.plugins import MetricCollectorSpec, hookimpl
+
+
+def _cpu_use():
+    from ._collectors import CpuUseCollector
+
+    return CpuUseCollector()
+
+
+def _cpu_memory():
+    from ._collectors import CpuMemoryCollector
+
+    return CpuMemoryCollector()
+
+
+def _available() -> tuple[bool, str]:
+    from ._collectors import psutil_available
+
+    return psutil_available()
+
+
+@hookimpl
+def burn_register_metric_collectors(register: Callable[[MetricCollectorSpec], None]) -> None:
+    register(
+        MetricCollectorSpec(
+            "cpu-use", _cpu_use, _available, group="metrics-basic", description="CPU utilisation (%)"
+        )
+    )
+    register(
+        MetricCollectorSpec(
+            "cpu-memory", _cpu_memory, _available, group="metrics-basic", description="CPU memory used (GB)"
+        )
+    )

@@ -33,7 +33,7 @@ class ImageClassificationBatcher:
 
     ``images``: (N, C, H, W) float32, each pixel ``(x / scale - mean[c]) / std[c]`` where ``scale`` is
     255 for uint8 images (65535 for uint16, 1 for float images); (H, W) images get C = 1 and
-    (H, W, C) images are moved channel-first. ``targets``: (N,) int64 class indices.
+    (H, W, C) images are moved channel-first. ``targets``: (N,) int64 class indices (the backend's default int where int64 is unsupported, e.g. int32 on wgpu).
     ``mean``/``std`` are one number or one per channel.
 
     >>> from burn.data.vision import DigitsDataset
@@ -76,7 +76,7 @@ class ImageClassificationBatcher:
         return (x - mean) / std
 
     def batch(self, items: Sequence[Any], device: Any) -> tuple[Any, Any]:
-        """``(images (N, C, H, W) float32, targets (N,) int64)`` tensors on ``device``."""
+        """``(images (N, C, H, W) float32, targets (N,) int64 or the backend's int)`` tensors on ``device``."""
         import numpy as np
 
         from ... import _creation
@@ -96,7 +96,7 @@ class ImageClassificationBatcher:
         targets = np.asarray([int(label) for _, label in pairs], dtype=np.int64)
         return (
             _creation.tensor(images, dtype="float32", device=device),
-            _creation.tensor(targets, dtype="int64", device=device),
+            _creation.tensor(targets, device=device),  # int64, or the backend's int where it has none
         )
 
     def __repr__(self) -> str:

@@ -1,0 +1,14 @@
+"""Train a small CNN on the offline 8x8 digits with the live dashboard (burn-train's main example).
+
+    python examples/train_digits.py                    # numpy backend, 8 epochs, artifacts/digits
+    python examples/train_digits.py --backend wgpu --epochs 5 --artifacts /tmp/digits
+
+Same as ``python -m burn_train.examples.digits``; see that module for the model and the options.
+"""
+
+import sys
+
+from burn_train.examples.digits import main
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

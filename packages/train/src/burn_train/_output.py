@@ -1,0 +1,100 @@
+"""What a model's ``train_step`` / ``valid_step`` return.
+
+``TrainOutput(model, item=ClassificationOutput(loss, output, targets), grads=grads)``. Items hold
+tensors; the learner ``detach()``es them on the training thread (cheap: it drops the autodiff graph)
+and the event processor ``sync()``s them to numpy later, off the training path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+
+def _is_tensor(value: Any) -> bool:
+    return hasattr(value, "_b") and hasattr(value, "_p") and hasattr(value, "numpy")
+
+
+class _Item:
+    """Tensor fields read to the host with one device sync; everything else passes through."""
+
+    def detach(self) -> Any:
+        """The same item with tensors detached from the autodiff graph (no device sync)."""
+        changes = {
+            f.name: getattr(self, f.name).detach() for f in fields(self) if _is_tensor(getattr(self, f.name))
+        }  # type: ignore[arg-type]
+        return replace(self, **changes) if changes else self  # type: ignore[type-var]
+
+    def sync(self) -> Any:
+        """The same item with every tensor field as a numpy array (one ``burn.Transaction``)."""
+        names = [f.name for f in fields(self) if _is_tensor(getattr(self, f.name))]  # type: ignore[arg-type]
+        if not names:
+            return self
+        import burn
+
+        tx = burn.Transaction()
+        for name in names:
+            tx.register(getattr(self, name))
+        return replace(self, **dict(zip(names, tx.execute())))  # type: ignore[type-var]
+
+    def __len__(self) -> int:
+        """Number of samples in the batch (the first dim of ``targets`` or ``output``)."""
+        for name in ("targets", "output"):
+            value = getattr(self, name, None)
+            shape = getattr(value, "shape", None)
+            if shape:
+                return int(shape[0])
+        raise TypeError(f"{type(self).__name__} has no batch dim to count samples from")
+
+
+@dataclass
+class ClassificationOutput(_Item):
+    """A classification batch: scalar ``loss``, ``output`` logits/scores (N, C), ``targets`` ints (N,)."""
+
+    loss: Any
+    output: Any
+    targets: Any
+
+
+@dataclass
+class MultiLabelClassificationOutput(_Item):
+    """A multilabel batch: scalar ``loss``, ``output`` scores (N, C), ``targets`` 0/1 labels (N, C)."""
+
+    loss: Any
+    output: Any
+    targets: Any
+
+
+@dataclass
+class RegressionOutput(_Item):
+    """A regression batch: scalar ``loss``, ``output`` (N, ...), ``targets`` (N, ...)."""
+
+    loss: Any
+    output: Any
+    targets: Any
+
+
+def _is_gradients(value: Any) -> bool:
+    return type(value).__name__ in {"Gradients", "GradientsParams"}
+
+
+class TrainOutput:
+    """What ``train_step`` returns: the model, the gradients of the loss, and the item for metrics.
+
+    ``grads`` is what ``loss.backward()`` returned (``burn.Gradients``) or an
+    ``optim.GradientsParams``; the learner turns it into parameter gradients for the optimizer.
+    """
+
+    __slots__ = ("model", "item", "grads")
+
+    def __init__(self, model: Any, item: Any = None, grads: Any = None) -> None:
+        if _is_gradients(item) and not _is_gradients(grads):
+            item, grads = grads, item  # Burn's positional order is (model, grads, item)
+        if grads is None:
+            raise TypeError("TrainOutput: grads is required (what loss.backward() returned)")
+        self.model = model
+        self.item = item
+        self.grads = grads
+
+    def __repr__(self) -> str:
+        return f"TrainOutput(model={type(self.model).__name__}, item={type(self.item).__name__}, grads={self.grads!r})"

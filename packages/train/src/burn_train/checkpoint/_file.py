@@ -1,0 +1,135 @@
+"""FileCheckpointer: model, optimizer and scheduler records per epoch, written atomically.
+
+Layout under ``<artifacts>/checkpoint``: ``model-<e>.safetensors`` (burn.record format, Param ids
+included so optimizer state still matches after loading), ``optim-<e>.npz``, ``scheduler-<e>.npz`` and
+``state-<e>.json`` (epoch, RNG state, extra). The state file is written last and deleted first, so an
+epoch counts as checkpointed only when every part of it is on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ._atomic import atomic_write, remove_stale_temps
+from ._policy import CheckpointPolicy, ComposedPolicy, KeepBest, KeepLastN
+from ._record_io import record_from_bytes, record_to_bytes
+
+_PARTS = ("model", "optim", "scheduler")
+
+
+def _model_to_bytes(model: Any) -> tuple[bytes, str]:
+    try:
+        from burn.nn import Module
+        from burn.record import to_bytes
+    except ImportError:  # burn.nn/record not available: fall back to the plain record
+        Module = None
+    if Module is not None and isinstance(model, Module):
+        return to_bytes(model), "safetensors"
+    record = {"record": model.record()}
+    if hasattr(model, "param_ids"):
+        record["ids"] = model.param_ids()
+    return record_to_bytes(record), "npz"
+
+
+def _model_from_bytes(model: Any, data: bytes, fmt: str, source: str) -> Any:
+    if fmt == "safetensors":
+        from burn.record import from_bytes
+
+        loaded = from_bytes(model, data, source)
+    else:
+        record = record_from_bytes(data, source)
+        ids = record.get("ids")
+        loaded = model.load_record(record["record"], ids=ids) if ids else model.load_record(record["record"])
+    return model if loaded is None else loaded
+
+
+def default_policy() -> CheckpointPolicy:
+    """Burn's default: keep the last 2 epochs and the best valid Loss."""
+    return ComposedPolicy(KeepLastN(2), KeepBest("Loss", "valid"))
+
+
+class FileCheckpointer:
+    """Saves and restores training state per epoch under ``directory``."""
+
+    def __init__(self, directory: str | os.PathLike[str], policy: CheckpointPolicy | None = None) -> None:
+        self.directory = os.fspath(directory)
+        self.policy = policy if policy is not None else default_policy()
+        os.makedirs(self.directory, exist_ok=True)
+        remove_stale_temps(self.directory)
+
+    def _path(self, part: str, epoch: int, ext: str) -> str:
+        return os.path.join(self.directory, f"{part}-{epoch}.{ext}")
+
+    def epochs(self) -> list[int]:
+        """Epochs with a complete checkpoint (their state file exists), ascending."""
+        out = []
+        for name in os.listdir(self.directory):
+            if name.startswith("state-") and name.endswith(".json"):
+                stem = name[len("state-") : -len(".json")]
+                if stem.isdigit():
+                    out.append(int(stem))
+        return sorted(out)
+
+    def save(
+        self, epoch: int, model: Any, optim: Any, scheduler: Any = None, extra: dict | None = None
+    ) -> None:
+        """Write every part of ``epoch`` atomically, the state file last."""
+        model_bytes, model_fmt = _model_to_bytes(model)
+        ext = "safetensors" if model_fmt == "safetensors" else "npz"
+        atomic_write(self._path("model", epoch, ext), model_bytes)
+        atomic_write(self._path("optim", epoch, "npz"), record_to_bytes(optim.record()))
+        has_scheduler = scheduler is not None and hasattr(scheduler, "record")
+        if has_scheduler:
+            atomic_write(self._path("scheduler", epoch, "npz"), record_to_bytes(scheduler.record()))
+        state = {"epoch": epoch, "model_format": model_fmt, "scheduler": has_scheduler, **(extra or {})}
+        atomic_write(self._path("state", epoch, "json"), json.dumps(state).encode("utf-8"))
+
+    def prune(self, store: Any) -> list[int]:
+        """Delete the checkpoints the policy does not keep; returns the epochs deleted."""
+        epochs = self.epochs()
+        keep = self.policy.keep(epochs, store)
+        deleted = [e for e in epochs if e not in keep]
+        for epoch in deleted:
+            self.delete(epoch)
+        return deleted
+
+    def delete(self, epoch: int) -> None:
+        state = self._path("state", epoch, "json")
+        if os.path.exists(state):
+            os.unlink(state)  # first: the epoch stops counting as checkpointed at once
+        for part in _PARTS:
+            for ext in ("safetensors", "npz"):
+                path = self._path(part, epoch, ext)
+                if os.path.exists(path):
+                    os.unlink(path)
+
+    def state(self, epoch: int) -> dict[str, Any]:
+        path = self._path("state", epoch, "json")
+        if not os.path.exists(path):
+            have = self.epochs()
+            raise FileNotFoundError(
+                f"no complete checkpoint for epoch {epoch} in {self.directory}; available: {have or 'none'}"
+            )
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+
+    def load(self, epoch: int, model: Any, optim: Any, scheduler: Any = None) -> tuple[Any, Any, Any, dict]:
+        """``(model, optim, scheduler, state)`` restored from ``epoch``'s checkpoint."""
+        state = self.state(epoch)
+        fmt = state.get("model_format", "safetensors")
+        ext = "safetensors" if fmt == "safetensors" else "npz"
+        model_path = self._path("model", epoch, ext)
+        with open(model_path, "rb") as handle:
+            model = _model_from_bytes(model, handle.read(), fmt, model_path)
+        optim_path = self._path("optim", epoch, "npz")
+        with open(optim_path, "rb") as handle:
+            loaded = optim.load_record(record_from_bytes(handle.read(), optim_path))
+        optim = optim if loaded is None else loaded
+        if state.get("scheduler") and scheduler is not None and hasattr(scheduler, "load_record"):
+            path = self._path("scheduler", epoch, "npz")
+            with open(path, "rb") as handle:
+                loaded = scheduler.load_record(record_from_bytes(handle.read(), path))
+            scheduler = scheduler if loaded is None else loaded
+        return model, optim, scheduler, state

@@ -1,0 +1,1 @@
+"""Runnable examples: ``python -m burn_train.examples.digits``."""

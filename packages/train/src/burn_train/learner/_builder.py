@@ -1,0 +1,235 @@
+"""LearnerBuilder: Burn 0.16's builder, every setter returns the builder.
+
+>>> learner = (LearnerBuilder("artifacts")
+...            .metric_train_numeric(LossMetric()).metric_valid_numeric(AccuracyMetric())
+...            .with_file_checkpointer().devices([adev]).num_epochs(10)
+...            .early_stopping(metric="Loss", patience=3)
+...            .renderer("auto").summary().build(model, opt, 1e-3))       # doctest: +SKIP
+>>> model = learner.fit(train_loader, valid_loader)                       # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._interrupter import TrainingInterrupter
+from ..checkpoint import CheckpointPolicy, ComposedPolicy, KeepBest, KeepLastN
+from ._early_stopping import EarlyStopping
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"LearnerBuilder.{name}: expected an int >= 1, got {value!r}")
+    return value
+
+
+@dataclass
+class LearnerConfig:
+    """Everything the builder collected (read by ``Learner``)."""
+
+    directory: str
+    metrics: dict[str, list[tuple[Any, bool]]] = field(default_factory=lambda: {"train": [], "valid": []})
+    num_epochs: int = 1
+    grads_accumulation: int = 1
+    devices: list[Any] = field(default_factory=list)
+    checkpointer: bool = False
+    policy: CheckpointPolicy | None = None
+    resume_epoch: int | None = None
+    early_stopping: EarlyStopping | None = None
+    renderer: Any = "auto"
+    interrupter: TrainingInterrupter = field(default_factory=TrainingInterrupter)
+    summary: bool = False
+    processor: str = "auto"
+    system_metrics: bool = True
+    system_interval: float = 1.0
+    app_log: str | None = "experiment.log"
+    csv_logs: bool = True
+    plots: bool = True
+    sync_items: str = "auto"
+
+
+class LearnerBuilder:
+    """Configures a ``Learner``; ``directory`` receives checkpoints, logs, plots and the summary."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self._c = LearnerConfig(os.fspath(directory))
+
+    # ---------------------------------------------------------------- metrics
+    def _metric(self, split: str, metric: Any, numeric: bool) -> LearnerBuilder:
+        if not all(hasattr(metric, a) for a in ("update", "clear", "name", "epoch_value")):
+            raise TypeError(
+                f"LearnerBuilder.metric_{split}: expected a burn_train metric (update/clear/epoch_value), "
+                f"got {type(metric).__name__}"
+            )
+        if any(m is metric for m, _ in self._c.metrics[split]):
+            raise ValueError(
+                f"LearnerBuilder.metric_{split}: this {type(metric).__name__} instance is already added"
+            )
+        self._c.metrics[split].append((metric, numeric))
+        return self
+
+    def metric_train(self, metric: Any) -> LearnerBuilder:
+        """A train metric shown as text only."""
+        return self._metric("train", metric, False)
+
+    def metric_valid(self, metric: Any) -> LearnerBuilder:
+        """A valid metric shown as text only."""
+        return self._metric("valid", metric, False)
+
+    def metric_train_numeric(self, metric: Any) -> LearnerBuilder:
+        """A train metric that is also plotted, logged and usable for early stopping / keep-best."""
+        return self._metric("train", metric, True)
+
+    def metric_valid_numeric(self, metric: Any) -> LearnerBuilder:
+        """A valid metric that is also plotted, logged and usable for early stopping / keep-best."""
+        return self._metric("valid", metric, True)
+
+    # ---------------------------------------------------------------- loop
+    def num_epochs(self, n: int) -> LearnerBuilder:
+        self._c.num_epochs = _positive_int("num_epochs", n)
+        return self
+
+    def grads_accumulation(self, n: int) -> LearnerBuilder:
+        """Sum gradients over ``n`` batches before each optimizer step."""
+        self._c.grads_accumulation = _positive_int("grads_accumulation", n)
+        return self
+
+    def devices(self, devices: list[Any]) -> LearnerBuilder:
+        """Devices to train on; the model is moved to the first (one device is supported for now)."""
+        devices = list(devices)
+        if not devices:
+            raise ValueError("LearnerBuilder.devices: give at least one device")
+        if len(devices) > 1:
+            raise NotImplementedError(
+                f"LearnerBuilder.devices: data-parallel training over {len(devices)} devices is not supported yet; "
+                "give one device"
+            )
+        self._c.devices = devices
+        return self
+
+    def early_stopping(
+        self,
+        metric: str = "Loss",
+        patience: int = 3,
+        split: str = "valid",
+        min_delta: float = 0.0,
+        higher_is_better: bool | None = None,
+    ) -> LearnerBuilder:
+        """Stop when ``metric`` (its epoch value on ``split``) has not improved for ``patience`` epochs."""
+        self._c.early_stopping = EarlyStopping(metric, patience, split, min_delta, higher_is_better)
+        return self
+
+    def interrupter(self, interrupter: TrainingInterrupter) -> LearnerBuilder:
+        """Use this interrupter (call ``interrupter.stop()`` from anywhere to stop training)."""
+        if not hasattr(interrupter, "should_stop"):
+            raise TypeError(
+                f"LearnerBuilder.interrupter: expected a TrainingInterrupter, got {interrupter!r}"
+            )
+        self._c.interrupter = interrupter
+        return self
+
+    # ---------------------------------------------------------------- checkpoints
+    def with_file_checkpointer(
+        self, keep_last: int | None = 2, keep_best: str | None = "Loss"
+    ) -> LearnerBuilder:
+        """Checkpoint model, optimizer and scheduler every epoch under ``<directory>/checkpoint``,
+        keeping the last ``keep_last`` epochs and the best valid ``keep_best`` (None disables either)."""
+        policies: list[CheckpointPolicy] = []
+        if keep_last is not None:
+            policies.append(KeepLastN(keep_last))
+        if keep_best is not None:
+            policies.append(KeepBest(keep_best, "valid"))
+        self._c.checkpointer = True
+        self._c.policy = ComposedPolicy(*policies) if policies else CheckpointPolicy()
+        return self
+
+    def checkpointing_strategy(self, policy: CheckpointPolicy) -> LearnerBuilder:
+        """Replace the keep policy (``KeepLastN``, ``KeepBest``, ``ComposedPolicy``)."""
+        if not hasattr(policy, "keep"):
+            raise TypeError(f"LearnerBuilder.checkpointing_strategy: expected a policy, got {policy!r}")
+        self._c.checkpointer = True
+        self._c.policy = policy
+        return self
+
+    def checkpoint(self, epoch: int) -> LearnerBuilder:
+        """Resume from the checkpoint of ``epoch``: training continues at ``epoch + 1``."""
+        self._c.resume_epoch = _positive_int("checkpoint", epoch)
+        self._c.checkpointer = True
+        return self
+
+    # ---------------------------------------------------------------- output
+    def renderer(self, kind: Any = "auto") -> LearnerBuilder:
+        """``"auto"`` (TUI on a terminal, CLI lines otherwise), ``"tui"``, ``"cli"``, ``"none"``, or a Renderer."""
+        if isinstance(kind, str) and kind not in ("auto", "tui", "cli", "none"):
+            from burn.plugins import registry
+
+            if kind not in registry().renderers:
+                raise ValueError(
+                    f"LearnerBuilder.renderer: expected 'auto', 'tui', 'cli' or 'none', got {kind!r}"
+                )
+        self._c.renderer = kind
+        return self
+
+    def summary(self, enabled: bool = True) -> LearnerBuilder:
+        """Print and save (summary.txt/json) a table of metrics per split and the best epoch at the end."""
+        self._c.summary = bool(enabled)
+        return self
+
+    def event_processor(self, mode: str) -> LearnerBuilder:
+        """``"auto"`` (worker thread where threads exist), ``"thread"`` or ``"inline"``."""
+        if mode not in ("auto", "thread", "inline"):
+            raise ValueError(
+                f"LearnerBuilder.event_processor: expected 'auto', 'thread' or 'inline', got {mode!r}"
+            )
+        self._c.processor = mode
+        return self
+
+    def system_metrics(self, enabled: bool = True, interval: float = 1.0) -> LearnerBuilder:
+        """Sample every available metric collector (CPU, GPU, ...) at most every ``interval`` seconds."""
+        self._c.system_metrics, self._c.system_interval = bool(enabled), float(interval)
+        return self
+
+    def application_logger(self, filename: str | None = "experiment.log") -> LearnerBuilder:
+        """Log file (relative to the directory) for ``burn``/``burn_train`` log records; None disables."""
+        self._c.app_log = filename
+        return self
+
+    def metric_logs(self, csv: bool = True, plots: bool = True) -> LearnerBuilder:
+        """Per-epoch CSV metric logs and PNG plots at the end (plots need matplotlib)."""
+        self._c.csv_logs, self._c.plots = bool(csv), bool(plots)
+        return self
+
+    def sync_items(self, where: str) -> LearnerBuilder:
+        """Where items are read back to the host: ``"processor"`` (off the training thread),
+        ``"train"`` (one device sync per batch), or ``"auto"`` (processor for the numpy backend,
+        train for device backends whose command streams are not thread-safe)."""
+        if where not in ("auto", "processor", "train"):
+            raise ValueError(
+                f"LearnerBuilder.sync_items: expected 'auto', 'processor' or 'train', got {where!r}"
+            )
+        self._c.sync_items = where
+        return self
+
+    def build(self, model: Any, optim: Any, lr_or_scheduler: Any) -> Any:
+        """The Learner for ``model``, optimizer ``optim`` and a float lr or an lr scheduler."""
+        from ._learner import Learner
+
+        if not hasattr(model, "train_step"):
+            raise TypeError(
+                f"LearnerBuilder.build: the model ({type(model).__name__}) must define train_step(batch)"
+            )
+        if not hasattr(optim, "step"):
+            raise TypeError(
+                f"LearnerBuilder.build: optim must have step(lr, model, grads), got {type(optim).__name__}"
+            )
+        if isinstance(lr_or_scheduler, bool) or not (
+            isinstance(lr_or_scheduler, (int, float)) or hasattr(lr_or_scheduler, "step")
+        ):
+            raise TypeError(
+                f"LearnerBuilder.build: expected a float lr or an lr scheduler, got {type(lr_or_scheduler).__name__}"
+            )
+        if isinstance(lr_or_scheduler, (int, float)) and not lr_or_scheduler >= 0:
+            raise ValueError(f"LearnerBuilder.build: lr must be >= 0, got {lr_or_scheduler!r}")
+        return Learner(self._c, model, optim, lr_or_scheduler)

@@ -1,0 +1,331 @@
+"""Learner.fit: the training loop of Burn 0.16 (train epoch, valid epoch, checkpoint, early stop).
+
+The loop only computes and hands events to the processor; it never waits on it per batch. At each
+epoch end it flushes the processor on its own thread (draining what is left, see
+``processor._processors``) so that epoch values exist for checkpoint keep-best and early stopping.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+from .._events import EndEpochEvent, EndEvent, ItemEvent, Progress, StartEvent, StatusEvent, TrainingProgress
+from .._output import TrainOutput
+from ..processor import MetricsHub, MetricSlot, make_processor
+from ..renderer import make_renderer
+from ._builder import LearnerConfig
+from ._summary import LearnerSummary
+
+log = logging.getLogger("burn_train")
+
+
+class _Sizes:
+    """Items per batch and per epoch of a loader, for progress and ETA (batches when unknown)."""
+
+    def __init__(self, loader: Any) -> None:
+        self.batches = len(loader) if hasattr(loader, "__len__") else 0
+        batch_size = getattr(loader, "batch_size", None)
+        items = loader.num_items() if hasattr(loader, "num_items") else None
+        if isinstance(batch_size, int) and isinstance(items, int) and batch_size > 0:
+            self.batch_size, self.total = batch_size, min(items, self.batches * batch_size)
+        else:
+            self.batch_size, self.total = 1, self.batches
+
+    def done_after(self, batch_index: int) -> int:
+        return min((batch_index + 1) * self.batch_size, self.total) if self.total else batch_index + 1
+
+
+def _host_rng_state() -> Any:
+    from burn.backend._random import host_rng
+
+    return host_rng().bit_generator.state
+
+
+def _set_host_rng_state(state: Any) -> None:
+    from burn.backend._random import host_rng
+
+    host_rng().bit_generator.state = state
+
+
+class Learner:
+    """Built by ``LearnerBuilder.build``; ``fit(train_loader, valid_loader)`` returns the trained model."""
+
+    def __init__(self, config: LearnerConfig, model: Any, optim: Any, lr_or_scheduler: Any) -> None:
+        self.config = config
+        self.model = model
+        self.optim = optim
+        self.scheduler = None if isinstance(lr_or_scheduler, (int, float)) else lr_or_scheduler
+        self.lr = float(lr_or_scheduler) if self.scheduler is None else None
+        self.summary: LearnerSummary | None = None
+        self.store: Any = None
+        self.processor: Any = None
+        self.checkpointer: Any = None
+
+    @property
+    def interrupter(self) -> Any:
+        """Call ``learner.interrupter.stop()`` (from any thread or callback) to stop after the batch."""
+        return self.config.interrupter
+
+    # ---------------------------------------------------------------- setup
+    def _metric_slots(self) -> dict[str, list[MetricSlot]]:
+        slots = {
+            split: [MetricSlot(m, numeric) for m, numeric in pairs]
+            for split, pairs in self.config.metrics.items()
+        }
+        for slot in (s for split in slots.values() for s in split):
+            check = getattr(slot.metric, "check_available", None)
+            if check is not None:
+                ok, reason = check()
+                if not ok:
+                    raise RuntimeError(f"metric {slot.metric.name!r} cannot run here: {reason}")
+        if self.config.system_metrics:
+            from ..metric._system import CollectorMetric, CpuMemory, CpuUse, available_collectors
+
+            special = {"cpu-use": CpuUse, "cpu-memory": CpuMemory}
+            for name, ok, reason in available_collectors():
+                if not ok:
+                    log.info("metric collector %s unavailable: %s", name, reason)
+                    continue
+                for split in ("train", "valid"):
+                    taken = {getattr(s.metric, "collector_name", None) for s in slots[split]}
+                    if name not in taken:
+                        cls = special.get(name)
+                        metric = (
+                            cls(self.config.system_interval)
+                            if cls
+                            else CollectorMetric(name, interval=self.config.system_interval)
+                        )
+                        slots[split].append(MetricSlot(metric, True))
+        return slots
+
+    def _loggers(self) -> list[Any]:
+        if not self.config.csv_logs:
+            return []
+        from ..logger import CsvMetricLogger
+
+        return [CsvMetricLogger(self.config.directory)]
+
+    def _sync_on_train_thread(self) -> bool:
+        where = self.config.sync_items
+        if where != "auto":
+            return where == "train"
+        device = self.config.devices[0] if self.config.devices else None
+        if device is None and hasattr(self.model, "devices"):
+            found = self.model.devices()
+            device = found[0] if found else None
+        # numpy arrays are immutable once made: reading them from the worker is safe. Device backends
+        # batch commands in Python state, so their reads stay on the training thread.
+        return getattr(device, "kind", "ndarray") != "ndarray"
+
+    def _to_device(self, train_loader: Any, valid_loader: Any) -> None:
+        if not self.config.devices:
+            return
+        device = self.config.devices[0]
+        if hasattr(self.model, "devices") and hasattr(self.model, "to") and self.model.devices() != [device]:
+            moved = self.model.to(device)
+            self.model = self.model if moved is None else moved
+        for loader, dev in ((train_loader, device), (valid_loader, getattr(device, "inner", device))):
+            if loader is not None and hasattr(loader, "device") and loader.device != dev:
+                log.info("pointing a data loader at %s (was %s)", dev, loader.device)
+                loader.device = dev
+
+    def _resume(self) -> int:
+        epoch = self.config.resume_epoch
+        if epoch is None:
+            return 1
+        self.model, self.optim, self.scheduler, state = self.checkpointer.load(
+            epoch, self.model, self.optim, self.scheduler
+        )
+        if state.get("rng") is not None:
+            _set_host_rng_state(state["rng"])
+        self._restore_history(epoch)
+        log.info("resumed from the checkpoint of epoch %d", epoch)
+        return epoch + 1
+
+    def _restore_history(self, epoch: int) -> None:
+        """Epoch values of the run being resumed (for the summary, keep-best and early stopping)."""
+        from ..logger import read_epochs_csv
+
+        for split in ("train", "valid"):
+            path = os.path.join(self.config.directory, split, "epochs.csv")
+            if not os.path.exists(path):
+                continue
+            for name, series in read_epochs_csv(path).items():
+                for e, value in series.items():
+                    if e <= epoch:
+                        self.store.record(split, e, name, value)
+                        self.hub.state.epochs.setdefault(name, {}).setdefault(split, []).append((e, value))
+
+    # ---------------------------------------------------------------- fit
+    def fit(self, train_loader: Any, valid_loader: Any = None) -> Any:
+        """Train for the configured epochs; returns the trained model (also ``learner.model``)."""
+        c = self.config
+        os.makedirs(c.directory, exist_ok=True)
+        app_log = None
+        if c.app_log:
+            from ..logger import AppLogger
+
+            app_log = AppLogger(os.path.join(c.directory, c.app_log))
+        started = time.monotonic()
+        self.hub = MetricsHub(self._metric_slots(), make_renderer(c.renderer), self._loggers(), c.interrupter)
+        self.store = self.hub.store
+        self.processor = make_processor(self.hub, c.processor)
+        if c.checkpointer:
+            from ..checkpoint import FileCheckpointer
+
+            self.checkpointer = FileCheckpointer(os.path.join(c.directory, "checkpoint"), c.policy)
+        reason = "completed"
+        try:
+            self._to_device(train_loader, valid_loader)
+            first = self._resume()
+            log.info(
+                "training epochs %d..%d with the %s event processor", first, c.num_epochs, self.processor.mode
+            )
+            self.processor.start()
+            sizes = {"train": _Sizes(train_loader).total}
+            if valid_loader is not None:
+                sizes["valid"] = _Sizes(valid_loader).total
+            self.processor.submit(StartEvent(c.num_epochs, first, sizes))
+            self.processor.flush()  # the first frame is drawn now, before the first batch
+            reason = self._epochs(first, train_loader, valid_loader)
+        except KeyboardInterrupt:
+            reason = "killed"
+            raise
+        finally:
+            self._finish(reason, started, app_log)
+        return self.model
+
+    def _epochs(self, first: int, train_loader: Any, valid_loader: Any) -> str:
+        c = self.config
+        for epoch in range(first, c.num_epochs + 1):
+            self._train_epoch(epoch, train_loader)
+            if c.interrupter.should_stop():
+                self.processor.submit(StatusEvent(f"interrupted in epoch {epoch}: {c.interrupter.reason}"))
+                log.info("training interrupted in epoch %d: %s", epoch, c.interrupter.reason)
+                return "interrupted"
+            if valid_loader is not None:
+                self._valid_epoch(epoch, valid_loader)
+                if c.interrupter.should_stop():
+                    log.info("training interrupted in validation of epoch %d", epoch)
+                    return "interrupted"
+            self.processor.flush()  # epoch values now in the store
+            if self.checkpointer is not None:
+                self._checkpoint(epoch)
+            if c.early_stopping is not None and c.early_stopping.should_stop(epoch, self.store):
+                best = c.early_stopping.best_epoch(epoch, self.store)
+                text = f"early stopping at epoch {epoch}: no improvement of {c.early_stopping.metric} since epoch {best}"
+                self.processor.submit(StatusEvent(text))
+                log.info(text)
+                return "early stopped"
+        return "completed"
+
+    def _next_lr(self) -> float:
+        return float(self.scheduler.step()) if self.scheduler is not None else self.lr
+
+    def _train_epoch(self, epoch: int, loader: Any) -> None:
+        c = self.config
+        if hasattr(loader, "set_epoch"):
+            loader.set_epoch(epoch - 1)  # epoch e's order depends on e only: resuming replays it exactly
+        sizes = _Sizes(loader)
+        sync_here = self._sync_on_train_thread()
+        accumulator, pending = None, 0
+        if c.grads_accumulation > 1:
+            from burn.optim import GradientsAccumulator
+
+            accumulator = GradientsAccumulator()
+        for i, batch in enumerate(loader):
+            lr = self._next_lr()
+            out = self.model.train_step(batch)
+            if not isinstance(out, TrainOutput):
+                raise TypeError(f"train_step must return a TrainOutput, got {type(out).__name__}")
+            if accumulator is None:
+                self.model = self.optim.step(lr, out.model, out.grads)
+            else:
+                accumulator.accumulate(out.model, out.grads)
+                pending += 1
+                self.model = out.model
+                if pending >= c.grads_accumulation:
+                    self.model = self.optim.step(lr, out.model, accumulator.grads())
+                    pending = 0
+            self._emit("train", out.item, sizes, i, epoch, lr, sync_here)
+            if c.interrupter.should_stop():
+                break
+        self.processor.submit(EndEpochEvent("train", epoch))
+
+    def _valid_epoch(self, epoch: int, loader: Any) -> None:
+        if hasattr(loader, "set_epoch"):
+            loader.set_epoch(epoch - 1)
+        sizes = _Sizes(loader)
+        sync_here = self._sync_on_train_thread()
+        model = self.model.valid() if hasattr(self.model, "valid") else self.model
+        if not hasattr(model, "valid_step"):
+            raise TypeError(f"the model ({type(model).__name__}) must define valid_step(batch) to validate")
+        for i, batch in enumerate(loader):
+            self._emit("valid", model.valid_step(batch), sizes, i, epoch, None, sync_here)
+            if self.config.interrupter.should_stop():
+                break
+        self.processor.submit(EndEpochEvent("valid", epoch))
+
+    def _emit(
+        self, split: str, item: Any, sizes: _Sizes, i: int, epoch: int, lr: Any, sync_here: bool
+    ) -> None:
+        if hasattr(item, "detach"):
+            item = item.detach()  # drop the autodiff graph now; no device sync
+        if sync_here and hasattr(item, "sync"):
+            item = item.sync()
+        progress = TrainingProgress(
+            Progress(sizes.done_after(i), sizes.total), epoch, self.config.num_epochs, i + 1
+        )
+        self.processor.submit(ItemEvent(split, item, progress, lr))
+        self.processor.raise_pending_error()
+
+    def _checkpoint(self, epoch: int) -> None:
+        extra = {"rng": _host_rng_state(), "time": time.time()}
+        self.checkpointer.save(epoch, self.model, self.optim, self.scheduler, extra)
+        deleted = self.checkpointer.prune(self.store)
+        log.info("checkpoint of epoch %d saved; pruned %s", epoch, deleted or "nothing")
+
+    def _finish(self, reason: str, started: float, app_log: Any) -> None:
+        c = self.config
+        try:
+            self.processor.submit(EndEvent(reason))
+            self.processor.close()
+        finally:
+            duration = time.monotonic() - started
+            best = None
+            if c.early_stopping is not None:
+                best = (c.early_stopping.metric, c.early_stopping.split)
+            elif c.policy is not None:
+                best = next(
+                    (
+                        (p.metric, p.split)
+                        for p in getattr(c.policy, "policies", [c.policy])
+                        if hasattr(p, "metric")
+                    ),
+                    None,
+                )
+            self.summary = LearnerSummary.from_store(self.store, duration, reason, best)
+            if c.plots:
+                self._save_plots()
+            if c.summary:
+                self.summary.save(c.directory)
+                print(self.summary, flush=True)
+            log.info("training %s after %.1f s", reason, duration)
+            if app_log is not None:
+                app_log.close()
+
+    def _save_plots(self) -> None:
+        from ..logger import plots_available, save_plots
+
+        ok, reason = plots_available()
+        if not ok:
+            log.info("no plots: %s", reason)
+            return
+        history = {}
+        for name in self.hub.state.numeric:
+            history.update(self.hub.state.snapshot(history_of=name)["history"])
+        paths = save_plots(self.store, history, os.path.join(self.config.directory, "plots"))
+        log.info("plots written: %s", ", ".join(paths) or "none")

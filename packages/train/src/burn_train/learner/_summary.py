@@ -1,0 +1,112 @@
+"""LearnerSummary: per split, each metric's best/worst epoch values, and the best epoch overall."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class MetricSummary:
+    """One metric on one split: min and max epoch values and the epochs they happened in."""
+
+    name: str
+    minimum: float
+    min_epoch: int
+    maximum: float
+    max_epoch: int
+    last: float
+    higher_is_better: bool
+
+
+@dataclass
+class LearnerSummary:
+    """What ``Learner.fit`` reports at the end (``str(summary)`` is a text table)."""
+
+    epochs: int
+    duration_s: float
+    reason: str
+    splits: dict[str, list[MetricSummary]] = field(default_factory=dict)
+    best_metric: str | None = None
+    best_split: str | None = None
+    best_epoch: int | None = None
+    best_value: float | None = None
+
+    @classmethod
+    def from_store(
+        cls, store: Any, duration_s: float, reason: str, best: tuple[str, str] | None = None
+    ) -> LearnerSummary:
+        splits: dict[str, list[MetricSummary]] = {}
+        epochs = 0
+        for split, metrics in store.values.items():
+            rows = []
+            for name, series in metrics.items():
+                finite = {e: v for e, v in series.items() if not math.isnan(v)}
+                epochs = max([epochs, *series])
+                if not finite:
+                    continue
+                lo = min(finite, key=lambda e: (finite[e], e))
+                hi = max(finite, key=lambda e: (finite[e], -e))
+                last = series[max(series)]
+                higher = store.higher_is_better.get(name, False)
+                rows.append(MetricSummary(name, finite[lo], lo, finite[hi], hi, last, higher))
+            if rows:
+                splits[split] = rows
+        summary = cls(epochs, duration_s, reason, splits)
+        if best is not None:
+            name, split = best
+            for row in splits.get(split, []):
+                if row.name == name:
+                    summary.best_metric, summary.best_split = name, split
+                    summary.best_epoch = row.max_epoch if row.higher_is_better else row.min_epoch
+                    summary.best_value = row.maximum if row.higher_is_better else row.minimum
+        return summary
+
+    def __str__(self) -> str:
+        lines = [f"Training summary: {self.epochs} epoch(s) in {self.duration_s:.1f} s ({self.reason})"]
+        for split, rows in self.splits.items():
+            width = max(len("Metric"), *(len(r.name) for r in rows))
+            lines.append("")
+            lines.append(f"| Split: {split}")
+            lines.append(
+                f"| {'Metric':<{width}} | {'Min.':>10} | Epoch | {'Max.':>10} | Epoch | {'Last':>10} |"
+            )
+            lines.append(f"|{'-' * (width + 2)}|{'-' * 12}|-------|{'-' * 12}|-------|{'-' * 12}|")
+            for r in rows:
+                lines.append(
+                    f"| {r.name:<{width}} | {r.minimum:>10.5g} | {r.min_epoch:>5} | {r.maximum:>10.5g} | "
+                    f"{r.max_epoch:>5} | {r.last:>10.5g} |"
+                )
+        if self.best_epoch is not None:
+            lines.append("")
+            lines.append(
+                f"Best epoch: {self.best_epoch} ({self.best_split} {self.best_metric} = {self.best_value:.5g})"
+            )
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "epochs": self.epochs,
+            "duration_s": self.duration_s,
+            "reason": self.reason,
+            "best": {
+                "metric": self.best_metric,
+                "split": self.best_split,
+                "epoch": self.best_epoch,
+                "value": self.best_value,
+            },
+            "splits": {s: [r.__dict__ for r in rows] for s, rows in self.splits.items()},
+        }
+
+    def save(self, directory: str) -> list[str]:
+        """Write ``summary.txt`` and ``summary.json`` into ``directory``; returns the paths."""
+        os.makedirs(directory, exist_ok=True)
+        txt, js = os.path.join(directory, "summary.txt"), os.path.join(directory, "summary.json")
+        with open(txt, "w", encoding="utf-8") as handle:
+            handle.write(str(self) + "\n")
+        with open(js, "w", encoding="utf-8") as handle:
+            json.dump(self.to_dict(), handle, indent=2, allow_nan=True)
+        return [txt, js]

@@ -1,0 +1,62 @@
+"""PNG plots of every numeric metric at the end of training (matplotlib, optional)."""
+
+from __future__ import annotations
+
+import os
+import re
+from importlib.util import find_spec
+from typing import Any
+
+
+def plots_available() -> tuple[bool, str]:
+    if find_spec("matplotlib") is None:
+        return False, "matplotlib is not installed (pip install 'burn-train[plots]')"
+    return True, ""
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower() or "metric"
+
+
+def save_plots(
+    store: Any, history: dict[str, dict[str, list[tuple[float, float]]]], directory: str
+) -> list[str]:
+    """One PNG per metric: batch values (thin lines) and epoch values (markers) of train and valid.
+
+    ``store`` is the processor's EventStore; ``history`` maps metric -> split -> (x, value) points.
+    Returns the paths written.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure  # a Figure without pyplot: no global state, thread-safe
+
+    os.makedirs(directory, exist_ok=True)
+    names = list(dict.fromkeys([*history, *store.metric_names("train"), *store.metric_names("valid")]))
+    written = []
+    colours = {"train": "tab:blue", "valid": "tab:orange"}
+    for name in names:
+        fig = Figure(figsize=(7, 4), dpi=100)
+        ax = fig.add_subplot(1, 1, 1)
+        drawn = False
+        for split, colour in colours.items():
+            points = history.get(name, {}).get(split, [])
+            if points:
+                ax.plot([p[0] for p in points], [p[1] for p in points], color=colour, alpha=0.35, lw=0.8,
+                        label=f"{split} (batch)")  # fmt: skip
+                drawn = True
+            epochs = store.values.get(split, {}).get(name, {})
+            if epochs:
+                xs = sorted(epochs)
+                ax.plot(xs, [epochs[e] for e in xs], "o-", color=colour, label=f"{split} (epoch)")
+                drawn = True
+        if not drawn:
+            continue
+        ax.set_title(name)
+        ax.set_xlabel("epoch")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", fontsize="small")
+        path = os.path.join(directory, f"{_slug(name)}.png")
+        fig.savefig(path)
+        written.append(path)
+    return written

@@ -1,0 +1,54 @@
+"""Pick a renderer by name: "auto" (TUI on a terminal, CLI lines otherwise), "tui", "cli", "none",
+or a name a plugin registered through ``burn_register_renderers``."""
+
+from __future__ import annotations
+
+import sys
+from importlib.util import find_spec
+from typing import Any
+
+from ._base import NoneRenderer, Renderer
+from ._cli import CliRenderer
+
+
+def _tui(**kwargs: Any) -> Renderer:
+    if find_spec("rich") is None:
+        raise ImportError("renderer 'tui' needs rich (pip install 'burn-train[tui]')")
+    from ._tui import TuiRenderer
+
+    return TuiRenderer(**kwargs)
+
+
+BUILTIN = {"tui": _tui, "cli": CliRenderer, "none": NoneRenderer}
+
+
+def _stdout_is_terminal() -> bool:
+    try:
+        return bool(sys.stdout.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def make_renderer(kind: str | Renderer = "auto", **kwargs: Any) -> Renderer:
+    """A renderer instance for ``kind`` (a Renderer instance is returned as is)."""
+    if isinstance(kind, Renderer):
+        return kind
+    if not isinstance(kind, str):
+        raise TypeError(f"renderer: expected a name or a Renderer, got {type(kind).__name__}")
+    if kind == "auto":
+        kind = "tui" if _stdout_is_terminal() and find_spec("rich") is not None else "cli"
+    factory = BUILTIN.get(kind)
+    if factory is None:
+        from burn.plugins import registry
+
+        factory = registry().renderers.get(kind)
+    if factory is None:
+        known = sorted({"auto", *BUILTIN, *_plugin_renderers()})
+        raise ValueError(f"renderer: unknown renderer {kind!r}; expected one of {known}")
+    return factory(**kwargs)
+
+
+def _plugin_renderers() -> list[str]:
+    from burn.plugins import registry
+
+    return list(registry().renderers)
