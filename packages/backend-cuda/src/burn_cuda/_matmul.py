@@ -13,7 +13,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import numpy as np
+# numpy is imported inside the functions: the entry point imports this module (for the precision
+# settings), and it must load where numpy does not (Pyodide lists the backend as unavailable there)
 
 # cublasComputeType_t values (cublas_api.h); read from CuPy when it exposes them
 _COMPUTE_FALLBACK = {
@@ -28,8 +29,7 @@ _GEMM_DEFAULT_TENSOR_OP = 99
 
 _state: dict[str, Any] = {"precision": "fp32"}
 _local = threading.local()
-_ONE = np.array(1.0, dtype=np.float32)
-_ZERO = np.array(0.0, dtype=np.float32)
+_scalars: list[Any] = []  # host alpha/beta (1.0, 0.0) for cuBLAS, made on first use
 
 
 def _check(mode: str) -> str:
@@ -84,6 +84,8 @@ def compute_type(mode: str) -> int:
 
 def _batched(cupy: Any, x: Any, batch: tuple[int, ...]) -> Any:
     """x (..., R, C) as (B, R, C) with B = prod(batch), or (1, R, C) when one matrix serves the batch."""
+    import numpy as np
+
     r, c = x.shape[-2:]
     lead = x.shape[:-2]
     if lead != batch:
@@ -110,6 +112,10 @@ def _layout(cupy: Any, x: Any) -> tuple[Any, bool, int]:
 
 def gemm_f32(cupy: Any, a: Any, b: Any, mode: str) -> Any:
     """float32 ``a @ b`` for a (..., M, K), b (..., K, N) with broadcast batch dims -> (..., M, N)."""
+    import numpy as np
+
+    if not _scalars:
+        _scalars.extend([np.array(1.0, dtype=np.float32), np.array(0.0, dtype=np.float32)])
     m, k = a.shape[-2:]
     n = b.shape[-1]
     flat = a.ndim == 2 and b.ndim == 2  # the common case: no batch bookkeeping on the host
@@ -141,7 +147,7 @@ def gemm_f32(cupy: Any, a: Any, b: Any, mode: str) -> Any:
         n,
         m,
         k,
-        _ONE.ctypes.data,
+        _scalars[0].ctypes.data,
         b3.data.ptr,
         _CUDA_R_32F,
         ldb,
@@ -150,7 +156,7 @@ def gemm_f32(cupy: Any, a: Any, b: Any, mode: str) -> Any:
         _CUDA_R_32F,
         lda,
         stride_a,
-        _ZERO.ctypes.data,
+        _scalars[1].ctypes.data,
         out.data.ptr,
         _CUDA_R_32F,
         n,
@@ -164,6 +170,8 @@ def gemm_f32(cupy: Any, a: Any, b: Any, mode: str) -> Any:
 
 def matmul(cupy: Any, a: Any, b: Any) -> Any:
     """Batched matmul of two same-dtype arrays (both at least 2-d)."""
+    import numpy as np
+
     if a.dtype == np.float32:
         return gemm_f32(cupy, a, b, get_matmul_precision())
     return cupy.matmul(a, b)

@@ -1,5 +1,44 @@
-"""burn_metrics_web (work in progress)."""
+"""burn_metrics_web: browser metrics and a browser dashboard for burn-py under Pyodide.
 
+Collectors read JavaScript through Pyodide's ``js`` module: step timing on ``performance.now()``
+(``web-timing``), the JS heap (``web-js-heap``: ``performance.memory``, Chromium only), the wasm heap
+(``web-wasm-heap``), ``navigator.hardwareConcurrency`` (``web-cpu-cores``) and the WebGPU adapter
+(``web-gpu``: ``navigator.gpu``). They register through burn's plugin hook (group ``metrics-wasm``);
+each source fails soft, and outside Pyodide each is listed as unavailable with the reason. The
+``web`` renderer draws burn_train's dashboard into the page, or as console lines where no page exists.
+
+>>> from burn_metrics_web import WebMetric             # WebMetric and WebRenderer need burn-train
+>>> builder.metric_train_numeric(WebMetric("step_time")).renderer("web")
+"""
+
+from ._collector import WebCollector, source_available
+from ._platform import Env, SourceUnavailable, platform_reason
+from ._sources import KEY_SOURCE, SOURCES, Source
 from ._version import __version__
 
-__all__ = ["__version__"]
+_LAZY = {"WebMetric": "._metric", "WebRenderer": "._renderer"}  # these import burn_train
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from importlib import import_module
+
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'burn_metrics_web' has no attribute {name!r}")
+
+
+__all__ = [
+    "KEY_SOURCE",
+    "SOURCES",
+    "Env",
+    "Source",
+    "SourceUnavailable",
+    "WebCollector",
+    "WebMetric",
+    "WebRenderer",
+    "__version__",
+    "platform_reason",
+    "source_available",
+]

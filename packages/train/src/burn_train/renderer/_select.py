@@ -1,4 +1,5 @@
-"""Pick a renderer by name: "auto" (TUI on a terminal, CLI lines otherwise), "tui", "cli", "none",
+"""Pick a renderer by name: "auto" (TUI on a terminal, CLI lines otherwise, the "web" renderer in a
+browser), "tui", "cli", "none",
 or a name a plugin registered through ``burn_register_renderers``."""
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def make_renderer(kind: str | Renderer = "auto", **kwargs: Any) -> Renderer:
     if not isinstance(kind, str):
         raise TypeError(f"renderer: expected a name or a Renderer, got {type(kind).__name__}")
     if kind == "auto":
-        kind = "tui" if _stdout_is_terminal() and find_spec("rich") is not None else "cli"
+        kind = _auto()
     factory = BUILTIN.get(kind)
     if factory is None:
         from burn.plugins import registry
@@ -46,6 +47,14 @@ def make_renderer(kind: str | Renderer = "auto", **kwargs: Any) -> Renderer:
         known = sorted({"auto", *BUILTIN, *_plugin_renderers()})
         raise ValueError(f"renderer: unknown renderer {kind!r}; expected one of {known}")
     return factory(**kwargs)
+
+
+def _auto() -> str:
+    """In a browser (Pyodide) a plugin's "web" renderer where one is installed; else the TUI on a
+    terminal with rich, else CLI lines."""
+    if sys.platform == "emscripten" and "web" in _plugin_renderers():
+        return "web"
+    return "tui" if _stdout_is_terminal() and find_spec("rich") is not None else "cli"
 
 
 def _plugin_renderers() -> list[str]:
