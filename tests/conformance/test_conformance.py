@@ -29,12 +29,21 @@ def test_op_matches_numpy_backend(op_case, backend_device, reference_device, spe
     rng = np.random.default_rng(zlib.crc32(f"{spec.name}/{dtype_name}".encode()))  # stable across runs
     arrays = spec.inputs(rng, dtype_name)
     expected = _run(spec, specs.Ctx, reference_device, dtype, arrays)
-    got = _run(spec, specs.Ctx, backend_device, dtype, arrays)
+    try:
+        got = _run(spec, specs.Ctx, backend_device, dtype, arrays)
+    except burn.DTypeError as exc:  # e.g. cast_to_float64 on a backend without float64
+        if "is not supported by backend" not in str(exc):
+            raise
+        pytest.skip(f"{spec.name}: {exc}")
     assert len(got) == len(expected), f"{spec.name}: {len(got)} outputs, expected {len(expected)}"
     rtol, atol = spec.tolerance(dtype_name)
     for i, (g, e) in enumerate(zip(got, expected)):
         assert g.device == backend_device
-        assert g.dtype is e.dtype, f"{spec.name} output {i}: dtype {g.dtype} != numpy backend's {e.dtype}"
+        # "default int" results (argmax, sort indices, sums of bools) follow each backend's default_int
+        default_int = e.dtype is reference_device.backend.default_int and g.dtype is backend.default_int
+        assert g.dtype is e.dtype or default_int, (
+            f"{spec.name} output {i}: dtype {g.dtype} != numpy backend's {e.dtype}"
+        )
         assert g.dtype is g.backend.dtype_of(g.primitive), (
             f"{spec.name}: cached dtype disagrees with the backend"
         )

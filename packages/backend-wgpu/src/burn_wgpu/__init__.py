@@ -1,5 +1,20 @@
-"""burn_wgpu (work in progress)."""
+"""burn_wgpu: the WebGPU backend of burn-py (wgpu-py + WGSL compute shaders).
 
+Use it through ``burn.device("wgpu")`` / ``burn.device("wgpu:1")``; ``configure`` sets process-wide
+options (browser-portable limits, adapter, batch size) before the first device is built.
+"""
+
+from ._device import configure
 from ._version import __version__
 
-__all__ = ["__version__"]
+
+def __getattr__(name: str):
+    # the backend class pulls in the kernels; keep ``import burn_wgpu`` light
+    if name == "WgpuBackend":
+        from ._backend import WgpuBackend
+
+        return WgpuBackend
+    raise AttributeError(f"module 'burn_wgpu' has no attribute {name!r}")
+
+
+__all__ = ["WgpuBackend", "__version__", "configure"]

@@ -1,3 +1,38 @@
-"""Entry point of burn_wgpu (group ``burn``); import-light. Filled in by its package's work."""
+"""Entry point of burn_wgpu (group ``burn``). Import-light: wgpu is imported only when a device is
+built or availability is probed."""
 
-from burn.plugins import hookimpl  # noqa: F401
+from __future__ import annotations
+
+from burn.plugins import BackendSpec, hookimpl
+
+
+def _make(index: int):
+    from ._backend import WgpuBackend
+
+    return WgpuBackend(index)
+
+
+def _available() -> tuple[bool, str]:
+    from ._device import probe
+
+    return probe()
+
+
+def _devices() -> list[str]:
+    from ._device import list_adapters
+
+    return [f"wgpu:{i}" for i in range(len(list_adapters()))]
+
+
+@hookimpl
+def burn_register_backends(register):
+    register(
+        BackendSpec(
+            name="wgpu",
+            factory=_make,
+            is_available=_available,
+            devices=_devices,
+            priority=10,
+            description="WebGPU through wgpu-py (Vulkan, Metal, DX12; lavapipe on CI) with WGSL kernels",
+        )
+    )

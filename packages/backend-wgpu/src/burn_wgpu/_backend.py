@@ -1,0 +1,215 @@
+"""``WgpuBackend``: burn's Backend contract on wgpu-py with WGSL compute shaders.
+
+This file holds data movement, element-wise ops and shape views; reductions, matmul, indexing, sort
+and scans live in ``_ops`` (a mixin). Everything else (conv, pools, interpolate, pad, softmax, ...) is
+the contract's default, written in terms of these.
+
+dtypes: float32, int32, uint32 and bool (stored as u32), plus float16 where the adapter has
+``shader-f16``. WGSL has no 64-bit types: ``burn.tensor``/``from_numpy`` of float64/int64 data gives
+float32/int32 (the defaults; the frontend's ``_fallback_dtype`` mapping), and an explicit
+``dtype=burn.float64``/``int64`` is a ``DTypeError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from burn import _dtype as D
+from burn._errors import DTypeError
+from burn.backend import Backend
+from burn.backend._optable import COMPARISON_OPS, UNARY_BOOL_RESULT
+
+from . import _elementwise as EW
+from ._buffer import BufferPool
+from ._device import OPTIONS, GpuContext, create_context
+from ._dtypes import BASE_DTYPES, ELEM_BYTES, np_storage
+from ._executor import Executor
+from ._ops import WgpuOps
+from ._primitive import WgpuTensor, contiguous_strides, numel
+
+
+def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    n = max(len(s) for s in shapes)
+    out = [1] * n
+    for s in shapes:
+        for i, v in enumerate(s, n - len(s)):
+            if v != 1:
+                out[i] = v
+    return tuple(out)
+
+
+class WgpuBackend(WgpuOps, Backend):
+    """WebGPU through wgpu-py. ``ex`` records and batches dispatches; ``pool`` recycles buffers."""
+
+    name = "wgpu"
+    dtypes = frozenset(BASE_DTYPES)
+    default_float = D.float32
+    default_int = D.int32
+    host_memory = False
+
+    def __init__(self, index: int = 0, context: GpuContext | None = None) -> None:
+        self.ctx = context or create_context(index)
+        limits = self.ctx.limits
+        self.pool = BufferPool(
+            self.ctx.device, limits["max-storage-buffer-binding-size"], limits["max-buffer-size"]
+        )
+        self.ex = Executor(self.ctx.device, self.pool, OPTIONS.batch_size)
+        if "shader-f16" in self.ctx.features:
+            self.dtypes = frozenset(BASE_DTYPES | {D.float16})
+
+    def __repr__(self) -> str:
+        return f"<WgpuBackend {self.device} {self.ctx.label}{' portable' if self.ctx.portable else ''}>"
+
+    # ------------------------------------------------------------------ data
+    def _check_dtype(self, op: str, dtype: D.DType) -> None:
+        if dtype not in self.dtypes:
+            names = ", ".join(sorted(d.name for d in self.dtypes))
+            hint = " (WGSL has no 64-bit types)" if dtype.itemsize == 8 else ""
+            raise DTypeError(
+                f"{op}: dtype {dtype.name} is not supported by backend 'wgpu'{hint} (supported: {names})"
+            )
+
+    def empty(self, shape: tuple[int, ...], dtype: D.DType) -> WgpuTensor:
+        """An uninitialised dense tensor from the pool."""
+        storage = self.pool.storage(numel(shape) * ELEM_BYTES[dtype], "alloc", shape)
+        return WgpuTensor(storage, tuple(shape), dtype)
+
+    def from_numpy(self, array: Any, dtype: D.DType) -> WgpuTensor:
+        import numpy as np
+
+        self._check_dtype("from_numpy", dtype)
+        arr = np.asarray(array)
+        if dtype is D.bool_:
+            host = np.ascontiguousarray(arr != 0, dtype=np.uint32)
+        else:
+            host = np.ascontiguousarray(arr, dtype=np_storage(dtype))
+        shape = tuple(arr.shape)
+        out = WgpuTensor(self.pool.storage(host.nbytes, "from_numpy", shape, upload=True), shape, dtype)
+        self.ex.write(out.buffer, host.tobytes())
+        return out
+
+    def _readable(self, x: WgpuTensor) -> WgpuTensor:
+        """x as a dense view whose byte offset a copy may start at (a multiple of 4)."""
+        if x.is_contiguous and x.byte_offset % 4 == 0:
+            return x
+        return self._copy(x)
+
+    def read_many(self, xs: Sequence[WgpuTensor]) -> list[Any]:
+        """numpy copies of many tensors: one staging buffer, one submit, one map."""
+        import numpy as np
+
+        ready = [self._readable(x) for x in xs]
+        blobs = self.ex.read([(r.buffer, r.byte_offset, r.numel * ELEM_BYTES[r.dtype]) for r in ready])
+        out = []
+        for r, blob in zip(ready, blobs):
+            arr = np.frombuffer(blob, dtype=np_storage(r.dtype)).reshape(r.shape)
+            out.append(arr.astype(bool) if r.dtype is D.bool_ else arr.copy())
+        return out
+
+    def to_numpy(self, x: WgpuTensor) -> Any:
+        return self.read_many([x])[0]
+
+    def shape_of(self, x: WgpuTensor) -> tuple[int, ...]:
+        return x.shape
+
+    def dtype_of(self, x: WgpuTensor) -> D.DType:
+        return x.dtype
+
+    def sync(self) -> None:
+        self.ex.sync()
+
+    def full(self, shape, value, dtype):
+        self._check_dtype("full", dtype)
+        return EW.run(self, "copy", "fill", dtype, dtype, [value], tuple(shape))
+
+    def cast(self, x, dtype):
+        if dtype is x.dtype:
+            return x
+        self._check_dtype("cast", dtype)
+        return EW.run(self, "cast", "cast", x.dtype, dtype, [x], x.shape)
+
+    def _copy(self, x: WgpuTensor, out: WgpuTensor | None = None) -> WgpuTensor:
+        """A dense copy of x (or x written into the view ``out``)."""
+        return EW.run(self, "copy", "copy", x.dtype, x.dtype, [x], x.shape, out)
+
+    def contiguous(self, x: WgpuTensor) -> WgpuTensor:
+        """x itself when dense (any offset), else a dense copy."""
+        return x if x.is_contiguous else self._copy(x)
+
+    # ------------------------------------------------------------------ element-wise
+    def unary(self, op, x):
+        out = D.bool_ if op in UNARY_BOOL_RESULT else x.dtype
+        return EW.run(self, "unary", op, x.dtype, out, [x], x.shape)
+
+    def binary(self, op, a, b):
+        ref = a if isinstance(a, WgpuTensor) else b
+        shape = _broadcast(*(t.shape for t in (a, b) if isinstance(t, WgpuTensor)))
+        out = D.bool_ if op in COMPARISON_OPS else ref.dtype
+        return EW.run(self, "binary", op, ref.dtype, out, [a, b], shape)
+
+    def where(self, cond, a, b):
+        tensors = [t for t in (a, b) if isinstance(t, WgpuTensor)]
+        if not tensors:  # two scalars: the frontend gives the dtype by value kinds
+            dt = D.float32 if isinstance(a, float) or isinstance(b, float) else D.int32
+            if isinstance(a, bool) and isinstance(b, bool):
+                dt = D.bool_
+            return EW.run(self, "ternary", "where", dt, dt, [cond, a, b], cond.shape)
+        dt = tensors[0].dtype
+        shape = _broadcast(cond.shape, *(t.shape for t in tensors))
+        return EW.run(self, "ternary", "where", dt, dt, [cond, a, b], shape)
+
+    def clamp(self, x, lo, hi):
+        if lo is None or hi is None:
+            return super().clamp(x, lo, hi)
+        return EW.run(self, "ternary", "clamp", x.dtype, x.dtype, [x, lo, hi], x.shape)
+
+    # ------------------------------------------------------------------ shape views
+    def reshape(self, x, shape):
+        shape = tuple(shape)
+        if -1 in shape:
+            known = numel(tuple(s for s in shape if s != -1))
+            shape = tuple(x.numel // known if s == -1 else s for s in shape)
+        if shape == x.shape:
+            return x
+        src = x if x.is_contiguous else self._copy(x)
+        return src.view(shape, contiguous_strides(shape), src.offset)
+
+    def permute(self, x, dims):
+        return x.view(tuple(x.shape[d] for d in dims), tuple(x.strides[d] for d in dims), x.offset)
+
+    def expand(self, x, shape):
+        strides = tuple(0 if s == 1 and n != 1 else st for s, st, n in zip(x.shape, x.strides, shape))
+        return x.view(tuple(shape), strides, x.offset)
+
+    def slice(self, x, index):
+        offset = x.offset
+        shape, strides = [], []
+        for (start, stop, step), st in zip(index, x.strides):
+            size = max(0, -(-(stop - start) // step))
+            if size:
+                offset += start * st
+            shape.append(size)
+            strides.append(st * step)
+        return x.view(tuple(shape), tuple(strides), offset)
+
+    def slice_assign(self, x, index, value):
+        out = self._copy(x)
+        region = self.slice(out, index)
+        if region.numel:
+            EW.run(self, "copy", "copy", value.dtype, value.dtype, [value], region.shape, region)
+        return out
+
+    def cat(self, xs, dim):
+        shape = list(xs[0].shape)
+        shape[dim] = sum(x.shape[dim] for x in xs)
+        out = self.empty(tuple(shape), xs[0].dtype)
+        start = 0
+        for x in xs:
+            n = x.shape[dim]
+            if n:
+                index = tuple((start, start + n, 1) if d == dim else (0, s, 1) for d, s in enumerate(shape))
+                region = self.slice(out, index)
+                EW.run(self, "copy", "copy", x.dtype, x.dtype, [x], region.shape, region)
+            start += n
+        return out

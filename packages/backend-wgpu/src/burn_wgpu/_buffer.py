@@ -1,0 +1,101 @@
+"""A GPU buffer pool: buffers are reused by power-of-two size class, so steady-state training
+allocates nothing per op.
+
+A buffer comes back to the pool when the last tensor viewing it is garbage-collected
+(``weakref.finalize`` on its ``Storage``). Until the commands recorded so far are submitted it sits in
+``_pending``: a later *kernel* may reuse it right away (dispatches in one command encoder run in
+order, so the new writer runs after every earlier reader), but a host upload may not, because
+``queue.write_buffer`` runs before the whole pending encoder. After the submit it joins ``_free``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from burn._errors import ShapeError
+
+_MIN_CLASS = 256  # bytes; also keeps every binding a multiple of 4 and >= 4
+
+
+def size_class(nbytes: int, limit: int) -> int:
+    """The power-of-two class of ``nbytes`` (at least 256 B), capped at the binding limit."""
+    size = _MIN_CLASS
+    while size < nbytes:
+        size *= 2
+    return min(size, limit) if nbytes <= limit else size
+
+
+class Storage:
+    """One pooled GPU buffer shared by every view of it."""
+
+    __slots__ = ("buffer", "nbytes", "__weakref__")
+
+    def __init__(self, buffer: Any, nbytes: int) -> None:
+        self.buffer = buffer
+        self.nbytes = nbytes
+
+
+class BufferPool:
+    """Storage buffers by size class. ``stats`` counts allocations and reuses (tests read it)."""
+
+    def __init__(self, device: Any, max_binding: int, max_buffer: int) -> None:
+        import wgpu
+
+        self._device = device
+        self._usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+        self.max_binding = max_binding
+        self.max_buffer = max_buffer
+        self._free: dict[int, list[Any]] = {}
+        self._pending: dict[int, list[Any]] = {}
+        self.stats = {"allocated": 0, "reused": 0, "bytes_allocated": 0}
+
+    def check_size(self, op: str, nbytes: int, shape: tuple[int, ...]) -> None:
+        limit = min(self.max_binding, self.max_buffer)
+        if nbytes > limit:
+            raise ShapeError(
+                f"{op}: a tensor of shape {shape} needs {nbytes} bytes, over this wgpu device's "
+                f"max storage binding of {limit} bytes; split it (narrow/chunk) or use a backend "
+                "without that limit"
+            )
+
+    def storage(
+        self, nbytes: int, op: str = "alloc", shape: tuple[int, ...] = (), upload: bool = False
+    ) -> Storage:
+        """A Storage of at least ``nbytes`` bytes, reused from the pool when one is free.
+        ``upload``: the buffer will be written from the host (only fully released buffers qualify)."""
+        self.check_size(op, nbytes, shape)
+        cls = size_class(max(nbytes, 4), min(self.max_binding, self.max_buffer))
+        free = self._free.get(cls)
+        if not upload and self._pending.get(cls):
+            free = self._pending[cls]
+        if free:
+            buf = free.pop()
+            self.stats["reused"] += 1
+        else:
+            buf = self._device.create_buffer(size=cls, usage=self._usage)
+            self.stats["allocated"] += 1
+            self.stats["bytes_allocated"] += cls
+        st = Storage(buf, cls)
+        weakref.finalize(st, self._release, cls, buf)
+        return st
+
+    def _release(self, cls: int, buf: Any) -> None:
+        self._pending.setdefault(cls, []).append(buf)
+
+    def on_submit(self) -> None:
+        """Commands recorded so far are submitted: buffers released before now may be uploaded to."""
+        for cls, bufs in self._pending.items():
+            self._free.setdefault(cls, []).extend(bufs)
+        self._pending = {}
+
+    def free_bytes(self) -> int:
+        return sum(cls * len(bufs) for cls, bufs in self._free.items())
+
+    def trim(self) -> None:
+        """Destroy every free buffer (frees device memory; the pool refills on demand). The executor's
+        bind-group cache keys on buffer identity: call ``Executor.trim`` rather than this directly."""
+        for bufs in self._free.values():
+            for buf in bufs:
+                buf.destroy()
+        self._free.clear()

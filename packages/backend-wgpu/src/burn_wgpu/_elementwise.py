@@ -1,0 +1,88 @@
+"""Launching element-wise kernels: broadcasting by strides, dim collapsing, scalar packing."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from burn._dtype import DType
+
+from ._dtypes import ELEM_BYTES, scalar_bits
+from ._kernels import elementwise as K
+from ._primitive import WgpuTensor, contiguous_strides, numel
+
+
+def broadcast_strides(x: WgpuTensor, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """x's strides seen from ``shape`` (x's shape right-aligned; stretched dims get stride 0)."""
+    pad = len(shape) - len(x.shape)
+    out = [0] * pad
+    for s, st, n in zip(x.shape, x.strides, shape[pad:]):
+        out.append(0 if s == 1 and n != 1 else st)
+    return tuple(out)
+
+
+def collapse(
+    shape: tuple[int, ...], stride_sets: list[tuple[int, ...]]
+) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """Merge adjacent dims that every operand walks as one (and drop size-1 dims): a dense or
+    simply broadcast op usually ends as 1-d, so few kernel variants are ever compiled."""
+    dims = [d for d, s in enumerate(shape) if s != 1]
+    new_shape: list[int] = []
+    new_strides: list[list[int]] = [[] for _ in stride_sets]
+    for d in dims:
+        if new_shape and all(ss[-1] == st[d] * shape[d] for ss, st in zip(new_strides, stride_sets)):
+            new_shape[-1] *= shape[d]
+            for ss, st in zip(new_strides, stride_sets):
+                ss[-1] = st[d]
+        else:
+            new_shape.append(shape[d])
+            for ss, st in zip(new_strides, stride_sets):
+                ss.append(st[d])
+    return tuple(new_shape), [tuple(s) for s in new_strides]
+
+
+def run(
+    backend: Any,
+    kind: str,
+    op: str,
+    compute: DType,
+    out_dtype: DType,
+    operands: list[Any],
+    shape: tuple[int, ...],
+    out: WgpuTensor | None = None,
+) -> WgpuTensor:
+    """Apply one table expression over ``operands`` (WgpuTensors or Python scalars of ``compute``'s
+    kind) broadcast to ``shape``. ``out``: write into this view instead of a fresh tensor."""
+    expr, is_bool = K.expression(kind, op, compute, out_dtype)
+    if out is None:
+        out = backend.empty(shape, out_dtype)
+    n = numel(shape)
+    if n == 0:
+        return out
+    tensors = [x for x in operands if isinstance(x, WgpuTensor)]
+    strides = [broadcast_strides(out, shape)] + [broadcast_strides(t, shape) for t in tensors]
+    cshape, cstrides = collapse(shape, strides)
+    dense = contiguous_strides(cshape)
+    contig = all(s == dense for s in cstrides)
+    nd = len(cshape)
+    spec = tuple((x.dtype, True) if isinstance(x, WgpuTensor) else (compute, False) for x in operands)
+    kernel = K.render(expr, is_bool, out_dtype, spec, nd, contig)
+    words = [n, *cshape]
+    for st, t in zip(cstrides, [out, *tensors]):
+        words += [*st, t.offset]
+    for x, (dt, is_t) in zip(operands, spec):
+        if not is_t:
+            words.append(scalar_bits(dt, x))
+    meta = struct.pack(f"<{len(words)}I", *words)
+    backend.ex.dispatch(kernel, [out.buffer] + [t.buffer for t in tensors], meta, K.grid(n))
+    return out
+
+
+def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    n = max(len(a), len(b))
+    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    return tuple(y if x == 1 else x for x, y in zip(pa, pb))
+
+
+def nbytes(shape: tuple[int, ...], dtype: DType) -> int:
+    return numel(shape) * ELEM_BYTES[dtype]

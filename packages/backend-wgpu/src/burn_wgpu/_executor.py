@@ -1,0 +1,209 @@
+"""Records dispatches into one command encoder and submits them in batches.
+
+* Pipelines are cached by WGSL source (``stats["pipeline_hits"]``/``["pipeline_misses"]``).
+* Each dispatch's parameters (shapes, strides, offsets, scalars) go into a per-batch metadata arena,
+  one 256-byte-aligned slot per dispatch, written with ONE ``queue.write_buffer`` right before the
+  batch is submitted; no buffer is created per op.
+* The batch is submitted when ``batch_size`` dispatches are pending, when the arena is full, and on
+  every read or sync (``flush``).
+* ``read`` copies many buffer ranges into one staging buffer and maps it once (Burn's transactions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+_META_ALIGN = 256  # WebGPU's default minStorageBufferOffsetAlignment
+_ARENA_BYTES = 1 << 20
+_BIND_GROUP_CACHE = 8192
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A WGSL compute shader. Binding 0 is always the u32 metadata array; ``bindings`` lists the
+    access of bindings 1.. (``"read"`` or ``"rw"``)."""
+
+    name: str
+    source: str
+    bindings: tuple[str, ...]
+
+
+class Executor:
+    def __init__(self, device: Any, pool: Any, batch_size: int) -> None:
+        import wgpu
+
+        self._wgpu = wgpu
+        self.device = device
+        self.queue = device.queue
+        self.pool = pool
+        self.batch_size = batch_size
+        self._pipelines: dict[str, tuple[Any, Any]] = {}
+        self._layouts: dict[tuple[str, ...], Any] = {}
+        self._staging: dict[int, list[Any]] = {}
+        self._bind_groups: dict[tuple, Any] = {}
+        self._encoder: Any = None
+        self._pass: Any = None
+        self._pending = 0
+        self._meta = bytearray()
+        self._arena = device.create_buffer(
+            size=_ARENA_BYTES,
+            usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC,
+        )
+        self.stats = {
+            "dispatches": 0,
+            "submits": 0,
+            "maps": 0,
+            "pipeline_hits": 0,
+            "pipeline_misses": 0,
+        }
+
+    # ------------------------------------------------------------------ pipelines
+    def _layout(self, bindings: tuple[str, ...]) -> Any:
+        layout = self._layouts.get(bindings)
+        if layout is None:
+            wgpu = self._wgpu
+            kinds = {"read": wgpu.BufferBindingType.read_only_storage, "rw": wgpu.BufferBindingType.storage}
+            entries = [
+                {"binding": i, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": kinds[k]}}
+                for i, k in enumerate(("read", *bindings))
+            ]
+            layout = self._layouts[bindings] = self.device.create_bind_group_layout(entries=entries)
+        return layout
+
+    def pipeline(self, kernel: Kernel) -> tuple[Any, Any]:
+        hit = self._pipelines.get(kernel.source)
+        if hit is not None:
+            self.stats["pipeline_hits"] += 1
+            return hit
+        self.stats["pipeline_misses"] += 1
+        layout = self._layout(kernel.bindings)
+        module = self.device.create_shader_module(label=kernel.name, code=kernel.source)
+        pipeline = self.device.create_compute_pipeline(
+            label=kernel.name,
+            layout=self.device.create_pipeline_layout(bind_group_layouts=[layout]),
+            compute={"module": module, "entry_point": "main"},
+        )
+        hit = self._pipelines[kernel.source] = (pipeline, layout)
+        return hit
+
+    # ------------------------------------------------------------------ recording
+    def _encoder_now(self) -> Any:
+        if self._encoder is None:
+            self._encoder = self.device.create_command_encoder()
+        return self._encoder
+
+    def _end_pass(self) -> None:
+        if self._pass is not None:
+            self._pass.end()
+            self._pass = None
+
+    def dispatch(self, kernel: Kernel, buffers: list[Any], meta: bytes, groups: tuple[int, int, int]) -> None:
+        """Record one dispatch of ``kernel`` over ``groups`` workgroups with ``buffers`` at bindings 1..."""
+        if len(buffers) != len(kernel.bindings):
+            raise RuntimeError(f"{kernel.name}: {len(buffers)} buffers for {len(kernel.bindings)} bindings")
+        slot = -(-max(len(meta), 4) // _META_ALIGN) * _META_ALIGN
+        if len(self._meta) + slot > _ARENA_BYTES:
+            self.flush()
+        pipeline, layout = self.pipeline(kernel)
+        offset = len(self._meta)
+        self._meta += meta
+        self._meta += bytes(offset + slot - len(self._meta))
+        # training loops replay the same (pooled buffers, arena slot) combinations: reuse bind groups
+        key = (id(layout), offset, slot, *map(id, buffers))
+        bind_group = self._bind_groups.get(key)
+        if bind_group is None:
+            if len(self._bind_groups) >= _BIND_GROUP_CACHE:
+                self._bind_groups.clear()
+            entries = [{"binding": 0, "resource": {"buffer": self._arena, "offset": offset, "size": slot}}]
+            entries += [
+                {"binding": i + 1, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+                for i, b in enumerate(buffers)
+            ]
+            bind_group = self._bind_groups[key] = self.device.create_bind_group(
+                layout=layout, entries=entries
+            )
+        if self._pass is None:
+            self._pass = self._encoder_now().begin_compute_pass()
+        self._pass.set_pipeline(pipeline)
+        self._pass.set_bind_group(0, bind_group)
+        self._pass.dispatch_workgroups(*groups)
+        self._pending += 1
+        self.stats["dispatches"] += 1
+        if self._pending >= self.batch_size:
+            self.flush()
+
+    def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, size: int) -> None:
+        """Record a buffer-to-buffer copy (offsets and size multiples of 4)."""
+        self._end_pass()
+        self._encoder_now().copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size)
+        self._pending += 1
+
+    def flush(self) -> None:
+        """Submit everything recorded so far (no-op when nothing is pending)."""
+        if self._encoder is None:
+            return
+        self._end_pass()
+        if self._meta:
+            self.queue.write_buffer(self._arena, 0, bytes(self._meta))
+            self._meta = bytearray()
+        self.queue.submit([self._encoder.finish()])
+        self._encoder = None
+        self._pending = 0
+        self.stats["submits"] += 1
+        self.pool.on_submit()
+
+    def sync(self) -> None:
+        """Wait for all submitted work: a 4-byte read in a new submission completes after every
+        earlier one (wgpu-py 0.32's ``on_submitted_work_done_sync`` fails on a binding mismatch)."""
+        self.read([(self._arena, 0, 4)])
+
+    def trim(self) -> None:
+        """Free pooled device memory (and the bind groups that reference it)."""
+        self.flush()
+        self._bind_groups.clear()
+        self.pool.trim()
+
+    # ------------------------------------------------------------------ reads
+    def _staging_buffer(self, size: int) -> tuple[int, Any]:
+        cls = 256
+        while cls < size:
+            cls *= 2
+        free = self._staging.get(cls)
+        if free:
+            return cls, free.pop()
+        wgpu = self._wgpu
+        return cls, self.device.create_buffer(
+            size=cls, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+        )
+
+    def read(self, ranges: list[tuple[Any, int, int]]) -> list[bytes]:
+        """Bytes of each (buffer, byte offset, byte size) range: one staging copy, one submit, one map.
+        Offsets must be multiples of 4; sizes are rounded up to 4 inside the staging buffer."""
+        slots, total = [], 0
+        for _, _, size in ranges:
+            slots.append(total)
+            total += -(-size // 8) * 8
+        if total == 0:
+            return [b"" for _ in ranges]
+        cls, staging = self._staging_buffer(total)
+        for (buf, off, size), dst in zip(ranges, slots):
+            if size:
+                self.copy(buf, off, staging, dst, -(-size // 4) * 4)
+        self.flush()
+        staging.map_sync(self._wgpu.MapMode.READ, 0, total)
+        try:
+            data = staging.read_mapped(0, total)
+        finally:
+            staging.unmap()
+        self.stats["maps"] += 1
+        self._staging.setdefault(cls, []).append(staging)
+        view = memoryview(data)
+        return [bytes(view[dst : dst + size]) for (_, _, size), dst in zip(ranges, slots)]
+
+    def write(self, buffer: Any, data: bytes) -> None:
+        """Upload host bytes into ``buffer`` (queue-ordered before the next submit)."""
+        if len(data) % 4:
+            data = bytes(data) + bytes(4 - len(data) % 4)
+        if data:
+            self.queue.write_buffer(buffer, 0, data)

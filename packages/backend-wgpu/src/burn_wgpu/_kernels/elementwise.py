@@ -1,0 +1,226 @@
+"""Element-wise kernels generated from ONE expression table.
+
+Every unary, binary, ternary (where), cast, fill and strided-copy kernel is rendered by ``render``
+from an expression over operands ``a``, ``b``, ``c``. An entry maps a dtype class to a WGSL
+expression: ``"f"`` (floats, computed in f32), ``"i"`` (i32), ``"u"`` (u32), ``"b"`` (bool, stored as
+u32; falls back to ``"u"``) and ``"*"`` (any). Expressions whose result is a WGSL ``bool`` are listed
+in ``BOOL_RESULT`` and stored as 0/1. Helpers (``b_log``, ``is_nan``, ...) are pulled in by name.
+
+Indexing: the output and each tensor operand carry strides and an offset in the metadata (broadcast
+dims have stride 0), so broadcasting, permuted and sliced inputs, and writes into a strided output
+region (slice_assign, cat) all use one kernel shape. When every operand is dense the ``contig``
+variant skips the index arithmetic.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from burn._dtype import DType, bool_, float16
+
+from .._dtypes import CLASS, WGSL, scalar_load
+from .._executor import Kernel
+from ._helpers import HELPERS, render_helpers
+
+WG = 256  # workgroup size of every element-wise kernel
+
+UNARY: dict[str, dict[str, str]] = {
+    "neg": {"f": "-a", "i": "-a", "u": "(0u - a)"},
+    "abs": {"f": "abs(a)", "i": "abs(a)", "u": "a"},
+    "sign": {"f": "b_sign(a)", "i": "sign(a)", "u": "select(0u, 1u, a > 0u)"},
+    "square": {"*": "a * a"},
+    "exp": {"f": "exp(a)"},
+    "expm1": {"f": "b_expm1(a)"},
+    "log": {"f": "b_log(a)"},
+    "log1p": {"f": "b_log1p(a)"},
+    "sqrt": {"f": "b_sqrt(a)"},
+    "rsqrt": {"f": "1.0 / b_sqrt(a)"},
+    "sin": {"f": "b_sin(a)"},
+    "cos": {"f": "b_cos(a)"},
+    "tan": {"f": "b_tan(a)"},
+    "asin": {"f": "b_asin(a)"},
+    "acos": {"f": "b_acos(a)"},
+    "atan": {"f": "b_atan(a)"},
+    "sinh": {"f": "sinh(a)"},
+    "cosh": {"f": "cosh(a)"},
+    "tanh": {"f": "b_tanh(a)"},
+    "erf": {"f": "b_erf(a)"},
+    "floor": {"f": "floor(a)"},
+    "ceil": {"f": "ceil(a)"},
+    "round": {"f": "round(a)"},  # WGSL rounds half to even, as NumPy
+    "trunc": {"f": "trunc(a)"},
+    "reciprocal": {"f": "1.0 / a"},
+    "isnan": {"f": "is_nan(a)"},
+    "isinf": {"f": "is_inf(a)"},
+    "not": {"b": "(1u - a)", "i": "~a", "u": "~a"},
+    "relu": {"f": "select(max(a, 0.0), a, is_nan(a))", "i": "max(a, 0)", "u": "a"},
+    "sigmoid": {"f": "0.5 * (1.0 + b_tanh(0.5 * a))"},
+    "gelu": {"f": "0.5 * a * (1.0 + b_erf(a * 0.7071067811865476))"},
+    "gelu_tanh": {"f": "0.5 * a * (1.0 + b_tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)))"},
+    "silu": {"f": "a * (0.5 * (1.0 + b_tanh(0.5 * a)))"},
+    "softplus": {"f": "b_softplus(a)"},
+    "mish": {"f": "a * b_tanh(b_softplus(a))"},
+    "hard_sigmoid": {"f": "b_min(b_max(a / 6.0 + 0.5, 0.0), 1.0)"},
+}
+
+BINARY: dict[str, dict[str, str]] = {
+    "add": {"*": "a + b"},
+    "sub": {"*": "a - b"},
+    "mul": {"*": "a * b"},
+    "div": {"f": "a / b", "i": "b_div_i(a, b)", "u": "b_div_u(a, b)"},
+    "floor_div": {"f": "b_floordiv_f(a, b)", "i": "b_floordiv_i(a, b)", "u": "b_div_u(a, b)"},
+    "remainder": {"f": "b_rem_f(a, b)", "i": "b_rem_i(a, b)", "u": "b_rem_u(a, b)"},
+    "fmod": {"f": "b_fmod(a, b)", "i": "b_fmod_i(a, b)", "u": "b_rem_u(a, b)"},
+    "pow": {"f": "b_pow_f(a, b)", "i": "b_pow_i(a, b)", "u": "b_pow_u(a, b)"},
+    "maximum": {"f": "b_max(a, b)", "*": "max(a, b)"},
+    "minimum": {"f": "b_min(a, b)", "*": "min(a, b)"},
+    "atan2": {"f": "b_atan2(a, b)"},
+    "eq": {"*": "a == b"},
+    "ne": {"*": "!(a == b)"},  # true for NaN, as IEEE and NumPy
+    "lt": {"*": "a < b"},
+    "le": {"*": "a <= b"},
+    "gt": {"*": "a > b"},
+    "ge": {"*": "a >= b"},
+    "and": {"i": "a & b", "u": "a & b"},  # bool: "b" falls back to "u"
+    "or": {"i": "a | b", "u": "a | b"},
+    "xor": {"i": "a ^ b", "u": "a ^ b"},
+}
+
+TERNARY: dict[str, dict[str, str]] = {
+    "where": {"*": "select(c, b, a != 0u)"},  # a: the bool condition
+    "clamp": {"f": "b_min(b_max(a, b), c)", "*": "min(max(a, b), c)"},
+}
+
+# (source class, target dtype) -> conversion of ``a`` (already in its compute type)
+CAST: dict[tuple[str, str], str] = {
+    ("f", "f"): "a",
+    ("i", "f"): "f32(a)",
+    ("u", "f"): "f32(a)",
+    ("b", "f"): "f32(a)",
+    ("f", "i"): "i32(trunc(a))",
+    ("i", "i"): "a",
+    ("u", "i"): "bitcast<i32>(a)",
+    ("b", "i"): "i32(a)",
+    ("f", "u"): "b_f2u(trunc(a))",
+    ("i", "u"): "bitcast<u32>(a)",
+    ("u", "u"): "a",
+    ("b", "u"): "a",
+    ("f", "b"): "select(0u, 1u, a != 0.0)",
+    ("i", "b"): "select(0u, 1u, a != 0)",
+    ("u", "b"): "select(0u, 1u, a != 0u)",
+    ("b", "b"): "a",
+}
+
+BOOL_RESULT = frozenset({"isnan", "isinf", "eq", "ne", "lt", "le", "gt", "ge"})
+_HELPER_RE = re.compile(r"\b(" + "|".join(sorted(HELPERS, key=len, reverse=True)) + r")\(")
+
+
+def dclass(dtype: DType) -> str:
+    return "b" if dtype is bool_ else CLASS[dtype]
+
+
+def compute_type(dtype: DType) -> str:
+    return {"f": "f32", "i": "i32", "u": "u32", "b": "u32"}[dclass(dtype)]
+
+
+def lookup(table: dict[str, dict[str, str]], op: str, cls: str) -> str | None:
+    entry = table[op]
+    for key in (cls, "u" if cls == "b" else cls, "*"):
+        if key in entry:
+            return entry[key]
+    return None
+
+
+def expression(kind: str, op: str, dtype: DType, out: DType | None = None) -> tuple[str, bool]:
+    """(WGSL expression, result-is-bool) for ``op`` on operands of ``dtype``; ``kind`` picks the
+    table (``"unary"``, ``"binary"``, ``"ternary"``, ``"cast"``, ``"copy"``)."""
+    cls = dclass(dtype)
+    if kind == "cast":
+        return CAST[(cls, dclass(out))], False
+    if kind == "copy":
+        return "a", False
+    table = {"unary": UNARY, "binary": BINARY, "ternary": TERNARY}[kind]
+    expr = lookup(table, op, cls)
+    if expr is None:
+        raise TypeError(f"{op}: not defined for dtype {dtype.name} on the wgpu backend")
+    return expr, op in BOOL_RESULT
+
+
+@lru_cache(maxsize=4096)
+def render(
+    expr: str,
+    bool_result: bool,
+    out: DType,
+    operands: tuple[tuple[DType, bool], ...],
+    nd: int,
+    contig: bool,
+) -> Kernel:
+    """One element-wise kernel. ``operands``: (dtype, is_tensor) for a, b, c; scalars come from the
+    metadata. Metadata: numel, shape[nd], then (strides[nd], offset) for the output and each tensor
+    operand, then the scalars."""
+    tensors = [i for i, (_, is_t) in enumerate(operands) if is_t]
+    lines = []
+    uses_f16 = out is float16 or any(dt is float16 for dt, _ in operands)
+    if uses_f16:
+        lines.append("enable f16;")
+    lines.append("@group(0) @binding(0) var<storage, read> info: array<u32>;")
+    lines.append(f"@group(0) @binding(1) var<storage, read_write> out: array<{WGSL[out]}>;")
+    for k, i in enumerate(tensors):
+        lines.append(f"@group(0) @binding({k + 2}) var<storage, read> in{i}: array<{WGSL[operands[i][0]]}>;")
+    helpers = tuple(dict.fromkeys(_HELPER_RE.findall(expr)))
+    if "b_f2u" in expr:
+        helpers += ("b_f2u",)
+    if helpers:
+        lines.append(render_helpers(helpers))
+    body = [
+        f"let i = gid.x + gid.y * (nwg.x * {WG}u);",
+        "if (i >= info[0]) { return; }",
+    ]
+    base = 1 + nd  # first (strides, offset) block
+    block = nd + 1
+    slots = {"out": base, **{f"in{i}": base + block * (k + 1) for k, i in enumerate(tensors)}}
+    names = ["out", *(f"in{i}" for i in tensors)]
+    if contig:
+        for name in names:
+            body.append(f"let o_{name} = i + info[{slots[name] + nd}u];")
+    else:
+        body.append("var r = i;")
+        for name in names:
+            body.append(f"var o_{name} = info[{slots[name] + nd}u];")
+        for d in range(nd - 1, -1, -1):
+            body.append(f"let c{d} = r % info[{1 + d}u];")
+            if d:
+                body.append(f"r = r / info[{1 + d}u];")
+            for name in names:
+                body.append(f"o_{name} += c{d} * info[{slots[name] + d}u];")
+    scalar_at = base + block * (len(tensors) + 1)
+    for i, (dt, is_t) in enumerate(operands):
+        var = "abc"[i]
+        raw = f"in{i}[o_in{i}]" if is_t else scalar_load(dt, f"info[{scalar_at}u]")
+        if not is_t:
+            scalar_at += 1
+        if dt is float16:
+            raw = f"f32({raw})"
+        body.append(f"let {var} = {raw};")
+    value = f"({expr})"
+    if bool_result:
+        value = f"select(0u, 1u, {value})"
+    elif out is float16:
+        value = f"f16({value})"
+    body.append(f"out[o_out] = {value};")
+    lines.append(
+        f"@compute @workgroup_size({WG})\n"
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n"
+        + "\n".join(f"    {line}" for line in body)
+        + "\n}"
+    )
+    label = f"ew_{out.name}_{nd}d_{'contig' if contig else 'strided'}"
+    return Kernel(label, "\n".join(lines) + "\n", ("rw",) + ("read",) * len(tensors))
+
+
+def grid(n: int, per_group: int = WG, max_dim: int = 65535) -> tuple[int, int, int]:
+    """Workgroups for ``n`` threads: a 2-d grid when one dimension is not enough."""
+    groups = max(1, -(-n // per_group))
+    x = min(groups, max_dim)
+    return x, -(-groups // x), 1

@@ -1,0 +1,106 @@
+"""Tiled batched matmul: ``out[b] = a[b] @ b[b]`` with strided operands and broadcast batch dims.
+
+A 16x16 workgroup computes a 64x64 output tile, each thread a 4x4 block (rows ``ly + 16 i``, cols
+``lx + 16 j``, so neighbouring threads write neighbouring columns); K advances in tiles of 16 through
+workgroup memory (2 x 4 KiB: well under WebGPU's 16 KiB default). Operands are read through their
+strides, so a transposed operand (``x @ w.T``) costs no copy. Batch dims beyond 65535 are split into
+several dispatches (``base`` in the metadata).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from burn._dtype import DType, float16
+
+from .._dtypes import WGSL
+from .._executor import Kernel
+from .elementwise import compute_type
+
+TILE = 64
+TK = 16
+
+
+@lru_cache(maxsize=64)
+def render(dtype: DType, nb: int) -> Kernel:
+    """Metadata: M, N, K, batch base, a_off, b_off, a_sm, a_sk, b_sk, b_sn, batch shape[nb], a batch
+    strides[nb], b batch strides[nb]."""
+    acc = compute_type(dtype)
+    store = "f16(v)" if dtype is float16 else "v"
+    batch = []
+    for d in range(nb - 1, -1, -1):
+        batch += [
+            f"    let c{d} = rem % info[{10 + d}u];",
+            f"    rem = rem / info[{10 + d}u];",
+            f"    ao += c{d} * info[{10 + nb + d}u];",
+            f"    bo += c{d} * info[{10 + 2 * nb + d}u];",
+        ]
+    fma = "\n".join(f"            acc[{i * 4 + j}] += ar{i} * br{j};" for i in range(4) for j in range(4))
+    loads = "\n".join(
+        f"            let ar{i} = As[kk * {TILE}u + lid.y + {16 * i}u];\n"
+        f"            let br{i} = Bs[kk * {TILE}u + lid.x + {16 * i}u];"
+        for i in range(4)
+    )
+    src = f"""{"enable f16;" if dtype is float16 else ""}
+@group(0) @binding(0) var<storage, read> info: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<{WGSL[dtype]}>;
+@group(0) @binding(2) var<storage, read> a: array<{WGSL[dtype]}>;
+@group(0) @binding(3) var<storage, read> b: array<{WGSL[dtype]}>;
+alias ACC = {acc};
+var<workgroup> As: array<ACC, {TILE * TK}>;
+var<workgroup> Bs: array<ACC, {TILE * TK}>;
+
+@compute @workgroup_size(16, 16)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {{
+    let M = info[0];
+    let N = info[1];
+    let K = info[2];
+    let bz = wid.z + info[3];
+    var rem = bz;
+    var ao = info[4];
+    var bo = info[5];
+{chr(10).join(batch)}
+    let a_sm = info[6];
+    let a_sk = info[7];
+    let b_sk = info[8];
+    let b_sn = info[9];
+    let row0 = wid.y * {TILE}u;
+    let col0 = wid.x * {TILE}u;
+    let tid = lid.y * 16u + lid.x;
+    var acc: array<ACC, 16>;
+    for (var i = 0u; i < 16u; i++) {{ acc[i] = ACC(0); }}
+    for (var k0 = 0u; k0 < K; k0 += {TK}u) {{
+        for (var l = 0u; l < 4u; l++) {{
+            let e = tid + l * 256u;
+            let am = e / {TK}u;
+            let ak = e % {TK}u;
+            var v = ACC(0);
+            if (row0 + am < M && k0 + ak < K) {{ v = ACC(a[ao + (row0 + am) * a_sm + (k0 + ak) * a_sk]); }}
+            As[ak * {TILE}u + am] = v;
+            let bk = e / {TILE}u;
+            let bn = e % {TILE}u;
+            var w = ACC(0);
+            if (k0 + bk < K && col0 + bn < N) {{ w = ACC(b[bo + (k0 + bk) * b_sk + (col0 + bn) * b_sn]); }}
+            Bs[bk * {TILE}u + bn] = w;
+        }}
+        workgroupBarrier();
+        for (var kk = 0u; kk < {TK}u; kk++) {{
+{loads}
+{fma}
+        }}
+        workgroupBarrier();
+    }}
+    let ob = bz * M * N;
+    for (var i = 0u; i < 4u; i++) {{
+        let r = row0 + lid.y + 16u * i;
+        for (var j = 0u; j < 4u; j++) {{
+            let c = col0 + lid.x + 16u * j;
+            if (r < M && c < N) {{
+                let v = acc[i * 4u + j];
+                out[ob + r * N + c] = {store};
+            }}
+        }}
+    }}
+}}
+"""
+    return Kernel(f"matmul_{dtype.name}_{nb}b", src, ("rw", "read", "read"))

@@ -1,0 +1,248 @@
+"""Reductions, matmul, indexing, sort and scans of ``WgpuBackend`` (a mixin over its data and
+element-wise methods)."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from burn import _dtype as D
+
+from . import _elementwise as EW
+from ._kernels import index as KI
+from ._kernels import matmul as KM
+from ._kernels import reduce as KR
+from ._kernels import scan as KS
+from ._kernels import sort as KSORT
+from ._kernels.elementwise import grid
+from ._primitive import WgpuTensor, contiguous_strides, numel
+
+_EMPTY_REDUCE = {"sum": 0, "prod": 1, "all": True, "any": False, "mean": float("nan")}
+_SHORT_ROW = 64  # rows up to this long reduce one per thread; longer ones one per workgroup
+
+
+def _pack(*words: int) -> bytes:
+    return struct.pack(f"<{len(words)}I", *words)
+
+
+def _acc_dtype(dtype: D.DType) -> D.DType:
+    return D.float32 if dtype is D.float16 else dtype
+
+
+class WgpuOps:
+    ex: Any
+
+    # ------------------------------------------------------------------ helpers
+    def _rows(self, x: WgpuTensor, dims: tuple[int, ...]) -> tuple[WgpuTensor, tuple[int, ...], int, int]:
+        """x with ``dims`` moved last and made dense: (dense view, perm, rows, row length)."""
+        keep = tuple(d for d in range(len(x.shape)) if d not in dims)
+        perm = keep + tuple(dims)
+        moved = self.permute(x, perm) if perm != tuple(range(len(perm))) else x
+        dense = self.contiguous(moved)
+        row = numel(tuple(x.shape[d] for d in dims))
+        return dense, perm, numel(tuple(x.shape[d] for d in keep)), row
+
+    def _unmove(self, y: WgpuTensor, perm: tuple[int, ...]) -> WgpuTensor:
+        inverse = tuple(sorted(range(len(perm)), key=lambda i: perm[i]))
+        return self.permute(y, inverse) if perm != tuple(range(len(perm))) else y
+
+    # ------------------------------------------------------------------ reductions
+    def reduce(self, op, x, dims, keepdim):
+        shape = x.shape
+        kept = (
+            tuple(1 if d in dims else s for d, s in enumerate(shape))
+            if keepdim
+            else tuple(s for d, s in enumerate(shape) if d not in dims)
+        )
+        dense, _, rows, n = self._rows(x, dims)
+        kind = "sum" if op == "mean" else op
+        out_dt = _acc_dtype(x.dtype) if op == "mean" else x.dtype
+        if n == 0:
+            y = self.full((rows,), _EMPTY_REDUCE[op], out_dt)
+        else:
+            y = self._reduce_rows(kind, dense, rows, n, out_dt)
+        if op == "mean":
+            y = self.binary("div", y, float(n)) if n else y
+            y = self.cast(y, x.dtype)
+        return self.reshape(y, kept) if kept != y.shape else y
+
+    def _reduce_rows(self, op: str, x: WgpuTensor, rows: int, n: int, out_dt: D.DType) -> WgpuTensor:
+        if n <= _SHORT_ROW or rows == 0:
+            out = self.empty((rows,), out_dt)
+            if rows:
+                kernel = KR.render(op, x.dtype, out_dt, True)
+                self.ex.dispatch(kernel, [out.buffer, x.buffer], _pack(rows, n, 1, n, x.offset), grid(rows))
+            return out
+        chunks = -(-n // KR.CHUNK)
+        part_dt = out_dt if chunks == 1 else _acc_dtype(x.dtype)
+        part = self.empty((rows, chunks), part_dt)
+        kernel = KR.render(op, x.dtype, part_dt, False)
+        self.ex.dispatch(
+            kernel,
+            [part.buffer, x.buffer],
+            _pack(rows, n, chunks, KR.CHUNK, x.offset),
+            grid(rows * chunks, 1),
+        )
+        if chunks == 1:
+            return self.reshape(part, (rows,))
+        return self._reduce_rows(op, part, rows, chunks, out_dt)
+
+    def arg_reduce(self, op, x, dim, keepdim):
+        shape = x.shape
+        kept = (
+            tuple(1 if d == dim else s for d, s in enumerate(shape))
+            if keepdim
+            else tuple(s for d, s in enumerate(shape) if d != dim)
+        )
+        dense, _, rows, n = self._rows(x, (dim,))
+        out = self.empty((rows,), D.int32)
+        if rows:
+            per_thread = n <= _SHORT_ROW
+            kernel = KR.render_arg(op, dense.dtype, per_thread)
+            self.ex.dispatch(
+                kernel,
+                [out.buffer, dense.buffer],
+                _pack(rows, n, 0, 0, dense.offset),
+                grid(rows, 256 if per_thread else 1),
+            )
+        return self.reshape(out, kept)
+
+    # ------------------------------------------------------------------ matmul
+    def matmul(self, a, b):
+        *ba, m, k = a.shape
+        *bb, _, n = b.shape
+        batch = EW._broadcast_shape(tuple(ba), tuple(bb))
+        out = self.empty(batch + (m, n), a.dtype)
+        count = numel(batch)
+        if count == 0 or m == 0 or n == 0:
+            return out
+        sa = EW.broadcast_strides(self._batch_view(a, len(ba)), batch)
+        sb = EW.broadcast_strides(self._batch_view(b, len(bb)), batch)
+        cshape, (sa, sb) = EW.collapse(batch, [sa, sb])
+        nb = len(cshape)
+        kernel = KM.render(a.dtype, nb)
+        inner = (a.offset, b.offset, a.strides[-2], a.strides[-1], b.strides[-2], b.strides[-1])
+        gx, gy = -(-n // KM.TILE), -(-m // KM.TILE)
+        for base in range(0, count, 65535):
+            meta = _pack(m, n, k, base, *inner, *cshape, *sa, *sb)
+            self.ex.dispatch(
+                kernel, [out.buffer, a.buffer, b.buffer], meta, (gx, gy, min(65535, count - base))
+            )
+        return out
+
+    @staticmethod
+    def _batch_view(x: WgpuTensor, nb: int) -> WgpuTensor:
+        return x.view(x.shape[:nb], x.strides[:nb], x.offset)
+
+    # ------------------------------------------------------------------ indexing
+    def _index_int(self, index: WgpuTensor) -> WgpuTensor:
+        return index if index.dtype in (D.int32, D.uint32) else self.cast(index, D.int32)
+
+    def gather(self, x, dim, index):
+        return self._gather(x, dim, self._index_int(index), index.shape, index.strides, index.offset)
+
+    def select(self, x, dim, indices):
+        indices = self._index_int(indices)
+        shape = tuple(indices.shape[0] if d == dim else s for d, s in enumerate(x.shape))
+        strides = tuple(indices.strides[0] if d == dim else 0 for d in range(len(x.shape)))
+        return self._gather(x, dim, indices, shape, strides, indices.offset)
+
+    def _gather(self, x, dim, index, shape, idx_strides, idx_offset):
+        out = self.empty(tuple(shape), x.dtype)
+        n = numel(shape)
+        if n == 0:
+            return out
+        nd = len(shape)
+        kernel = KI.render_gather(x.dtype, index.dtype, nd, dim)
+        meta = _pack(n, *shape, *x.strides, x.offset, *idx_strides, idx_offset, x.shape[dim])
+        self.ex.dispatch(kernel, [out.buffer, x.buffer, index.buffer], meta, grid(n))
+        return out
+
+    def scatter_add(self, x, dim, index, src):
+        index = self._index_int(index)
+        return self._scatter(x, dim, index, src, index.shape, index.strides, index.offset)
+
+    def select_add(self, x, dim, indices, values):
+        indices = self._index_int(indices)
+        strides = tuple(indices.strides[0] if d == dim else 0 for d in range(len(values.shape)))
+        return self._scatter(x, dim, indices, values, values.shape, strides, indices.offset)
+
+    def _scatter(self, x, dim, index, src, shape, idx_strides, idx_offset):
+        native = {D.float32: D.float32, D.int32: D.int32, D.uint32: D.uint32}
+        work = native.get(x.dtype, D.float32 if x.dtype.is_float else D.int32)
+        if work is not x.dtype:  # no 16-bit or bool atomics: accumulate in a wider type
+            out = self._scatter(
+                self.cast(x, work), dim, index, self.cast(src, work), shape, idx_strides, idx_offset
+            )
+            return self.cast(out, x.dtype)
+        out = self._copy(x)
+        n = numel(shape)
+        if n == 0:
+            return out
+        nd = len(shape)
+        kernel = KI.render_scatter_add(x.dtype, index.dtype, nd, dim)
+        meta = _pack(
+            n,
+            *shape,
+            *EW.broadcast_strides(src, shape),
+            src.offset,
+            *idx_strides,
+            idx_offset,
+            *out.strides,
+            0,
+            x.shape[dim],
+        )
+        self.ex.dispatch(kernel, [out.buffer, src.buffer, index.buffer], meta, grid(n))
+        return out
+
+    # ------------------------------------------------------------------ sort and scans
+    def sort(self, x, dim, descending):
+        if x.dtype is D.float16:
+            values, indices = self.sort(self.cast(x, D.float32), dim, descending)
+            return self.cast(values, D.float16), indices
+        dense, perm, rows, n = self._rows(x, (dim,))
+        moved = tuple(x.shape[d] for d in perm)
+        if rows * n == 0:
+            return self._unmove(self.empty(moved, x.dtype), perm), self._unmove(
+                self.empty(moved, D.int32), perm
+            )
+        p = 1
+        while p < n:
+            p *= 2
+        keys = self.empty((rows * p,), x.dtype)
+        idx = self.empty((rows * p,), D.uint32)
+        total = rows * p
+        self.ex.dispatch(
+            KSORT.render_init(x.dtype),
+            [keys.buffer, idx.buffer, dense.buffer],
+            _pack(total, p, n, dense.offset),
+            grid(total),
+        )
+        stage = KSORT.render_stage(x.dtype, bool(descending))
+        k = 2
+        while k <= p:
+            j = k // 2
+            while j >= 1:
+                self.ex.dispatch(stage, [keys.buffer, idx.buffer], _pack(total, p, n, k, j), grid(total))
+                j //= 2
+            k *= 2
+        strides = contiguous_strides(moved[:-1] + (p,))
+        values = WgpuTensor(keys.storage, moved, x.dtype, strides, 0)
+        indices = WgpuTensor(idx.storage, moved, D.int32, strides, 0)  # u32 bits of values < 2^31
+        return self._unmove(values, perm), self._unmove(indices, perm)
+
+    def _scan(self, op: str, x: WgpuTensor, dim: int) -> WgpuTensor:
+        dense, perm, rows, n = self._rows(x, (dim,))
+        moved = tuple(x.shape[d] for d in perm)
+        out = self.empty(moved, x.dtype)
+        if rows * n:
+            self.ex.dispatch(
+                KS.render(op, x.dtype), [out.buffer, dense.buffer], _pack(rows, n, dense.offset), grid(rows)
+            )
+        return self._unmove(out, perm)
+
+    def cumsum(self, x, dim):
+        return self._scan("cumsum", x, dim)
+
+    def cumprod(self, x, dim):
+        return self._scan("cumprod", x, dim)

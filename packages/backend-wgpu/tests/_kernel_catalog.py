@@ -1,0 +1,64 @@
+"""Every generated kernel, by a stable name: each row of the element-wise expression table for each
+dtype class it defines, every cast, and the reduce, matmul, index, sort and scan families."""
+
+from __future__ import annotations
+
+import burn
+from burn_wgpu._kernels import elementwise as EW
+from burn_wgpu._kernels import index as KI
+from burn_wgpu._kernels import matmul as KM
+from burn_wgpu._kernels import reduce as KR
+from burn_wgpu._kernels import scan as KS
+from burn_wgpu._kernels import sort as KSORT
+
+_BY_CLASS = {"f": burn.float32, "i": burn.int32, "u": burn.uint32, "b": burn.bool}
+DTYPES = (burn.float32, burn.float16, burn.int32, burn.uint32, burn.bool)
+
+
+def catalog() -> dict[str, str]:
+    out: dict[str, str] = {}
+    tables = (("unary", EW.UNARY, 1), ("binary", EW.BINARY, 2), ("ternary", EW.TERNARY, 3))
+    for kind, table, arity in tables:
+        for op in sorted(table):
+            for cls, dt in _BY_CLASS.items():
+                if EW.lookup(table, op, cls) is None:
+                    continue
+                expr, is_bool = EW.expression(kind, op, dt)
+                out_dt = burn.bool if is_bool else dt
+                operands = [(dt, True)] * arity
+                if op == "where":
+                    operands[0] = (burn.bool, True)
+                if kind == "binary":
+                    operands[1] = (dt, False)  # a scalar rhs: exercises the metadata load
+                out[f"{kind}/{op}/{dt.name}"] = EW.render(
+                    expr, is_bool, out_dt, tuple(operands), 2, False
+                ).source
+    for src in DTYPES:
+        for dst in DTYPES:
+            expr, _ = EW.expression("cast", "cast", src, dst)
+            out[f"cast/{src.name}->{dst.name}"] = EW.render(expr, False, dst, ((src, True),), 1, True).source
+    for op in sorted(KR.REDUCE):
+        for dt in (burn.float32, burn.float16, burn.int32, burn.uint32, burn.bool):
+            if op in ("all", "any") and dt is not burn.bool:
+                continue
+            for per_thread in (True, False):
+                out[f"reduce/{op}/{dt.name}/{'thread' if per_thread else 'tree'}"] = KR.render(
+                    op, dt, dt, per_thread
+                ).source
+    for op in ("argmax", "argmin"):
+        for dt in (burn.float32, burn.int32):
+            for per_thread in (True, False):
+                out[f"{op}/{dt.name}/{'thread' if per_thread else 'tree'}"] = KR.render_arg(
+                    op, dt, per_thread
+                ).source
+    for dt in (burn.float32, burn.float16, burn.int32):
+        out[f"matmul/{dt.name}/1b"] = KM.render(dt, 1).source
+        out[f"gather/{dt.name}"] = KI.render_gather(dt, burn.int32, 3, 1).source
+        out[f"sort_init/{dt.name}"] = KSORT.render_init(dt).source
+        for desc in (False, True):
+            out[f"sort_stage/{dt.name}/{'desc' if desc else 'asc'}"] = KSORT.render_stage(dt, desc).source
+        for op in ("cumsum", "cumprod"):
+            out[f"{op}/{dt.name}"] = KS.render(op, dt).source
+    for dt in (burn.float32, burn.int32, burn.uint32):
+        out[f"scatter_add/{dt.name}"] = KI.render_scatter_add(dt, burn.int32, 2, 0).source
+    return out

@@ -1,0 +1,39 @@
+"""Fixtures of the wgpu backend tests: every test here needs a WebGPU adapter and skips cleanly, with
+the availability reason, where there is none."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # silences Mesa's warning on headless CI
+
+import burn
+
+
+def _availability() -> tuple[bool, str]:
+    for info in burn.backends():
+        if info.name == "wgpu":
+            return info.available, info.reason
+    return False, "the wgpu backend is not registered (pip install burn-wgpu)"
+
+
+@pytest.fixture(scope="session")
+def dev():
+    ok, reason = _availability()
+    if not ok:
+        pytest.skip(f"wgpu unavailable: {reason}")
+    return burn.device("wgpu")
+
+
+@pytest.fixture(scope="session")
+def backend(dev):
+    return dev.backend
+
+
+@pytest.fixture
+def rng():
+    import numpy as np
+
+    return np.random.default_rng(1234)
