@@ -81,4 +81,4 @@ def test_unavailable_backends_give_reasons():
     for name, reason in {i.name: i.reason for i in burn.backends() if not i.available}.items():
         assert reason.strip(), f"backend {name} is unavailable without a reason"
         with pytest.raises(burn.BackendUnavailableError, match=name):
-            burn.device(name).backend
+            _ = burn.device(name).backend
