@@ -1,1 +1,3 @@
 """Runnable examples: ``python -m burn_train.examples.digits``."""
+
+__all__ = ["digits"]

@@ -18,6 +18,9 @@ from burn_train import ClassificationOutput, LearnerBuilder, TrainOutput
 BACKENDS = ("cpu", "wgpu", "cuda", "auto")
 
 
+__all__ = ["build", "main", "make_model_class", "parse_args"]
+
+
 def make_model_class() -> type:
     """The CNN class (built lazily so importing this module stays light)."""
     from burn import nn
