@@ -1,65 +1,24 @@
 """Module ops (conv, conv_transpose, unfold4d, embedding; pools and interpolate live in
-test_module_ops_pool.py) against plain-loop numpy references written from the definitions, on two
-backends:
-
-- ``ndarray``: the numpy backend with its fast overrides (im2col + BLAS, col2im, strided windows);
-- ``core``: a backend that implements only the required core (delegating to numpy), so every module
-  op runs through the defaults in ``burn.backend``.
-
-Tolerances: float64 1e-10, float32 1e-5 (relative to the output's scale), indices exact.
+test_module_ops_pool.py) against plain-loop numpy references written from the definitions, on the
+numpy backend and on a core-only backend (so the defaults in ``burn.backend`` run too); backends and
+tolerances in ``_module_ref.py``.
 """
 
 from __future__ import annotations
 
 import itertools
 
-import burn
 import numpy as np
 import pytest
-from burn._ndarray import NdArrayBackend
-from burn._tensor import _wrap
 from burn.backend import Backend
 from burn.nn import functional as F
-
-# ---------------------------------------------------------------------------------------- backends
-
-
-def _core_only_backend() -> Backend:
-    """A Backend subclass implementing only the required core, by delegation to numpy."""
-    inner = NdArrayBackend()
-    attrs = {"name": "core-only", "dtypes": NdArrayBackend.dtypes}
-    for name in Backend.missing_core():
-        attrs[name] = (lambda n: lambda self, *a: getattr(inner, n)(*a))(name)
-    return type("CoreOnlyBackend", (Backend,), attrs)()
-
-
-CORE = _core_only_backend()
-BACKENDS = ["ndarray", "core"]
-TOL = {np.float64: 1e-10, np.float32: 1e-5}
+from burn_core_tests._module_ref import BACKENDS, CORE, as_tensor, assert_close, randn
 
 
 def test_core_backend_overrides_no_module_op():
     assert not type(CORE).missing_core()
     for op in ("conv", "conv_transpose", "max_pool", "avg_pool", "interpolate", "unfold4d", "embedding"):
         assert getattr(type(CORE), op) is getattr(Backend, op)
-
-
-def _t(arr: np.ndarray, backend_name: str) -> burn.Tensor:
-    if backend_name == "ndarray":
-        return burn.from_numpy(arr, device=burn.device("cpu"))
-    return _wrap(np.array(arr), CORE)
-
-
-def _close(got: burn.Tensor, want: np.ndarray, dtype) -> None:
-    got = got.numpy()
-    assert got.shape == want.shape
-    assert got.dtype == dtype
-    scale = max(1.0, float(np.abs(want).max(initial=0.0)))
-    np.testing.assert_allclose(got, want, rtol=TOL[dtype], atol=TOL[dtype] * scale)
-
-
-def _rand(rng, shape):
-    return rng.standard_normal(shape)
 
 
 # ---------------------------------------------------------------------------------------- references
@@ -158,28 +117,28 @@ def test_conv(case, backend, dtype):
     xs, co, kernel, stride, padding, dilation, groups, with_bias = CONV[case]
     nd = len(kernel)
     rng = np.random.default_rng(len(case))
-    x, w = _rand(rng, xs), _rand(rng, (co, xs[1] // groups) + kernel)
-    bias = _rand(rng, (co,)) if with_bias else None
+    x, w = randn(rng, xs), randn(rng, (co, xs[1] // groups) + kernel)
+    bias = randn(rng, (co,)) if with_bias else None
     want = ref_conv(x, w, bias, _tup(stride, nd), _tup(padding, nd), _tup(dilation, nd), groups)
-    args = [_t(a.astype(dtype), backend) if a is not None else None for a in (x, w, bias)]
+    args = [as_tensor(a.astype(dtype), backend) if a is not None else None for a in (x, w, bias)]
     got = CONV_FN[nd](*args, stride=stride, padding=padding, dilation=dilation, groups=groups)
-    _close(got, want.astype(dtype), dtype)
+    assert_close(got, want.astype(dtype), dtype)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("kernel,dilation", [((3, 3), 1), ((2, 4), 1), ((3, 2), (2, 3))])
 def test_conv_padding_same_and_valid(backend, kernel, dilation):
     rng = np.random.default_rng(1)
-    x, w = _rand(rng, (1, 2, 6, 7)), _rand(rng, (3, 2) + kernel)
+    x, w = randn(rng, (1, 2, 6, 7)), randn(rng, (3, 2) + kernel)
     d = _tup(dilation, 2)
-    got = F.conv2d(_t(x, backend), _t(w, backend), padding="same", dilation=dilation)
+    got = F.conv2d(as_tensor(x, backend), as_tensor(w, backend), padding="same", dilation=dilation)
     assert got.shape == (1, 3, 6, 7)
     # "same" = the smaller half of the total padding before, the rest after (PyTorch)
     total = [di * (k - 1) for k, di in zip(kernel, d)]
     xp = np.pad(x, [(0, 0), (0, 0)] + [(t // 2, t - t // 2) for t in total])
-    _close(got, ref_conv(xp, w, None, (1, 1), (0, 0), d, 1), np.float64)
-    valid = F.conv2d(_t(x, backend), _t(w, backend), padding="valid", dilation=dilation)
-    _close(valid, ref_conv(x, w, None, (1, 1), (0, 0), d, 1), np.float64)
+    assert_close(got, ref_conv(xp, w, None, (1, 1), (0, 0), d, 1), np.float64)
+    valid = F.conv2d(as_tensor(x, backend), as_tensor(w, backend), padding="valid", dilation=dilation)
+    assert_close(valid, ref_conv(x, w, None, (1, 1), (0, 0), d, 1), np.float64)
 
 
 CONVT = {  # id: (x shape, c_out / groups, kernel, stride, padding, output_padding, dilation, groups, bias)
@@ -198,15 +157,15 @@ def test_conv_transpose(case, backend, dtype):
     xs, cog, kernel, stride, padding, out_pad, dilation, groups, with_bias = CONVT[case]
     nd = len(kernel)
     rng = np.random.default_rng(len(case) + 7)
-    x, w = _rand(rng, xs), _rand(rng, (xs[1], cog) + kernel)
-    bias = _rand(rng, (cog * groups,)) if with_bias else None
+    x, w = randn(rng, xs), randn(rng, (xs[1], cog) + kernel)
+    bias = randn(rng, (cog * groups,)) if with_bias else None
     t = [_tup(v, nd) for v in (stride, padding, out_pad, dilation)]
     want = ref_conv_transpose(x, w, bias, *t, groups)
-    args = [_t(a.astype(dtype), backend) if a is not None else None for a in (x, w, bias)]
+    args = [as_tensor(a.astype(dtype), backend) if a is not None else None for a in (x, w, bias)]
     got = CONVT_FN[nd](
         *args, stride=stride, padding=padding, output_padding=out_pad, groups=groups, dilation=dilation
     )
-    _close(got, want.astype(dtype), dtype)
+    assert_close(got, want.astype(dtype), dtype)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -214,26 +173,18 @@ def test_conv_transpose_is_the_adjoint_of_conv(backend):
     # <conv(x, w), y> == <x, conv_transpose(y, w)>: an identity independent of both implementations
     rng = np.random.default_rng(3)
     stride, padding, dilation, groups = (2, 3), (1, 2), (2, 1), 2
-    x, w = _rand(rng, (2, 4, 10, 10)), _rand(rng, (6, 2, 3, 4))
-    y = F.conv2d(
-        _t(x, backend), _t(w, backend), stride=stride, padding=padding, dilation=dilation, groups=groups
-    )
-    g = _rand(rng, y.shape)
+    x, w = randn(rng, (2, 4, 10, 10)), randn(rng, (6, 2, 3, 4))
+    shared = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+    y = F.conv2d(as_tensor(x, backend), as_tensor(w, backend), **shared)
+    g = randn(rng, y.shape)
     # the output_padding that brings conv_transpose back to x's size (the rows conv's floor dropped)
     out_pad = tuple(
         n - ((m - 1) * st - 2 * p + d * (k - 1) + 1)
         for n, m, st, p, d, k in zip(x.shape[2:], y.shape[2:], stride, padding, dilation, w.shape[2:])
     )
     assert out_pad == (1, 1)
-    back = F.conv_transpose2d(
-        _t(g, backend),
-        _t(w, backend),
-        stride=stride,
-        padding=padding,
-        output_padding=out_pad,
-        groups=groups,
-        dilation=dilation,
-    ).numpy()
+    back = F.conv_transpose2d(as_tensor(g, backend), as_tensor(w, backend), output_padding=out_pad, **shared)
+    back = back.numpy()
     assert back.shape == x.shape
     np.testing.assert_allclose(np.vdot(y.numpy(), g), np.vdot(x, back), rtol=1e-10)
 
@@ -249,9 +200,11 @@ UNFOLD = {  # id: (x shape, kernel, stride, padding, dilation)
 @pytest.mark.parametrize("case", UNFOLD)
 def test_unfold4d(case, backend, dtype):
     xs, kernel, stride, padding, dilation = UNFOLD[case]
-    x = _rand(np.random.default_rng(5), xs)
-    got = F.unfold4d(_t(x.astype(dtype), backend), kernel, stride=stride, padding=padding, dilation=dilation)
-    _close(got, ref_unfold(x, kernel, stride, padding, dilation).astype(dtype), dtype)
+    x = randn(np.random.default_rng(5), xs)
+    got = F.unfold4d(
+        as_tensor(x.astype(dtype), backend), kernel, stride=stride, padding=padding, dilation=dilation
+    )
+    assert_close(got, ref_unfold(x, kernel, stride, padding, dilation).astype(dtype), dtype)
 
 
 # ---------------------------------------------------------------------------------------- embedding
@@ -261,19 +214,19 @@ def test_unfold4d(case, backend, dtype):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_embedding(backend, index_dtype):
     rng = np.random.default_rng(37)
-    weight = _rand(rng, (6, 4))
+    weight = randn(rng, (6, 4))
     indices = rng.integers(0, 6, (2, 3, 2)).astype(index_dtype)
     want = np.array([[[weight[j] for j in row] for row in plane] for plane in indices.tolist()])
-    got = F.embedding(_t(indices, backend), _t(weight, backend))
-    _close(got, want, np.float64)
+    got = F.embedding(as_tensor(indices, backend), as_tensor(weight, backend))
+    assert_close(got, want, np.float64)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_empty_batch_keeps_shapes(backend):
     # an empty batch is legal (PyTorch allows it); each op returns the right empty shape
-    x = _t(np.zeros((0, 3, 6, 6)), backend)
-    assert F.conv2d(x, _t(np.zeros((4, 3, 3, 3)), backend)).shape == (0, 4, 4, 4)
-    assert F.conv_transpose2d(x, _t(np.zeros((3, 2, 3, 3)), backend), stride=2).shape == (0, 2, 13, 13)
+    x = as_tensor(np.zeros((0, 3, 6, 6)), backend)
+    assert F.conv2d(x, as_tensor(np.zeros((4, 3, 3, 3)), backend)).shape == (0, 4, 4, 4)
+    assert F.conv_transpose2d(x, as_tensor(np.zeros((3, 2, 3, 3)), backend), stride=2).shape == (0, 2, 13, 13)
     assert F.max_pool2d(x, 2, return_indices=True)[1].shape == (0, 3, 3, 3)
     assert F.avg_pool2d(x, 2).shape == (0, 3, 3, 3)
     assert F.adaptive_max_pool2d(x, (4, 5)).shape == (0, 3, 4, 5)

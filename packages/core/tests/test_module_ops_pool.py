@@ -1,11 +1,6 @@
 """Pools (max, avg, adaptive) and interpolate against plain-loop numpy references written from the
-definitions, on two backends:
-
-- ``ndarray``: the numpy backend with its fast overrides (im2col + BLAS, col2im, strided windows);
-- ``core``: a backend that implements only the required core (delegating to numpy), so every module
-  op runs through the defaults in ``burn.backend``.
-
-Tolerances: float64 1e-10, float32 1e-5 (relative to the output's scale), indices exact.
+definitions, on the numpy backend and on a core-only backend (so the defaults in ``burn.backend`` run
+too); backends and tolerances in ``_module_ref.py``.
 """
 
 from __future__ import annotations
@@ -15,45 +10,8 @@ import math
 import burn
 import numpy as np
 import pytest
-from burn._ndarray import NdArrayBackend
-from burn._tensor import _wrap
-from burn.backend import Backend
 from burn.nn import functional as F
-
-# ---------------------------------------------------------------------------------------- backends
-
-
-def _core_only_backend() -> Backend:
-    """A Backend subclass implementing only the required core, by delegation to numpy."""
-    inner = NdArrayBackend()
-    attrs = {"name": "core-only", "dtypes": NdArrayBackend.dtypes}
-    for name in Backend.missing_core():
-        attrs[name] = (lambda n: lambda self, *a: getattr(inner, n)(*a))(name)
-    return type("CoreOnlyBackend", (Backend,), attrs)()
-
-
-CORE = _core_only_backend()
-BACKENDS = ["ndarray", "core"]
-TOL = {np.float64: 1e-10, np.float32: 1e-5}
-
-
-def _t(arr: np.ndarray, backend_name: str) -> burn.Tensor:
-    if backend_name == "ndarray":
-        return burn.from_numpy(arr, device=burn.device("cpu"))
-    return _wrap(np.array(arr), CORE)
-
-
-def _close(got: burn.Tensor, want: np.ndarray, dtype) -> None:
-    got = got.numpy()
-    assert got.shape == want.shape
-    assert got.dtype == dtype
-    scale = max(1.0, float(np.abs(want).max(initial=0.0)))
-    np.testing.assert_allclose(got, want, rtol=TOL[dtype], atol=TOL[dtype] * scale)
-
-
-def _rand(rng, shape):
-    return rng.standard_normal(shape)
-
+from burn_core_tests._module_ref import BACKENDS, as_tensor, assert_close, randn
 
 # ---------------------------------------------------------------------------------------- references
 
@@ -184,11 +142,11 @@ def test_max_pool(case, ceil_mode, backend, dtype, ties):
     nd = len(kernel)
     rng = np.random.default_rng(11)
     # small integers make ties, checking the first-maximum index rule
-    x = (rng.integers(-2, 3, xs) if ties else _rand(rng, xs)).astype(dtype)
+    x = (rng.integers(-2, 3, xs) if ties else randn(rng, xs)).astype(dtype)
     st = kernel if stride is None else _tup(stride, nd)
     want_v, want_i = ref_max_pool(x, kernel, st, _tup(padding, nd), _tup(dilation, nd), ceil_mode)
     v, i = MAX_FN[nd](
-        _t(x, backend),
+        as_tensor(x, backend),
         kernel,
         stride=stride,
         padding=padding,
@@ -196,7 +154,7 @@ def test_max_pool(case, ceil_mode, backend, dtype, ties):
         ceil_mode=ceil_mode,
         return_indices=True,
     )
-    _close(v, want_v, dtype)
+    assert_close(v, want_v, dtype)
     assert i.dtype == burn.int64
     np.testing.assert_array_equal(i.numpy(), want_i)
 
@@ -205,7 +163,7 @@ def test_max_pool(case, ceil_mode, backend, dtype, ties):
 def test_max_pool_int_input(backend):
     x = np.random.default_rng(2).integers(-100, 100, (2, 3, 7, 6))
     want_v, want_i = ref_max_pool(x, (3, 3), (2, 2), (1, 1), (1, 1), True)
-    v, i = F.max_pool2d(_t(x, backend), 3, stride=2, padding=1, ceil_mode=True, return_indices=True)
+    v, i = F.max_pool2d(as_tensor(x, backend), 3, stride=2, padding=1, ceil_mode=True, return_indices=True)
     assert v.dtype == burn.int64
     np.testing.assert_array_equal(v.numpy(), want_v)
     np.testing.assert_array_equal(i.numpy(), want_i)
@@ -219,18 +177,18 @@ def test_max_pool_int_input(backend):
 def test_avg_pool(case, ceil_mode, backend, dtype, count_include_pad):
     xs, kernel, stride, padding, _ = POOL[case]
     nd = len(kernel)
-    x = _rand(np.random.default_rng(13), xs)
+    x = randn(np.random.default_rng(13), xs)
     st = kernel if stride is None else _tup(stride, nd)
     want = ref_avg_pool(x, kernel, st, _tup(padding, nd), count_include_pad, ceil_mode)
     got = AVG_FN[nd](
-        _t(x.astype(dtype), backend),
+        as_tensor(x.astype(dtype), backend),
         kernel,
         stride=stride,
         padding=padding,
         ceil_mode=ceil_mode,
         count_include_pad=count_include_pad,
     )
-    _close(got, want.astype(dtype), dtype)
+    assert_close(got, want.astype(dtype), dtype)
 
 
 ADAPTIVE = {  # id: (x shape, output_size as passed, resolved output size)
@@ -251,20 +209,20 @@ AMAX_FN = {1: F.adaptive_max_pool1d, 2: F.adaptive_max_pool2d}
 def test_adaptive_pools(case, backend, dtype):
     xs, output_size, out = ADAPTIVE[case]
     nd = len(xs) - 2
-    x = _rand(np.random.default_rng(17), xs)
+    x = randn(np.random.default_rng(17), xs)
     mean, mx, idx = ref_adaptive(x, out)
-    _close(AAVG_FN[nd](_t(x.astype(dtype), backend), output_size), mean.astype(dtype), dtype)
-    v, i = AMAX_FN[nd](_t(x.astype(dtype), backend), output_size, return_indices=True)
-    _close(v, mx.astype(dtype), dtype)
+    assert_close(AAVG_FN[nd](as_tensor(x.astype(dtype), backend), output_size), mean.astype(dtype), dtype)
+    v, i = AMAX_FN[nd](as_tensor(x.astype(dtype), backend), output_size, return_indices=True)
+    assert_close(v, mx.astype(dtype), dtype)
     np.testing.assert_array_equal(i.numpy(), idx)
-    assert AMAX_FN[nd](_t(x.astype(dtype), backend), output_size).shape == mx.shape
+    assert AMAX_FN[nd](as_tensor(x.astype(dtype), backend), output_size).shape == mx.shape
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_adaptive_max_pool_ties_take_the_first_maximum(backend):
     x = np.random.default_rng(19).integers(0, 2, (2, 3, 7, 9)).astype(np.float64)
     _, mx, idx = ref_adaptive(x, (3, 4))
-    v, i = F.adaptive_max_pool2d(_t(x, backend), (3, 4), return_indices=True)
+    v, i = F.adaptive_max_pool2d(as_tensor(x, backend), (3, 4), return_indices=True)
     np.testing.assert_array_equal(v.numpy(), mx)
     np.testing.assert_array_equal(i.numpy(), idx)
 
@@ -279,20 +237,22 @@ MODES = [("nearest", None), ("bilinear", False), ("bilinear", True), ("bicubic",
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("mode,align_corners", MODES)
 def test_interpolate(mode, align_corners, backend, dtype):
-    x = _rand(np.random.default_rng(23), (2, 3, 7, 9))
+    x = randn(np.random.default_rng(23), (2, 3, 7, 9))
     for size in RESIZE:
         want = ref_interpolate(x, size, mode, bool(align_corners))
-        got = F.interpolate(_t(x.astype(dtype), backend), size=size, mode=mode, align_corners=align_corners)
-        _close(got, want.astype(dtype), dtype)
+        got = F.interpolate(
+            as_tensor(x.astype(dtype), backend), size=size, mode=mode, align_corners=align_corners
+        )
+        assert_close(got, want.astype(dtype), dtype)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_interpolate_scale_factor_and_1d(backend):
-    x = _rand(np.random.default_rng(29), (1, 2, 5, 4))
-    got = F.interpolate(_t(x, backend), scale_factor=(2, 1.5), mode="bilinear")
-    _close(got, ref_interpolate(x, (10, 6), "bilinear", False), np.float64)
+    x = randn(np.random.default_rng(29), (1, 2, 5, 4))
+    got = F.interpolate(as_tensor(x, backend), scale_factor=(2, 1.5), mode="bilinear")
+    assert_close(got, ref_interpolate(x, (10, 6), "bilinear", False), np.float64)
     # 1-d linear is bilinear over a unit height
-    x1 = _rand(np.random.default_rng(31), (2, 3, 6))
+    x1 = randn(np.random.default_rng(31), (2, 3, 6))
     for mode, ref_mode in (("linear", "bilinear"), ("nearest", "nearest")):
-        got = F.interpolate(_t(x1, backend), size=11, mode=mode)
-        _close(got, ref_interpolate(x1[:, :, None, :], (1, 11), ref_mode, False)[:, :, 0], np.float64)
+        got = F.interpolate(as_tensor(x1, backend), size=11, mode=mode)
+        assert_close(got, ref_interpolate(x1[:, :, None, :], (1, 11), ref_mode, False)[:, :, 0], np.float64)

@@ -4,6 +4,7 @@ bitwise ops, clamp, and the errors bad operands raise."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 
@@ -95,6 +96,14 @@ def test_unary_dtype_errors_name_op_and_dtype():
         ~burn.tensor([1.0])
 
 
+def _nan_powers_expected(sym, base):
+    """``base ** fractional`` with a negative base is NaN on purpose (as in numpy); numpy's "invalid value
+    encountered in power" RuntimeWarning is then expected, not hidden."""
+    if sym == "**" and np.any(np.asarray(base) < 0):
+        return pytest.warns(RuntimeWarning, match="invalid value encountered in power")
+    return contextlib.nullcontext()
+
+
 BINOPS = {
     "+": operator.add,
     "-": operator.sub,
@@ -114,7 +123,8 @@ def test_binary_operators_tensor_tensor_broadcast(sym):
     if sym in ("/", "//", "%"):
         b = np.where(np.abs(b) < 0.2, 0.5, b).astype(np.float32)
     close(fn(t(a), t(b)), fn(a, b), rtol=1e-5, atol=1e-5)
-    close(fn(t(b), t(a)), fn(b, a), rtol=1e-5, atol=1e-5)
+    with _nan_powers_expected(sym, b):
+        close(fn(t(b), t(a)), fn(b, a), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("sym", sorted(BINOPS))
@@ -123,7 +133,8 @@ def test_binary_operators_with_scalars_on_both_sides(sym, scalar):
     fn = BINOPS[sym]
     a = POS
     close(fn(t(a), scalar), fn(a, np.float32(scalar)), rtol=1e-5, atol=1e-5)
-    close(fn(scalar, t(a)), fn(np.float32(scalar), a), rtol=1e-5, atol=1e-5)
+    with _nan_powers_expected(sym, scalar):
+        close(fn(scalar, t(a)), fn(np.float32(scalar), a), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("sym", ["+", "-", "*", "//", "%"])

@@ -1,5 +1,8 @@
 """burn dtypes <-> numpy/CuPy dtypes, and the C types the generated kernels compute in.
 
+CuPy arrays carry numpy dtypes, so the burn <-> numpy tables are the numpy backend's own
+(``burn._ndarray._backend``); this module adds the C types of the kernels.
+
 CuPy has no bfloat16 array dtype, so the backend offers every burn dtype except bfloat16 (like the numpy
 backend); bf16 is still available as a *matmul precision* (fp32 operands, bf16 tensor-core products).
 """
@@ -8,20 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 from burn import _dtype as D
+from burn._ndarray._backend import FROM_NUMPY, NUMPY_DTYPES
 
-TO_NP: dict[D.DType, np.dtype] = {
-    D.float16: np.dtype(np.float16),
-    D.float32: np.dtype(np.float32),
-    D.float64: np.dtype(np.float64),
-    D.int8: np.dtype(np.int8),
-    D.uint8: np.dtype(np.uint8),
-    D.int16: np.dtype(np.int16),
-    D.int32: np.dtype(np.int32),
-    D.uint32: np.dtype(np.uint32),
-    D.int64: np.dtype(np.int64),
-    D.bool_: np.dtype(np.bool_),
-}
-FROM_NP: dict[np.dtype, D.DType] = {v: k for k, v in TO_NP.items()}
+TO_NP: dict[D.DType, np.dtype] = NUMPY_DTYPES
+FROM_NP: dict[np.dtype, D.DType] = FROM_NUMPY
 
 # C type of each element as CuPy declares it in kernels ("float16" is CuPy's half class)
 C_TYPE: dict[np.dtype, str] = {
@@ -39,10 +32,6 @@ C_TYPE: dict[np.dtype, str] = {
 
 # C type the arithmetic runs in: half computes in float (as PyTorch does), the rest in their own type
 COMPUTE_TYPE: dict[np.dtype, str] = {**C_TYPE, np.dtype(np.float16): "float"}
-
-
-def np_dtype(dtype: D.DType) -> np.dtype:
-    return TO_NP[dtype]
 
 
 def kind_of(dt: np.dtype) -> str:

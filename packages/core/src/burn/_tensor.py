@@ -2,8 +2,8 @@
 
 Arguments are checked and normalised here once (dims, broadcasting, dtype promotion, devices), then
 one backend call does the work. This file holds the class, its metadata, data movement and the
-operators; named element-wise ops, reductions and matmul live in ``_tensor_math``, shape ops and
-indexing in ``_tensor_shape``.
+operators; named element-wise ops, reductions and matmul live in ``_tensor_math``, shape ops in
+``_tensor_shape`` (indexing in ``_tensor_index``, sorting and scans in ``_tensor_sort``).
 
 Hot path: a tensor caches its burn dtype (``_dt``), and each operator first tries a fast path (both
 operands on one backend, one dtype the op accepts, equal shapes; or a float tensor with a Python

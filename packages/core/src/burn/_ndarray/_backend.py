@@ -11,7 +11,9 @@ from .. import _dtype as D
 from ..backend import Backend
 from . import _module, _ops
 
-_TO_NP = {
+# burn dtype -> numpy dtype: every burn dtype but bfloat16 (numpy has none). CuPy arrays carry numpy
+# dtypes too, so burn_cuda uses these two tables as they are.
+NUMPY_DTYPES: dict[D.DType, np.dtype] = {
     D.float16: np.dtype(np.float16),
     D.float32: np.dtype(np.float32),
     D.float64: np.dtype(np.float64),
@@ -23,18 +25,18 @@ _TO_NP = {
     D.int64: np.dtype(np.int64),
     D.bool_: np.dtype(np.bool_),
 }
-_FROM_NP = {v: k for k, v in _TO_NP.items()}
+FROM_NUMPY: dict[np.dtype, D.DType] = {v: k for k, v in NUMPY_DTYPES.items()}
 
 
 def np_dtype(dtype: D.DType) -> np.dtype:
-    return _TO_NP[dtype]
+    return NUMPY_DTYPES[dtype]
 
 
 class NdArrayBackend(_module.NdArrayModuleOps, Backend):
     """numpy on the CPU. Supports every burn dtype except bfloat16 (numpy has none)."""
 
     name = "ndarray"
-    dtypes = frozenset(_TO_NP)
+    dtypes = frozenset(NUMPY_DTYPES)
     default_float = D.float32
     default_int = D.int64
     xp = np  # the array namespace; a CuPy-based backend can reuse these formulations with cupy
@@ -43,7 +45,7 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
 
     # ---- data
     def from_numpy(self, array, dtype):
-        return np.array(array, dtype=_TO_NP[dtype], copy=True)
+        return np.array(array, dtype=NUMPY_DTYPES[dtype], copy=True)
 
     def to_numpy(self, x):
         return np.array(x, copy=True)
@@ -52,16 +54,16 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
         return x.shape
 
     def dtype_of(self, x):
-        return _FROM_NP[x.dtype]
+        return FROM_NUMPY[x.dtype]
 
     def full(self, shape, value, dtype):
-        return np.full(shape, value, dtype=_TO_NP[dtype])
+        return np.full(shape, value, dtype=NUMPY_DTYPES[dtype])
 
     def cast(self, x, dtype):
-        return x.astype(_TO_NP[dtype], copy=False)
+        return x.astype(NUMPY_DTYPES[dtype], copy=False)
 
     def arange(self, start, stop, step, dtype):
-        return np.arange(start, stop, step, dtype=_TO_NP[dtype])
+        return np.arange(start, stop, step, dtype=NUMPY_DTYPES[dtype])
 
     # ---- element-wise
     def unary(self, op, x):

@@ -78,7 +78,8 @@ def add_bias(b: Any, y: Prim, bias: Prim | None) -> Prim:
 def conv(
     b: Any, x: Prim, weight: Prim, bias: Prim | None, stride: Ints, padding: Ints, dilation: Ints, groups: int
 ) -> Prim:
-    """im2col, then one matmul per group (batched over groups): weight (C_out, C_in/g, *K)."""
+    """N-d convolution of x (N, C_in, *S): weight (C_out, C_in // groups, *kernel), bias (C_out,) or
+    None. Default: im2col, then one matmul per group (batched over groups)."""
     n, c = b.shape_of(x)[:2]
     wshape = b.shape_of(weight)
     c_out, kernel = wshape[0], tuple(wshape[2:])
@@ -101,8 +102,9 @@ def conv_transpose(
     dilation: Ints,
     groups: int,
 ) -> Prim:
-    """Zero-insertion by ``stride``, padding by ``dilation*(k-1) - padding`` (negative: a crop, plus
-    ``output_padding`` at the end), then a stride-1 conv with the flipped, transposed kernel."""
+    """N-d transposed convolution: weight (C_in, C_out // groups, *kernel), bias (C_out,) or None, as
+    PyTorch. Default: zero-insertion by ``stride``, padding by ``dilation*(k-1) - padding`` (negative: a
+    crop, plus ``output_padding`` at the end), then a stride-1 conv with the flipped, transposed kernel."""
     shape = b.shape_of(x)
     n, c_in, spatial = shape[0], shape[1], tuple(shape[2:])
     nd = len(spatial)
@@ -132,7 +134,8 @@ def conv_transpose(
 
 
 def unfold4d(b: Any, x: Prim, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints) -> Prim:
-    """torch's unfold: (N, C, H, W) -> (N, C * kh * kw, L), channel-major then kernel row-major."""
+    """im2col as torch's unfold: x (N, C, H, W) -> (N, C * kh * kw, L) with L output positions; rows run
+    channel-major, then kernel row-major."""
     n, c = b.shape_of(x)[:2]
     cols, out = im2col(b, x, kernel, stride, tuple((p, p) for p in padding), dilation)
     return b.reshape(cols, (n, c * math.prod(kernel), math.prod(out)))

@@ -73,7 +73,10 @@ TAPS = {"nearest": _nearest, "bilinear": _linear, "bicubic": _cubic}
 
 
 def interpolate(b: Any, x: Prim, size: Ints, mode: str, align_corners: bool) -> Prim:
-    """Resize x (N, C, *S) to (N, C, *size), one spatial dim at a time."""
+    """Resize the spatial dims of x (N, C, *S) to ``size``: "nearest", "bilinear" or "bicubic", with
+    PyTorch's coordinate rules (ratio in / out; ``align_corners`` ignored for nearest). The frontend
+    sends 4-d inputs only (1-d resizes arrive with a unit height); this default handles any number of
+    spatial dims, one at a time."""
     for d, out in enumerate(size):
         axis = 2 + d
         shape = tuple(b.shape_of(x))

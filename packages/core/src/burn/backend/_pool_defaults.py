@@ -65,6 +65,7 @@ def _arg_max_windows(b: Any, cols: Prim, positions: Any) -> tuple[Prim, Prim]:
 def max_pool(
     b: Any, x: Prim, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool
 ) -> tuple[Prim, Prim]:
+    """N-d max pool: (values, indices); indices point into the flattened spatial input (PyTorch)."""
     import numpy as np
 
     spatial = tuple(b.shape_of(x)[2:])
@@ -85,6 +86,7 @@ def max_pool(
 def avg_pool(
     b: Any, x: Prim, kernel: Ints, stride: Ints, padding: Ints, count_include_pad: bool, ceil_mode: bool
 ) -> Prim:
+    """N-d average pool; the divisor counts padding when ``count_include_pad`` (PyTorch)."""
     spatial = tuple(b.shape_of(x)[2:])
     ones = (1,) * len(spatial)
     out = tuple(
@@ -134,6 +136,7 @@ def _take_windows(b: Any, x: Prim, axis: int, table: Any) -> Prim:
 
 
 def adaptive_avg_pool(b: Any, x: Prim, output_size: Ints) -> Prim:
+    """Mean over PyTorch's adaptive windows [floor(i*in/out), ceil((i+1)*in/out)) per dim."""
     # a box mean is a mean over each dim in turn; invalid (repeated) taps are zeroed with where, not
     # multiplied by 0, so an inf in one window cannot turn into nan
     for d, o in enumerate(output_size):
@@ -152,6 +155,7 @@ def adaptive_avg_pool(b: Any, x: Prim, output_size: Ints) -> Prim:
 
 
 def adaptive_max_pool(b: Any, x: Prim, output_size: Ints) -> tuple[Prim, Prim]:
+    """Max over adaptive windows: (values, flat spatial indices) as ``max_pool``."""
     # repeated taps are earlier taps of the same window, so they change neither the max nor the
     # first-maximum index in row-major order
     spatial = tuple(b.shape_of(x)[2:])

@@ -1,5 +1,6 @@
-"""burn.nn.functional (``F``): stateless ops on tensors. Module ops (conv, pool, interpolate, embedding,
-unfold) live in ``_module_ops``; activations, normalisation and losses in their own files."""
+"""burn.nn.functional (``F``): stateless ops on tensors. Module ops (conv, interpolate, embedding, unfold)
+live in ``_module_ops``, pools in ``_pool_ops`` (their argument checks in ``_module_args``);
+activations, normalisation and losses in their own files."""
 
 from ._activation import (
     dropout,
@@ -27,12 +28,6 @@ from ._loss import (
     smooth_l1_loss,
 )
 from ._module_ops import (
-    adaptive_avg_pool1d,
-    adaptive_avg_pool2d,
-    adaptive_max_pool1d,
-    adaptive_max_pool2d,
-    avg_pool1d,
-    avg_pool2d,
     conv1d,
     conv2d,
     conv3d,
@@ -41,11 +36,19 @@ from ._module_ops import (
     conv_transpose3d,
     embedding,
     interpolate,
-    max_pool1d,
-    max_pool2d,
     unfold4d,
 )
 from ._norm import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
+from ._pool_ops import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
+)
 
 __all__ = [
     "adaptive_avg_pool1d",

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..._errors import DeviceError, DTypeError, ShapeError
 from ..._tensor import Tensor
+from ...backend._pool_defaults import pool_out_size
 
 LAYOUTS = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
 
@@ -78,6 +79,38 @@ def check_out_size(op: str, out: Sequence[int], spatial: Sequence[int], detail: 
             f"{op}: output size would be {tuple(out)} for input spatial size {tuple(spatial)} ({detail}); "
             "the padded input must be at least as large as the (dilated) kernel"
         )
+
+
+def window_out_sizes(
+    op: str,
+    spatial: Sequence[int],
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    detail: str,
+    ceil_mode: bool = False,
+) -> tuple[int, ...]:
+    """Output sizes of a sliding window (conv, unfold, pools; PyTorch's floor rule, or its ceil rule for
+    pools with ``ceil_mode``), checked to be positive; ``detail`` names the arguments in the error."""
+    out = tuple(pool_out_size(*a, ceil_mode) for a in zip(spatial, kernel, stride, padding, dilation))
+    check_out_size(op, out, spatial, detail)
+    return out
+
+
+def weight_and_bias(op: str, x: Tensor, weight: Any, bias: Any, nd: int) -> tuple[Tensor, Tensor | None]:
+    """A conv weight ((nd + 2)-d, no zero sizes) and optional bias (1-d) on x's device and dtype."""
+    weight = companion(op, weight, "weight", x, nd + 2)
+    if any(s == 0 for s in weight.shape):
+        raise ShapeError(f"{op}: weight must have non-zero sizes, got shape {weight.shape}")
+    if bias is not None:
+        bias = companion(op, bias, "bias", x, 1)
+    return weight, bias
+
+
+def check_bias(op: str, bias: Tensor | None, c_out: int) -> None:
+    if bias is not None and bias.shape[0] != c_out:
+        raise ShapeError(f"{op}: bias must have shape ({c_out},) (one per output channel), got {bias.shape}")
 
 
 def half_kernel_padding(op: str, padding: tuple[int, ...], kernel: tuple[int, ...]) -> None:

@@ -1,8 +1,10 @@
 """Module ops of ``burn.nn.functional``: convolutions, transposed convolutions, unfold, embedding and
-interpolate here; pools in ``_pool_ops`` (re-exported). Layouts are channels-first as in PyTorch.
+interpolate; pools live in ``_pool_ops``. Layouts are channels-first as in PyTorch.
 
-Each function checks its arguments once, then makes one backend call (``x.backend.conv`` and friends),
-so an autodiff decorator sees one op per call.
+Each family has one checked implementation (``_conv``, ``_conv_transpose``) behind its 1/2/3-d public
+functions; argument checks shared with the pools are in ``_module_args``. Each function checks its
+arguments once, then makes one backend call (``x.backend.conv`` and friends), so an autodiff decorator
+sees one op per call.
 """
 
 from __future__ import annotations
@@ -12,53 +14,19 @@ from typing import Any
 
 from ..._errors import DeviceError, DTypeError, IndexOutOfRangeError, ShapeError
 from ..._tensor import Tensor, _wrap
-from ._module_args import LAYOUTS, check_out_size, companion, int_arg, ints, spatial_input, tensor_arg
-from ._pool_ops import (
-    adaptive_avg_pool1d,
-    adaptive_avg_pool2d,
-    adaptive_max_pool1d,
-    adaptive_max_pool2d,
-    avg_pool1d,
-    avg_pool2d,
-    max_pool1d,
-    max_pool2d,
+from ._module_args import (
+    LAYOUTS,
+    check_bias,
+    check_out_size,
+    int_arg,
+    ints,
+    spatial_input,
+    tensor_arg,
+    weight_and_bias,
+    window_out_sizes,
 )
 
-__all__ = [
-    "adaptive_avg_pool1d",
-    "adaptive_avg_pool2d",
-    "adaptive_max_pool1d",
-    "adaptive_max_pool2d",
-    "avg_pool1d",
-    "avg_pool2d",
-    "conv1d",
-    "conv2d",
-    "conv3d",
-    "conv_transpose1d",
-    "conv_transpose2d",
-    "conv_transpose3d",
-    "embedding",
-    "interpolate",
-    "max_pool1d",
-    "max_pool2d",
-    "unfold4d",
-]
-
 IntOrTuple = int | tuple[int, ...]
-
-
-def _weight_bias(op: str, x: Tensor, weight: Any, bias: Any, nd: int) -> tuple[Tensor, Tensor | None]:
-    weight = companion(op, weight, "weight", x, nd + 2)
-    if any(s == 0 for s in weight.shape):
-        raise ShapeError(f"{op}: weight must have non-zero sizes, got shape {weight.shape}")
-    if bias is not None:
-        bias = companion(op, bias, "bias", x, 1)
-    return weight, bias
-
-
-def _check_bias(op: str, bias: Tensor | None, c_out: int) -> None:
-    if bias is not None and bias.shape[0] != c_out:
-        raise ShapeError(f"{op}: bias must have shape ({c_out},) (one per output channel), got {bias.shape}")
 
 
 def _padding(op: str, x: Tensor, padding: Any, kernel, stride, dilation) -> tuple[Tensor, tuple[int, ...]]:
@@ -81,7 +49,7 @@ def _padding(op: str, x: Tensor, padding: Any, kernel, stride, dilation) -> tupl
 
 def _conv(op: str, nd: int, x, weight, bias, stride, padding, dilation, groups) -> Tensor:
     x = spatial_input(op, x, nd)
-    weight, bias = _weight_bias(op, x, weight, bias, nd)
+    weight, bias = weight_and_bias(op, x, weight, bias, nd)
     groups = int_arg(op, groups, "groups", 1)
     stride = ints(op, stride, nd, "stride", 1)
     dilation = ints(op, dilation, nd, "dilation", 1)
@@ -95,14 +63,10 @@ def _conv(op: str, nd: int, x, weight, bias, stride, padding, dilation, groups) 
             f"{op}: input has {c_in} channels but weight expects {weight.shape[1] * groups} "
             f"(groups={groups}; weight shape {weight.shape} is (C_out, C_in / groups, *kernel))"
         )
-    _check_bias(op, bias, c_out)
+    check_bias(op, bias, c_out)
     x, pad = _padding(op, x, padding, kernel, stride, dilation)
-    spatial = x.shape[2:]
-    out = [
-        (s + 2 * p - d * (k - 1) - 1) // st + 1
-        for s, p, d, k, st in zip(spatial, pad, dilation, kernel, stride)
-    ]
-    check_out_size(op, out, spatial, f"kernel {kernel}, padding {pad}, dilation {dilation}, stride {stride}")
+    detail = f"kernel {kernel}, padding {pad}, dilation {dilation}, stride {stride}"
+    window_out_sizes(op, x.shape[2:], kernel, stride, pad, dilation, detail)
     b = x.backend
     prim = b.conv(
         x.primitive, weight.primitive, None if bias is None else bias.primitive, stride, pad, dilation, groups
@@ -167,7 +131,7 @@ def conv3d(
 
 def _conv_transpose(op, nd, x, weight, bias, stride, padding, output_padding, groups, dilation) -> Tensor:
     x = spatial_input(op, x, nd)
-    weight, bias = _weight_bias(op, x, weight, bias, nd)
+    weight, bias = weight_and_bias(op, x, weight, bias, nd)
     groups = int_arg(op, groups, "groups", 1)
     stride = ints(op, stride, nd, "stride", 1)
     padding = ints(op, padding, nd, "padding", 0)
@@ -181,7 +145,7 @@ def _conv_transpose(op, nd, x, weight, bias, stride, padding, output_padding, gr
             f"{op}: input has {c_in} channels but weight expects {weight.shape[0]} "
             f"(groups={groups}; weight shape {weight.shape} is (C_in, C_out / groups, *kernel))"
         )
-    _check_bias(op, bias, weight.shape[1] * groups)
+    check_bias(op, bias, weight.shape[1] * groups)
     for op_, st, d in zip(output_padding, stride, dilation):
         if op_ >= max(st, d):
             raise ValueError(
@@ -289,11 +253,8 @@ def unfold4d(
     stride = ints(op, stride, 2, "stride", 1)
     padding = ints(op, padding, 2, "padding", 0)
     dilation = ints(op, dilation, 2, "dilation", 1)
-    out = [
-        (s + 2 * p - d * (k - 1) - 1) // st + 1
-        for s, p, d, k, st in zip(x.shape[2:], padding, dilation, kernel, stride)
-    ]
-    check_out_size(op, out, x.shape[2:], f"kernel {kernel}, padding {padding}, dilation {dilation}")
+    detail = f"kernel {kernel}, padding {padding}, dilation {dilation}"
+    window_out_sizes(op, x.shape[2:], kernel, stride, padding, dilation, detail)
     return _wrap(x.backend.unfold4d(x.primitive, kernel, stride, padding, dilation), x.backend)
 
 

@@ -1,13 +1,13 @@
 """Pools of ``burn.nn.functional``: max, average and adaptive pools over 1 or 2 spatial dims (PyTorch
-semantics, channels-first). Re-exported by ``_module_ops``."""
+semantics, channels-first). Each family has one checked implementation behind its 1/2-d public
+functions."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..._tensor import Tensor, _wrap
-from ...backend._pool_defaults import pool_out_size
-from ._module_args import check_out_size, half_kernel_padding, ints, output_size_arg, spatial_input
+from ._module_args import half_kernel_padding, ints, output_size_arg, spatial_input, window_out_sizes
 
 IntOrTuple = int | tuple[int, ...]
 
@@ -18,20 +18,21 @@ def _window_args(op: str, x: Tensor, nd: int, kernel_size, stride, padding, dila
     padding = ints(op, padding, nd, "padding", 0)
     dilation = ints(op, dilation, nd, "dilation", 1)
     half_kernel_padding(op, padding, kernel)
-    spatial = x.shape[2:]
-    out = [pool_out_size(*a, bool(ceil_mode)) for a in zip(spatial, kernel, stride, padding, dilation)]
-    check_out_size(
-        op, out, spatial, f"kernel {kernel}, stride {stride}, padding {padding}, dilation {dilation}"
-    )
+    detail = f"kernel {kernel}, stride {stride}, padding {padding}, dilation {dilation}"
+    window_out_sizes(op, x.shape[2:], kernel, stride, padding, dilation, detail, bool(ceil_mode))
     return kernel, stride, padding, dilation
+
+
+def _values(b: Any, pair: tuple[Any, Any], return_indices: bool) -> Any:
+    """A max pool's (values, indices) primitives as tensors, or the values alone."""
+    values, indices = pair
+    return (_wrap(values, b), _wrap(indices, b)) if return_indices else _wrap(values, b)
 
 
 def _max_pool(op, nd, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     x = spatial_input(op, x, nd, kind="num")
     args = _window_args(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode)
-    b = x.backend
-    values, indices = b.max_pool(x.primitive, *args, bool(ceil_mode))
-    return (_wrap(values, b), _wrap(indices, b)) if return_indices else _wrap(values, b)
+    return _values(x.backend, x.backend.max_pool(x.primitive, *args, bool(ceil_mode)), return_indices)
 
 
 def max_pool1d(
@@ -116,14 +117,18 @@ def _adaptive(op: str, nd: int, x: Any, output_size: Any, kind: str) -> tuple[Te
     return x, output_size_arg(op, output_size, x.shape[2:])
 
 
+def _adaptive_avg(op: str, nd: int, x: Any, output_size: Any) -> Tensor:
+    x, out = _adaptive(op, nd, x, output_size, "float")
+    return _wrap(x.backend.adaptive_avg_pool(x.primitive, out), x.backend)
+
+
 def adaptive_avg_pool1d(x: Tensor, output_size: int | tuple[int]) -> Tensor:
     """Average over windows [floor(i * L / out), ceil((i + 1) * L / out)) of x (N, C, L) -> (N, C, out).
 
     >>> F.adaptive_avg_pool1d(burn.ones((2, 3, 10)), 4).shape
     (2, 3, 4)
     """
-    x, out = _adaptive("adaptive_avg_pool1d", 1, x, output_size, "float")
-    return _wrap(x.backend.adaptive_avg_pool(x.primitive, out), x.backend)
+    return _adaptive_avg("adaptive_avg_pool1d", 1, x, output_size)
 
 
 def adaptive_avg_pool2d(x: Tensor, output_size: int | tuple[int | None, int | None]) -> Tensor:
@@ -132,15 +137,12 @@ def adaptive_avg_pool2d(x: Tensor, output_size: int | tuple[int | None, int | No
     >>> F.adaptive_avg_pool2d(burn.ones((1, 8, 7, 7)), 1).shape
     (1, 8, 1, 1)
     """
-    x, out = _adaptive("adaptive_avg_pool2d", 2, x, output_size, "float")
-    return _wrap(x.backend.adaptive_avg_pool(x.primitive, out), x.backend)
+    return _adaptive_avg("adaptive_avg_pool2d", 2, x, output_size)
 
 
 def _adaptive_max(op: str, nd: int, x: Any, output_size: Any, return_indices: bool) -> Any:
     x, out = _adaptive(op, nd, x, output_size, "num")
-    b = x.backend
-    values, indices = b.adaptive_max_pool(x.primitive, out)
-    return (_wrap(values, b), _wrap(indices, b)) if return_indices else _wrap(values, b)
+    return _values(x.backend, x.backend.adaptive_max_pool(x.primitive, out), return_indices)
 
 
 def adaptive_max_pool1d(x: Tensor, output_size: int | tuple[int], return_indices: bool = False) -> Any:
