@@ -1,0 +1,312 @@
+"""``Autodiff(inner)``: a backend whose primitives carry graph nodes (Burn's Autodiff decorator).
+
+Every op runs on the inner backend; when an input is tracked, a node recording the op's rule is
+attached to the output. Ops whose inputs are all untracked build no graph. Non-differentiable ops
+(comparisons, arg reductions, sort indices, int casts, random, creation) pass through untracked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from burn.backend import Backend
+
+from ._engine import retained_bytes, run_backward
+from ._graph import ADPrim, Node, leaf
+from ._module import AutodiffModuleOps
+from ._rule import SELF, Rule
+from ._rules import BINARY_RULES, REDUCE_RULES, RULES, UNARY_RULES
+
+CHECKPOINTING = ("none", "balanced")
+
+
+def _in(v: Any) -> Any:
+    return v.inner if type(v) is ADPrim else v
+
+
+class Autodiff(AutodiffModuleOps, Backend):
+    """The Autodiff decorator over ``inner``; ``burn.device(name, autodiff=True)`` builds one.
+
+    ``checkpointing``: "none" keeps every value the backward reads; "balanced" (Burn's
+    BalancedCheckpointing) keeps only the outputs of compute-bound ops (matmul, conv, sort, max pools)
+    and recomputes memory-bound ones (element-wise, reshape-like) during backward.
+
+    >>> dev = burn.device("cpu", autodiff=True, checkpointing="balanced")
+    """
+
+    is_autodiff = True
+
+    def __init__(self, inner: Any, device: Any = None, checkpointing: str = "none") -> None:
+        if getattr(inner, "is_autodiff", False):
+            raise TypeError(f"Autodiff: the inner backend {inner!r} is already an autodiff backend")
+        if checkpointing not in CHECKPOINTING:
+            raise ValueError(f"Autodiff: checkpointing must be one of {CHECKPOINTING}, got {checkpointing!r}")
+        self.inner = inner
+        self.device = device
+        self.name = f"autodiff<{inner.name}>"
+        self.dtypes = inner.dtypes
+        self.default_float = inner.default_float
+        self.default_int = inner.default_int
+        self.checkpointing = checkpointing
+        self._balanced = checkpointing == "balanced"
+
+    def __repr__(self) -> str:
+        return f"<Autodiff({type(self.inner).__name__}) {self.device} checkpointing={self.checkpointing}>"
+
+    # ---------------------------------------------------------------- the autodiff surface
+    def from_inner(self, p: Any) -> ADPrim:
+        """Wrap an inner primitive without graph."""
+        return ADPrim(p)
+
+    def inner_prim(self, p: ADPrim) -> Any:
+        return p.inner
+
+    def require_grad(self, p: ADPrim) -> ADPrim:
+        """A leaf tracked for gradients with p's values (p itself if it is already such a leaf)."""
+        if p.node is not None and p.node.rule is None:
+            return p
+        return ADPrim(p.inner, leaf(tuple(self.inner.shape_of(p.inner))))
+
+    def is_require_grad(self, p: ADPrim) -> bool:
+        """True for leaves that require grad and for results computed from them."""
+        return p.node is not None
+
+    def is_leaf(self, p: ADPrim) -> bool:
+        return p.node is not None and p.node.rule is None
+
+    def detach(self, p: ADPrim) -> ADPrim:
+        return p if p.node is None else ADPrim(p.inner)
+
+    def node_id(self, p: ADPrim) -> int | None:
+        return None if p.node is None else p.node.id
+
+    def grad(self, p: ADPrim, grads: Any) -> Any:
+        return None if p.node is None else grads.get_prim(p.node.id)
+
+    def backward(self, p: ADPrim, seed: Any = None) -> Any:
+        """``burn.Gradients`` of every leaf behind p for the output gradient ``seed`` (ones when None).
+
+        The graph behind p is freed afterwards; an untracked p gives empty gradients (as Burn)."""
+        from burn._gradients import Gradients
+
+        if p.node is None:
+            return Gradients(self.inner, {})
+        B = self.inner
+        dtype = B.dtype_of(p.inner)
+        if seed is None:
+            seed = B.full(tuple(B.shape_of(p.inner)), 1.0, dtype)
+        elif B.dtype_of(seed) is not dtype:
+            seed = B.cast(seed, dtype)
+        return Gradients(B, run_backward(B, p.node, seed))
+
+    def graph_bytes(self, p: ADPrim) -> int:
+        """Bytes of primitives the graph behind p keeps for its backward (the checkpointing measure)."""
+        return 0 if p.node is None else retained_bytes(self.inner, p.node)
+
+    # ---------------------------------------------------------------- recording
+    def _op(self, rule: Rule, inputs: Sequence[Any], meta: Any) -> Any:
+        """Run ``rule.forward`` on the inner values; record a node when an input is tracked."""
+        B = self.inner
+        vals = tuple(x.inner if type(x) is ADPrim else x for x in inputs)
+        out = rule.forward(B, meta, *vals)
+        extras: Sequence[Any] = ()
+        if rule.multi:
+            out, *extras = out
+        node = None
+        for x in inputs:
+            if type(x) is ADPrim and x.node is not None:
+                node = self._record(rule, inputs, vals, out, meta, extras)
+                break
+        res = ADPrim(out, node)
+        if rule.multi:
+            return (res, *(ADPrim(e) for e in extras))
+        return res
+
+    def _record(self, rule: Rule, inputs, vals, out, meta, extras) -> Node:
+        B = self.inner
+        parents = tuple(x.node if type(x) is ADPrim else None for x in inputs)
+        in_shapes = tuple(tuple(B.shape_of(v)) if type(x) is ADPrim else None for x, v in zip(inputs, vals))
+        node = Node(rule, parents, tuple(B.shape_of(out)), in_shapes, meta)
+        if self._balanced:
+            # refer to recomputable parents instead of holding their values
+            refs = tuple(p if p is not None and p.retro_in is not None else v for p, v in zip(parents, vals))
+            if rule.memory_bound:
+                node.retro_in = refs
+            saved_out = SELF if rule.memory_bound else out
+        else:
+            refs, saved_out = vals, out
+        save = rule.save_in
+        if save:
+            node.saved_in = (
+                refs if save == "all" else tuple(r if i in save else None for i, r in enumerate(refs))
+            )
+        if rule.save_out:
+            node.saved_out = saved_out
+        if rule.multi:
+            node.extras = tuple(extras)
+        return node
+
+    # ---------------------------------------------------------------- creation and data (untracked)
+    def from_numpy(self, array, dtype):
+        return ADPrim(self.inner.from_numpy(array, dtype))
+
+    def to_numpy(self, x):
+        return self.inner.to_numpy(_in(x))
+
+    def read_many(self, xs):
+        return self.inner.read_many([_in(x) for x in xs])
+
+    def shape_of(self, x):
+        return self.inner.shape_of(x.inner)
+
+    def dtype_of(self, x):
+        return self.inner.dtype_of(x.inner)
+
+    def full(self, shape, value, dtype):
+        return ADPrim(self.inner.full(shape, value, dtype))
+
+    def arange(self, start, stop, step, dtype):
+        return ADPrim(self.inner.arange(start, stop, step, dtype))
+
+    def sync(self):
+        self.inner.sync()
+
+    def cast(self, x, dtype):
+        if x.node is not None and dtype.is_float:
+            src = self.inner.dtype_of(x.inner)
+            if src.is_float and src is not dtype:
+                return self._op(RULES["cast"], (x,), (dtype, src))
+        return ADPrim(self.inner.cast(x.inner, dtype))
+
+    def random_uniform(self, shape, low, high, dtype):
+        return ADPrim(self.inner.random_uniform(shape, low, high, dtype))
+
+    def random_normal(self, shape, mean, std, dtype):
+        return ADPrim(self.inner.random_normal(shape, mean, std, dtype))
+
+    def random_int(self, shape, low, high, dtype):
+        return ADPrim(self.inner.random_int(shape, low, high, dtype))
+
+    def random_bernoulli(self, shape, p, dtype):
+        return ADPrim(self.inner.random_bernoulli(shape, p, dtype))
+
+    # ---------------------------------------------------------------- element-wise
+    # unary and binary are the hottest ops: untracked operands take the shortest path
+    def unary(self, op, x):
+        if x.node is None:
+            return ADPrim(self.inner.unary(op, x.inner))
+        rule = UNARY_RULES.get(op)
+        if rule is None:
+            return ADPrim(self.inner.unary(op, x.inner))
+        return self._op(rule, (x,), op)
+
+    def binary(self, op, a, b):
+        ta, tb = type(a) is ADPrim, type(b) is ADPrim
+        if (ta and a.node is not None) or (tb and b.node is not None):
+            rule = BINARY_RULES.get(op)
+            if rule is not None:
+                return self._op(rule, (a, b), op)
+        return ADPrim(self.inner.binary(op, a.inner if ta else a, b.inner if tb else b))
+
+    def where(self, cond, a, b):
+        return self._op(RULES["where"], (cond, a, b), None)
+
+    def clamp(self, x, lo, hi):
+        return self._op(RULES["clamp"], (x,), (lo, hi))
+
+    def leaky_relu(self, x, slope):
+        return self._op(RULES["leaky_relu"], (x,), slope)
+
+    def mask_fill(self, x, mask, value):
+        return self._op(RULES["mask_fill"], (x, mask), value)
+
+    def softmax(self, x, dim):
+        return self._op(RULES["softmax"], (x,), dim)
+
+    def log_softmax(self, x, dim):
+        return self._op(RULES["log_softmax"], (x,), dim)
+
+    # ---------------------------------------------------------------- reductions, scans, matmul
+    def reduce(self, op, x, dims, keepdim):
+        rule = REDUCE_RULES.get(op)
+        if rule is None or x.node is None:
+            return ADPrim(self.inner.reduce(op, x.inner, dims, keepdim))
+        return self._op(rule, (x,), (dims, keepdim))
+
+    def arg_reduce(self, op, x, dim, keepdim):
+        return ADPrim(self.inner.arg_reduce(op, x.inner, dim, keepdim))
+
+    def var(self, x, dims, correction, keepdim):
+        return self._op(RULES["var"], (x,), (dims, correction, keepdim))
+
+    def cumsum(self, x, dim):
+        return self._op(RULES["cumsum"], (x,), dim)
+
+    def cumprod(self, x, dim):
+        return self._op(RULES["cumprod"], (x,), dim)
+
+    def matmul(self, a, b):
+        return self._op(RULES["matmul"], (a, b), None)
+
+    # ---------------------------------------------------------------- shape ops
+    def reshape(self, x, shape):
+        return self._op(RULES["reshape"], (x,), tuple(shape))
+
+    def permute(self, x, dims):
+        return self._op(RULES["permute"], (x,), tuple(dims))
+
+    def expand(self, x, shape):
+        return self._op(RULES["expand"], (x,), tuple(shape))
+
+    def slice(self, x, index):
+        return self._op(RULES["slice"], (x,), tuple(index))
+
+    def slice_assign(self, x, index, value):
+        return self._op(RULES["slice_assign"], (x, value), tuple(index))
+
+    def cat(self, xs, dim):
+        return self._op(RULES["cat"], tuple(xs), dim)
+
+    def stack(self, xs, dim):
+        return self._op(RULES["stack"], tuple(xs), dim)
+
+    def flip(self, x, dims):
+        return self._op(RULES["flip"], (x,), tuple(dims))
+
+    def repeat(self, x, reps):
+        return self._op(RULES["repeat"], (x,), tuple(reps))
+
+    def pad(self, x, pads, mode, value):
+        return self._op(RULES["pad"], (x,), (tuple(pads), mode, value))
+
+    def tril(self, x, k):
+        return self._op(RULES["tril"], (x,), k)
+
+    def triu(self, x, k):
+        return self._op(RULES["triu"], (x,), k)
+
+    # ---------------------------------------------------------------- indexing ops
+    def gather(self, x, dim, index):
+        return self._op(RULES["gather"], (x, index), dim)
+
+    def scatter_add(self, x, dim, index, src):
+        return self._op(RULES["scatter_add"], (x, index, src), dim)
+
+    def select(self, x, dim, indices):
+        return self._op(RULES["select"], (x, indices), dim)
+
+    def select_add(self, x, dim, indices, values):
+        return self._op(RULES["select_add"], (x, indices, values), dim)
+
+    def one_hot(self, x, num_classes, dtype):
+        return ADPrim(self.inner.one_hot(x.inner, num_classes, dtype))
+
+    def sort(self, x, dim, descending):
+        return self._op(RULES["sort"], (x,), (descending, dim))
+
+    def argsort(self, x, dim, descending):
+        return ADPrim(self.inner.argsort(x.inner, dim, descending))
+
+    def topk(self, x, k, dim):
+        return self._op(RULES["topk"], (x,), (k, dim))

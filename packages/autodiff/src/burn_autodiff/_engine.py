@@ -1,0 +1,148 @@
+"""The backward pass: topological order from the output, one rule call per node, gradients accumulated
+per node and summed back over broadcast dims, then the graph is freed.
+
+Under balanced checkpointing, values a rule reads may be references to recomputable nodes; the
+``Recomputer`` runs their forwards again from the nearest kept values, caching each result only until
+the node itself has been processed (nothing after that can read it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from burn._errors import BurnError
+
+from ._graph import FREED, Node
+from ._rule import Ctx, unbroadcast
+
+
+class GraphFreedError(BurnError, RuntimeError):
+    """backward() reached a part of the graph that an earlier backward() already consumed."""
+
+
+def topo_order(root: Node) -> list[Node]:
+    """Every node reachable from ``root`` through tracked parents, parents before children."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if node.id in seen:
+            continue
+        seen.add(node.id)
+        stack.append((node, True))
+        for p in node.parents:
+            if p is not None and p.id not in seen:
+                stack.append((p, False))
+    return order
+
+
+class Recomputer:
+    """Resolves saved entries: plain values pass through, ``Node`` references are recomputed."""
+
+    __slots__ = ("B", "cache")
+
+    def __init__(self, B: Any) -> None:
+        self.B = B
+        self.cache: dict[int, Any] = {}
+
+    def __call__(self, entry: Any) -> Any:
+        if type(entry) is not Node:
+            return entry
+        hit = self.cache.get(entry.id)
+        return hit if hit is not None else self._recompute(entry)
+
+    def _recompute(self, target: Node) -> Any:
+        # iterative, so long chains of element-wise ops cannot hit the recursion limit
+        stack = [target]
+        cache = self.cache
+        while stack:
+            node = stack[-1]
+            if node.id in cache:
+                stack.pop()
+                continue
+            if node.retro_in is None:
+                raise GraphFreedError(f"backward: cannot recompute {node!r}; its graph was freed")
+            missing = [e for e in node.retro_in if type(e) is Node and e.id not in cache]
+            if missing:
+                stack.extend(missing)
+                continue
+            args = [cache[e.id] if type(e) is Node else e for e in node.retro_in]
+            out = node.rule.forward(self.B, node.meta, *args)
+            cache[node.id] = out[0] if node.rule.multi else out
+            stack.pop()
+        return cache[target.id]
+
+    def forget(self, node: Node) -> None:
+        self.cache.pop(node.id, None)
+
+
+def run_backward(B: Any, root: Node, seed: Any) -> dict[int, Any]:
+    """Gradients of every leaf reachable from ``root`` (keyed by leaf node id) for output grad ``seed``.
+
+    ``B`` is the inner backend; gradients are its primitives. The graph is freed on success.
+    """
+    order = topo_order(root)
+    for node in order:
+        if node.rule is FREED:
+            raise GraphFreedError(
+                "backward: this graph was already consumed by an earlier backward() (graphs are freed "
+                "after backward); run the forward pass again"
+            )
+    grads: dict[int, Any] = {root.id: seed}
+    leaves: dict[int, Any] = {}
+    recompute = Recomputer(B)
+    for node in reversed(order):
+        g = grads.pop(node.id, None)
+        if node.rule is None:
+            if g is not None:
+                leaves[node.id] = g
+            continue
+        if g is not None:
+            in_grads = node.rule.backward(B, g, Ctx(node, recompute))
+            for parent, pg in zip(node.parents, in_grads):
+                if parent is None or pg is None:
+                    continue
+                if tuple(B.shape_of(pg)) != parent.shape:
+                    pg = unbroadcast(B, pg, parent.shape)
+                prev = grads.get(parent.id)
+                grads[parent.id] = pg if prev is None else B.binary("add", prev, pg)
+        recompute.forget(node)
+    for node in order:
+        if node.rule is not None:
+            node.free()
+    return leaves
+
+
+def retained_bytes(B: Any, root: Node) -> int:
+    """Bytes of the distinct primitives the graph behind ``root`` keeps alive for its backward.
+
+    Counts saved inputs/outputs, recompute inputs and extras (indices) once by identity. The values of
+    leaves (parameters) are left out: their tensors own them whether or not a graph exists. Views
+    sharing memory are counted separately, so this is an upper bound.
+    """
+    seen: set[int] = set()
+    total = 0
+
+    def count(v: Any) -> None:
+        nonlocal total
+        if v is None or type(v) is Node or not hasattr(v, "shape") or id(v) in seen:
+            return
+        seen.add(id(v))
+        n = 1
+        for s in B.shape_of(v):
+            n *= s
+        total += n * B.dtype_of(v).itemsize
+
+    for node in topo_order(root):
+        for entries in (node.saved_in, node.retro_in):
+            for parent, v in zip(node.parents, entries or ()):
+                if parent is None or parent.rule is not None:  # skip leaf values
+                    count(v)
+        count(node.saved_out)
+        for v in node.extras:
+            count(v)
+    return total

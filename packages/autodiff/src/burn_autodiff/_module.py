@@ -1,0 +1,52 @@
+"""The module ops of the Autodiff backend (Burn's ModuleOps): each one row of the rule table, except
+unfold4d, which is differentiated through conv with a one-hot kernel when its input is tracked."""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Any
+
+from ._graph import ADPrim
+from ._rules import RULES
+
+
+class AutodiffModuleOps:
+    inner: Any
+
+    def conv(self, x, weight, bias, stride, padding, dilation, groups):
+        return self._op(RULES["conv"], (x, weight, bias), (stride, padding, dilation, groups))
+
+    def conv_transpose(self, x, weight, bias, stride, padding, output_padding, dilation, groups):
+        meta = (stride, padding, output_padding, dilation, groups)
+        return self._op(RULES["conv_transpose"], (x, weight, bias), meta)
+
+    def max_pool(self, x, kernel, stride, padding, dilation, ceil_mode):
+        return self._op(RULES["max_pool"], (x,), (kernel, stride, padding, dilation, ceil_mode))
+
+    def adaptive_max_pool(self, x, output_size):
+        return self._op(RULES["adaptive_max_pool"], (x,), tuple(output_size))
+
+    def avg_pool(self, x, kernel, stride, padding, count_include_pad, ceil_mode):
+        meta = (kernel, stride, padding, count_include_pad, ceil_mode)
+        return self._op(RULES["avg_pool"], (x,), meta)
+
+    def adaptive_avg_pool(self, x, output_size):
+        return self._op(RULES["adaptive_avg_pool"], (x,), tuple(output_size))
+
+    def interpolate(self, x, size, mode, align_corners):
+        return self._op(RULES["interpolate"], (x,), (tuple(size), mode, align_corners))
+
+    def embedding(self, weight, indices):
+        return self._op(RULES["embedding"], (weight, indices), None)
+
+    def unfold4d(self, x, kernel, stride, padding, dilation):
+        if x.node is None:
+            return ADPrim(self.inner.unfold4d(x.inner, kernel, stride, padding, dilation))
+        # im2col is a conv with one one-hot kernel per (channel, kernel offset): its rule differentiates it
+        B = self.inner
+        n, c = B.shape_of(x.inner)[:2]
+        kp = prod(kernel)
+        eye = B.one_hot(B.arange(0, kp, 1, B.default_int), kp, B.dtype_of(x.inner))  # (kp, kp)
+        weight = B.reshape(B.repeat(B.reshape(eye, (1, kp, kp)), (c, 1, 1)), (c * kp, 1, *kernel))
+        y = self.conv(x, ADPrim(weight), None, tuple(stride), tuple(padding), tuple(dilation), c)
+        return self.reshape(y, (n, c * kp, -1))

@@ -1,0 +1,60 @@
+"""Backward rules of the indexing ops: gather/scatter_add and select/select_add (each the other's
+adjoint), sort and topk values (scatter the gradient back through the indices) and embedding."""
+
+from __future__ import annotations
+
+from ._rule import Rule, zeros
+
+
+def _gather_b(B, g, c):
+    return B.scatter_add(zeros(B, c.in_shape(0), g), c.meta, c.x(1), g), None
+
+
+def _scatter_add_b(B, g, c):
+    gsrc = B.gather(g, c.meta, c.x(1)) if c.needs(2) else None
+    return (g if c.needs(0) else None), None, gsrc
+
+
+def _select_b(B, g, c):
+    return B.select_add(zeros(B, c.in_shape(0), g), c.meta, c.x(1), g), None
+
+
+def _select_add_b(B, g, c):
+    gv = B.select(g, c.meta, c.x(1)) if c.needs(2) else None
+    return (g if c.needs(0) else None), None, gv
+
+
+def _sorted_values_b(B, g, c):
+    """sort and topk: the value at output position j came from input position indices[j]."""
+    dim = c.meta[-1]
+    return (B.scatter_add(zeros(B, c.in_shape(0), g), dim, c.extras[0], g),)
+
+
+def _embedding_b(B, g, c):
+    weight_shape = c.in_shape(0)
+    flat_idx = B.reshape(c.x(1), (-1,))
+    rows = B.reshape(g, (-1, weight_shape[1]))
+    return B.select_add(zeros(B, weight_shape, g), 0, flat_idx, rows), None
+
+
+ROWS = [
+    Rule("gather", lambda B, d, x, i: B.gather(x, d, i), _gather_b, save_in=(1,)),
+    Rule("scatter_add", lambda B, d, x, i, s: B.scatter_add(x, d, i, s), _scatter_add_b, save_in=(1,)),
+    Rule("select", lambda B, d, x, i: B.select(x, d, i), _select_b, save_in=(1,)),
+    Rule("select_add", lambda B, d, x, i, v: B.select_add(x, d, i, v), _select_add_b, save_in=(1,)),
+    Rule(
+        "sort",
+        lambda B, m, x: B.sort(x, m[1], m[0]),
+        _sorted_values_b,
+        memory_bound=False,
+        multi=True,
+    ),
+    Rule(
+        "topk",
+        lambda B, m, x: B.topk(x, m[0], m[1]),
+        _sorted_values_b,
+        memory_bound=False,
+        multi=True,
+    ),
+    Rule("embedding", lambda B, _m, w, i: B.embedding(w, i), _embedding_b, save_in=(1,)),
+]

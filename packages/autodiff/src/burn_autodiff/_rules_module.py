@@ -1,0 +1,179 @@
+"""Backward rules of the module ops: conv and conv_transpose (any rank, stride, padding, dilation,
+groups), max pools (scatter through the indices), and the linear resampling ops (avg pools, adaptive
+avg pools, interpolate) through their transposed per-dim matrices.
+
+conv: the input gradient is a transposed conv of the output gradient; the weight gradient is one
+matmul of the output gradient with the input's windows (im2col by strided slices), per group.
+"""
+
+from __future__ import annotations
+
+from itertools import product
+from math import prod
+
+from ._rule import Rule, zeros
+
+
+def _windows(B, x, kernel, stride, padding, dilation, out_sizes):
+    """Windows of x (A, M, *S) padded by ``padding``: (A, prod(kernel), M, *out_sizes)."""
+    if any(padding):
+        pads = ((0, 0), (0, 0)) + tuple((p, p) for p in padding)
+        x = B.pad(x, pads, "constant", 0.0)
+    shape = tuple(B.shape_of(x))
+    cols = []
+    for offsets in product(*(range(k) for k in kernel)):
+        index = [(0, shape[0], 1), (0, shape[1], 1)]
+        for off, d, s, o in zip(offsets, dilation, stride, out_sizes):
+            start = off * d
+            index.append((start, start + (o - 1) * s + 1, s))
+        cols.append(B.slice(x, tuple(index)))
+    return B.stack(cols, 1)
+
+
+def conv_weight_grad(B, x, g, wshape, stride, padding, dilation, groups):
+    """d loss / d weight of ``conv(x, weight)`` given the output gradient g (N, C_out, *O).
+
+    One matmul per group of g (C_out_g, N*L) with the input windows (C_in_g*Kp, N*L): the batch folds
+    into the contraction. x is made channel-first (C_in, N, *S) before taking windows, so the windows
+    come out already in the (C_in, Kp, N, *O) layout the matmul reads, with no further copy."""
+    n = B.shape_of(x)[0]
+    c_out, c_in_g = wshape[0], wshape[1]
+    out_sizes = tuple(B.shape_of(g)[2:])
+    kernel = tuple(wshape[2:])
+    nd = len(kernel)
+    kp, length = prod(kernel), prod(out_sizes)
+    channel_first = (1, 0) + tuple(range(2, nd + 2))
+    cols = _windows(B, B.permute(x, channel_first), kernel, stride, padding, dilation, out_sizes)
+    cols = B.reshape(cols, (groups, c_in_g * kp, n * length))
+    gg = B.reshape(B.permute(g, channel_first), (groups, c_out // groups, n * length))
+    gw = B.matmul(gg, B.permute(cols, (0, 2, 1)))  # (G, C_out_g, C_in_g * Kp)
+    return B.reshape(gw, tuple(wshape))
+
+
+def _bias_grad(B, g):
+    nd = len(B.shape_of(g))
+    return B.reduce("sum", g, (0,) + tuple(range(2, nd)), False)
+
+
+def _conv_fwd(B, m, x, w, bias):
+    return B.conv(x, w, bias, *m)
+
+
+def _conv_b(B, g, c):
+    stride, padding, dilation, groups = c.meta
+    x, w = c.x(0), c.x(1)
+    xshape, wshape = c.in_shape(0), c.in_shape(1)
+    gx = gw = gb = None
+    if c.needs(0):
+        out_sizes = B.shape_of(g)[2:]
+        # the remainder the forward's floor division dropped, restored as output padding
+        out_pad = tuple(
+            s + 2 * p - ((o - 1) * st + d * (k - 1) + 1)
+            for s, p, o, st, d, k in zip(xshape[2:], padding, out_sizes, stride, dilation, wshape[2:])
+        )
+        gx = B.conv_transpose(g, w, None, stride, padding, out_pad, dilation, groups)
+    if c.needs(1):
+        gw = conv_weight_grad(B, x, g, wshape, stride, padding, dilation, groups)
+    if c.needs(2):
+        gb = _bias_grad(B, g)
+    return gx, gw, gb
+
+
+def _conv_transpose_fwd(B, m, x, w, bias):
+    return B.conv_transpose(x, w, bias, *m)
+
+
+def _conv_transpose_b(B, g, c):
+    stride, padding, _out_pad, dilation, groups = c.meta
+    x, w = c.x(0), c.x(1)
+    xshape, wshape = c.in_shape(0), c.in_shape(1)
+    gx = gw = gb = None
+    if c.needs(0):
+        gx = B.conv(g, w, None, stride, padding, dilation, groups)
+        if tuple(B.shape_of(gx)) != tuple(xshape):  # output_padding >= stride adds a partial window
+            gx = B.slice(gx, tuple((0, n, 1) for n in xshape))
+    if c.needs(1):
+        # conv_transpose(x, w) is the adjoint of conv(., w): swap the roles of input and gradient
+        gw = conv_weight_grad(B, g, x, wshape, stride, padding, dilation, groups)
+    if c.needs(2):
+        gb = _bias_grad(B, g)
+    return gx, gw, gb
+
+
+def _max_pool_b(B, g, c):
+    shape = c.in_shape(0)
+    n, ch = shape[0], shape[1]
+    flat = (n, ch, prod(shape[2:]))
+    idx = B.reshape(c.extras[0], (n, ch, -1))
+    gx = B.scatter_add(zeros(B, flat, g), 2, idx, B.reshape(g, (n, ch, -1)))
+    return (B.reshape(gx, shape),)
+
+
+# ---------------------------------------------------------------- separable linear resampling
+def _separable_adjoint(B, g, in_shape, apply_1d):
+    """Transpose of a linear op acting on each spatial dim independently (avg pools, interpolate).
+
+    Each dim's matrix is read off by running the op on an identity: input (1, S, 1, .., S, .., 1)
+    holding eye(S), with the op set to identity on the other dims, gives M^T (S, O)."""
+    nd = len(in_shape)
+    dtype = B.dtype_of(g)
+    for d in range(2, nd):
+        size = in_shape[d]
+        eye = B.one_hot(B.arange(0, size, 1, B.default_int), size, dtype)
+        probe = B.reshape(eye, (1, size) + tuple(size if k == d else 1 for k in range(2, nd)))
+        m_t = B.reshape(apply_1d(B, probe, d - 2), (size, -1))  # (S, O)
+        perm = tuple(k for k in range(nd) if k != d) + (d,)
+        gp = B.permute(g, perm)
+        lead = tuple(B.shape_of(gp)[:-1])
+        out = B.matmul(B.reshape(gp, (-1, B.shape_of(gp)[-1])), B.permute(m_t, (1, 0)))
+        out = B.reshape(out, lead + (size,))
+        g = B.permute(out, tuple(perm.index(k) for k in range(nd)))
+    return g
+
+
+def _only(values, i, rest):
+    return tuple(v if j == i else rest for j, v in enumerate(values))
+
+
+def _avg_pool_b(B, g, c):
+    kernel, stride, padding, include_pad, ceil_mode = c.meta
+
+    def apply_1d(B, e, i):
+        return B.avg_pool(
+            e, _only(kernel, i, 1), _only(stride, i, 1), _only(padding, i, 0), include_pad, ceil_mode
+        )
+
+    return (_separable_adjoint(B, g, c.in_shape(0), apply_1d),)
+
+
+def _adaptive_avg_pool_b(B, g, c):
+    size = c.meta
+    return (
+        _separable_adjoint(B, g, c.in_shape(0), lambda B, e, i: B.adaptive_avg_pool(e, _only(size, i, 1))),
+    )
+
+
+def _interpolate_b(B, g, c):
+    size, mode, align = c.meta
+
+    def apply_1d(B, e, i):
+        return B.interpolate(e, _only(size, i, 1), mode, align)
+
+    return (_separable_adjoint(B, g, c.in_shape(0), apply_1d),)
+
+
+ROWS = [
+    Rule("conv", _conv_fwd, _conv_b, save_in=(0, 1), memory_bound=False),
+    Rule("conv_transpose", _conv_transpose_fwd, _conv_transpose_b, save_in=(0, 1), memory_bound=False),
+    Rule("max_pool", lambda B, m, x: B.max_pool(x, *m), _max_pool_b, memory_bound=False, multi=True),
+    Rule(
+        "adaptive_max_pool",
+        lambda B, s, x: B.adaptive_max_pool(x, s),
+        _max_pool_b,
+        memory_bound=False,
+        multi=True,
+    ),
+    Rule("avg_pool", lambda B, m, x: B.avg_pool(x, *m), _avg_pool_b),
+    Rule("adaptive_avg_pool", lambda B, s, x: B.adaptive_avg_pool(x, s), _adaptive_avg_pool_b),
+    Rule("interpolate", lambda B, m, x: B.interpolate(x, *m), _interpolate_b),
+]
