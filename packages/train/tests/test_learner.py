@@ -217,7 +217,7 @@ def test_builder_rejects_bad_input(tmp_path):
         LearnerBuilder(tmp_path).metric_train_numeric(object())
     with pytest.raises(ValueError, match="renderer: expected 'auto', 'tui', 'cli' or 'none'"):
         LearnerBuilder(tmp_path).renderer("fancy")
-    with pytest.raises(NotImplementedError, match="not supported yet"):
+    with pytest.raises(ValueError, match="devices: expected each device once, got cpu\\+autodiff"):
         LearnerBuilder(tmp_path).devices([adev(), adev()])
     with pytest.raises(TypeError, match="must define train_step"):
         LearnerBuilder(tmp_path).build(object(), burn.optim.SgdConfig().init(), 0.1)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._errors import BackendUnavailableError, DeviceError
-from .plugins import _manager, probe, probe_devices, registry
+from .plugins import probe, probe_devices, registry
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,10 @@ class Device:
         return hash(self._key())
 
     def __str__(self) -> str:
-        base = "cpu" if self.kind == "ndarray" else f"{self.kind}:{self.index}"
+        if self.kind == "ndarray":  # "cpu" for the default device, "cpu:N" for other logical ones
+            base = f"cpu:{self.index}" if self.index else "cpu"
+        else:
+            base = f"{self.kind}:{self.index}"
         return f"{base}+autodiff" if self.autodiff else base
 
     def __repr__(self) -> str:

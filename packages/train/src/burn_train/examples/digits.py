@@ -2,6 +2,7 @@
 
     python -m burn_train.examples.digits                      # numpy backend, dashboard, 8 epochs
     python -m burn_train.examples.digits --backend wgpu --epochs 5 --artifacts /tmp/digits
+    python -m burn_train.examples.digits --devices cpu,wgpu   # data-parallel: a model replica per device
 
 Writes under ``--artifacts``: checkpoints, per-epoch CSV logs, summary.txt/json, experiment.log, and
 plots/*.png when matplotlib is installed. Prints the final validation accuracy.
@@ -74,7 +75,9 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     )
 
     burn.seed(args.seed)
-    adev = burn.device(args.backend, autodiff=True)
+    names = args.devices.split(",") if args.devices else [args.backend]
+    devices = [burn.device(name.strip(), autodiff=True) for name in names]
+    adev = devices[0]  # the main device: model, optimizer and validation live here
     batcher = ImageClassificationBatcher(mean=0.3, std=0.4)
     train_ds, valid_ds = DigitsDataset("train"), DigitsDataset("test")
     if args.limit:
@@ -90,7 +93,8 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         .build(train_ds)
     )
     valid = DataLoaderBuilder(batcher).batch_size(128).set_device(adev.inner).build(valid_ds)
-    steps = args.epochs * len(train)
+    # one scheduler step per optimizer step: with several devices, one per step of the longest part
+    steps = args.epochs * max(len(part) for part in train.split(len(devices)))
     scheduler = burn.lr_scheduler.CosineAnnealingLrSchedulerConfig(args.lr, steps, min_lr=args.lr / 20).init()
     model = make_model_class()(adev)
     optim = burn.optim.AdamConfig().init()
@@ -105,7 +109,7 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         .metric_train_numeric(LearningRateMetric())
         .metric_train(IterationSpeedMetric())
         .with_file_checkpointer(keep_last=2, keep_best="Loss")
-        .devices([adev])
+        .devices(devices)
         .num_epochs(args.epochs)
         .renderer(args.renderer)
         .summary()
@@ -122,6 +126,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         prog="python -m burn_train.examples.digits", description=__doc__.split("\n")[0]
     )
     p.add_argument("--backend", choices=BACKENDS, default="cpu", help="device to train on (default: cpu)")
+    p.add_argument(
+        "--devices",
+        default="",
+        help="comma-separated devices for data-parallel training, e.g. cpu,wgpu or cpu,cpu:1 (overrides --backend)",
+    )
     p.add_argument("--epochs", type=int, default=8)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=1e-2)

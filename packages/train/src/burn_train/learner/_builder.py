@@ -97,14 +97,23 @@ class LearnerBuilder:
         return self
 
     def devices(self, devices: list[Any]) -> LearnerBuilder:
-        """Devices to train on; the model is moved to the first (one device is supported for now)."""
+        """Devices to train on (``burn.Device`` or names). The model lives on the first; with several,
+        training is data-parallel: the train loader is split into one part per device, each device runs
+        ``train_step`` on a replica, and their gradients are averaged on the first before each step."""
+        from burn import device as as_device
+
         devices = list(devices)
         if not devices:
             raise ValueError("LearnerBuilder.devices: give at least one device")
-        if len(devices) > 1:
-            raise NotImplementedError(
-                f"LearnerBuilder.devices: data-parallel training over {len(devices)} devices is not supported yet; "
-                "give one device"
+        try:
+            devices = [as_device(d) for d in devices]
+        except TypeError as exc:
+            raise TypeError(f"LearnerBuilder.devices: {exc}") from None
+        repeated = [str(d) for i, d in enumerate(devices) if d in devices[:i]]
+        if repeated:
+            raise ValueError(
+                f"LearnerBuilder.devices: expected each device once, got {', '.join(repeated)} more than once "
+                f"in {[str(d) for d in devices]} (use 'cpu:1', 'wgpu:1', ... for distinct devices of one backend)"
             )
         self._c.devices = devices
         return self

@@ -17,6 +17,7 @@ from .._output import TrainOutput
 from ..processor import MetricsHub, MetricSlot, make_processor
 from ..renderer import make_renderer
 from ._builder import LearnerConfig
+from ._data_parallel import DataParallel
 from ._summary import LearnerSummary
 
 log = logging.getLogger("burn_train")
@@ -63,6 +64,7 @@ class Learner:
         self.store: Any = None
         self.processor: Any = None
         self.checkpointer: Any = None
+        self.parallel: DataParallel | None = None  # set by fit when training on several devices
 
     @property
     def interrupter(self) -> Any:
@@ -108,11 +110,12 @@ class Learner:
 
         return [CsvMetricLogger(self.config.directory)]
 
-    def _sync_on_train_thread(self) -> bool:
+    def _sync_on_train_thread(self, device: Any = None) -> bool:
         where = self.config.sync_items
         if where != "auto":
             return where == "train"
-        device = self.config.devices[0] if self.config.devices else None
+        if device is None and self.config.devices:
+            device = self.config.devices[0]
         if device is None and hasattr(self.model, "devices"):
             found = self.model.devices()
             device = found[0] if found else None
@@ -127,6 +130,10 @@ class Learner:
         if hasattr(self.model, "devices") and hasattr(self.model, "to") and self.model.devices() != [device]:
             moved = self.model.to(device)
             self.model = self.model if moved is None else moved
+        if len(self.config.devices) > 1:
+            # the user's loader stays as it is: each device gets a part of it, batching onto that device
+            self.parallel = DataParallel(self.config.devices, train_loader)
+            train_loader = None
         for loader, dev in ((train_loader, device), (valid_loader, getattr(device, "inner", device))):
             if loader is not None and hasattr(loader, "device") and loader.device != dev:
                 log.info("pointing a data loader at %s (was %s)", dev, loader.device)
@@ -185,7 +192,8 @@ class Learner:
                 "training epochs %d..%d with the %s event processor", first, c.num_epochs, self.processor.mode
             )
             self.processor.start()
-            sizes = {"train": _Sizes(train_loader).total}
+            loaders = self.parallel.loaders if self.parallel is not None else [train_loader]
+            sizes = {"train": sum(_Sizes(loader).total for loader in loaders)}
             if valid_loader is not None:
                 sizes["valid"] = _Sizes(valid_loader).total
             self.processor.submit(StartEvent(c.num_epochs, first, sizes))
@@ -227,33 +235,58 @@ class Learner:
 
     def _train_epoch(self, epoch: int, loader: Any) -> None:
         c = self.config
-        if hasattr(loader, "set_epoch"):
-            loader.set_epoch(epoch - 1)  # epoch e's order depends on e only: resuming replays it exactly
-        sizes = _Sizes(loader)
-        sync_here = self._sync_on_train_thread()
-        accumulator, pending = None, 0
+        parallel = self.parallel
+        parts = parallel.loaders if parallel is not None else [loader]
+        for part in parts:
+            if hasattr(part, "set_epoch"):
+                part.set_epoch(epoch - 1)  # epoch e's order depends on e only: resuming replays it exactly
+        sizes = [_Sizes(part) for part in parts]
+        total = sum(s.total for s in sizes)
+        sync_here = (
+            [self._sync_on_train_thread(d) for d in c.devices] if parallel else [self._sync_on_train_thread()]
+        )
+        accumulator = None
         if c.grads_accumulation > 1:
             from burn.optim import GradientsAccumulator
 
             accumulator = GradientsAccumulator()
-        for i, batch in enumerate(loader):
+        batches = [0] * len(parts)  # batches done per device, for progress
+        iteration = 0
+        steps = parallel.steps() if parallel is not None else ([(0, batch)] for batch in loader)
+        for step in steps:
             lr = self._next_lr()
-            out = self.model.train_step(batch)
-            if not isinstance(out, TrainOutput):
-                raise TypeError(f"train_step must return a TrainOutput, got {type(out).__name__}")
-            if accumulator is None:
-                self.model = self.optim.step(lr, out.model, out.grads)
+            if parallel is None:
+                out = self.model.train_step(step[0][1])
+                if not isinstance(out, TrainOutput):
+                    raise TypeError(f"train_step must return a TrainOutput, got {type(out).__name__}")
+                outs, model, grads = [(0, out)], out.model, out.grads
             else:
-                accumulator.accumulate(out.model, out.grads)
-                pending += 1
-                self.model = out.model
-                if pending >= c.grads_accumulation:
-                    self.model = self.optim.step(lr, out.model, accumulator.grads())
-                    pending = 0
-            self._emit("train", out.item, sizes, i, epoch, lr, sync_here)
+                outs = parallel.train_steps(self.model, step)
+                # the main replica's returned model carries its running states; others only give grads
+                model = next((out.model for k, out in outs if k == 0), self.model)
+                grads = parallel.reduce(model, outs)
+            if self._optimize(lr, model, grads, accumulator) and parallel is not None:
+                parallel.invalidate()  # params changed: replicas are copied again before their next step
+            for k, out in outs:
+                batches[k] += 1
+                iteration += 1
+                done = sum(s.done_after(b - 1) for s, b in zip(sizes, batches) if b)
+                self._emit("train", out.item, Progress(done, total), iteration, epoch, lr, sync_here[k])
             if c.interrupter.should_stop():
                 break
         self.processor.submit(EndEpochEvent("train", epoch))
+
+    def _optimize(self, lr: float, model: Any, grads: Any, accumulator: Any) -> bool:
+        """Step the optimizer (or accumulate until ``grads_accumulation`` batches); True when it stepped."""
+        if accumulator is None:
+            self.model = self.optim.step(lr, model, grads)
+            return True
+        accumulator.accumulate(model, grads)
+        self.model = model
+        if accumulator.count >= self.config.grads_accumulation:
+            self.model = self.optim.step(lr, model, accumulator.grads())
+            return True
+        return False
 
     def _valid_epoch(self, epoch: int, loader: Any) -> None:
         if hasattr(loader, "set_epoch"):
@@ -264,22 +297,21 @@ class Learner:
         if not hasattr(model, "valid_step"):
             raise TypeError(f"the model ({type(model).__name__}) must define valid_step(batch) to validate")
         for i, batch in enumerate(loader):
-            self._emit("valid", model.valid_step(batch), sizes, i, epoch, None, sync_here)
+            progress = Progress(sizes.done_after(i), sizes.total)
+            self._emit("valid", model.valid_step(batch), progress, i + 1, epoch, None, sync_here)
             if self.config.interrupter.should_stop():
                 break
         self.processor.submit(EndEpochEvent("valid", epoch))
 
     def _emit(
-        self, split: str, item: Any, sizes: _Sizes, i: int, epoch: int, lr: Any, sync_here: bool
+        self, split: str, item: Any, progress: Progress, iteration: int, epoch: int, lr: Any, sync_here: bool
     ) -> None:
         if hasattr(item, "detach"):
             item = item.detach()  # drop the autodiff graph now; no device sync
         if sync_here and hasattr(item, "sync"):
             item = item.sync()
-        progress = TrainingProgress(
-            Progress(sizes.done_after(i), sizes.total), epoch, self.config.num_epochs, i + 1
-        )
-        self.processor.submit(ItemEvent(split, item, progress, lr))
+        where = TrainingProgress(progress, epoch, self.config.num_epochs, iteration)
+        self.processor.submit(ItemEvent(split, item, where, lr))
         self.processor.raise_pending_error()
 
     def _checkpoint(self, epoch: int) -> None:
