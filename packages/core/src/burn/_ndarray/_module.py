@@ -1,5 +1,6 @@
 """numpy overrides of the module ops: conv via im2col on a strided view + one BLAS matmul per batch,
-conv_transpose via matmul + col2im, pools via strided windows.
+conv_transpose via matmul + col2im (shifted whole-plane adds at unit stride), max pool as element-wise
+ops over the kernel's taps (strided views), avg pool as a sum of taps.
 
 Written against ``self.xp`` (numpy here) so a CuPy-based backend can reuse the class with cupy. Shape
 bookkeeping (output sizes, pads, divisors) is shared with the core-only defaults in
@@ -8,6 +9,7 @@ bookkeeping (output sizes, pads, divisors) is shared with the core-only defaults
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import Any
@@ -33,7 +35,11 @@ def _windows(xp: Any, x: Any, kernel: Ints, stride: Ints, dilation: Ints, out: I
 def _pad(xp: Any, x: Any, pads: tuple[tuple[int, int], ...], value: Any) -> Any:
     if not any(lo or hi for lo, hi in pads):
         return x
-    return xp.pad(x, ((0, 0), (0, 0)) + tuple(pads), mode="constant", constant_values=value)
+    # a filled buffer and one strided copy: half the time of xp.pad, which fills each side in turn
+    shape = x.shape[:2] + tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads))
+    out = xp.full(shape, value, dtype=x.dtype)
+    out[(slice(None), slice(None)) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[2:], pads))] = x
+    return out
 
 
 def _out_sizes(spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints) -> Ints:
@@ -47,6 +53,86 @@ def _add_bias(y: Any, bias: Any) -> Any:
     if bias is not None:
         y += bias.reshape((1, -1) + (1,) * (y.ndim - 2))  # y is freshly allocated: safe in place
     return y
+
+
+# A window max as a chain of element-wise ops over the kernel's taps (strided views of x, one per
+# kernel offset) costs a few passes over the output per tap; argmax over contiguous window rows costs
+# one copy of every window. The taps win unless the output is small against the kernel (global pools):
+# measured crossover between 130 and 220 outputs per tap (float32, one core).
+_TAPS_MIN_OUTPUTS = 200
+
+
+def _offsets(kernel: Ints) -> list[Ints]:
+    return list(itertools.product(*(range(k) for k in kernel)))
+
+
+def _tap(offset: Ints, stride: Ints, dilation: Ints, out: Ints) -> tuple[slice, ...]:
+    """Index of the (N, C, *out) view of the padded input seen by kernel ``offset`` in every window."""
+    return (slice(None), slice(None)) + tuple(
+        slice(k * d, k * d + (o - 1) * st + 1, st) for k, d, o, st in zip(offset, dilation, out, stride)
+    )
+
+
+def _first_match(xp: Any, taps: list[Any], values: Any) -> Any:
+    """Kernel offset (row-major) of the first tap equal to ``values``: the count of leading taps that
+    differ from the max. Branch-free (masked copies and ``where`` mispredict on random data); exact
+    when no value is NaN. uint8 counts while the kernel has at most 256 taps."""
+    miss = taps[0] != values
+    arg = miss.astype(xp.uint8 if len(taps) <= 256 else xp.int32)
+    for tap in taps[1:-1]:  # the last tap matches whenever all before it missed
+        miss &= tap != values
+        arg += miss
+    return arg
+
+
+@functools.lru_cache(maxsize=64)
+def _pool_index_tables(kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, spatial: Ints, out: Ints):
+    """Flat input index of window o's kernel offset k as ``base[o] + table[k]`` (int64, read-only):
+    base (*out) is the window origin, table (prod(kernel),) the offset, both in unpadded coordinates."""
+    import numpy as np
+
+    nd = len(kernel)
+    inner = [math.prod(spatial[d + 1 :]) for d in range(nd)]
+    base = np.zeros(out, dtype=np.int64)
+    for d in range(nd):
+        origin = np.arange(out[d], dtype=np.int64) * stride[d] - padding[d]
+        base = base + (origin * inner[d]).reshape((out[d],) + (1,) * (nd - 1 - d))
+    table = np.array(
+        [sum(k * dl * s for k, dl, s in zip(off, dilation, inner)) for off in _offsets(kernel)],
+        dtype=np.int64,
+    )
+    base.flags.writeable = table.flags.writeable = False
+    return base, table
+
+
+def _col2im_unit_stride(
+    xp: Any, w: Any, x: Any, kernel: Ints, dilation: Ints, full: Ints, groups: int
+) -> Any:
+    """col2im of a stride-1 conv_transpose, (N, C_out, *full), by k slice-adds of long contiguous rows.
+
+    x (N, C_in, *S) is laid out on the output grid (zero-padded to ``full`` in every spatial dim but
+    the first), so in flat coordinates each kernel offset's patch is the matmul result shifted by one
+    constant: the adds run over whole planes instead of rows of S[-1] elements (each add about 2x
+    faster on 14x14 images). The padding columns are zero, so what they add past a row's end is zero
+    too; the buffer's tail (``reach``) takes what the last plane adds past its end."""
+    n, c_in, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
+    grid = spatial[:1] + full[1:]
+    if grid != spatial:
+        laid = xp.zeros((n, c_in) + grid, dtype=x.dtype)
+        laid[(slice(None), slice(None)) + tuple(slice(0, s) for s in spatial)] = x
+        x = laid
+    length, size = math.prod(grid), math.prod(full)
+    cols = xp.matmul(w, x.reshape(n, groups, c_in // groups, length))
+    cols = cols.reshape(n, -1, math.prod(kernel), length)
+    inner = [math.prod(full[d + 1 :]) for d in range(len(full))]
+    reach = sum(d * (k - 1) * r for d, k, r in zip(dilation[1:], kernel[1:], inner[1:]))
+    buf = xp.zeros((n, cols.shape[1], size + reach), dtype=x.dtype)
+    for j, offset in enumerate(_offsets(kernel)):
+        start = sum(k * d * r for k, d, r in zip(offset, dilation, inner))
+        buf[:, :, start : start + length] += cols[:, :, j]
+    # the planes as (N, C_out, *full) without copying out the tails: the caller's crop is the one copy
+    strides = buf.strides[:2] + tuple(r * buf.itemsize for r in inner)
+    return xp.lib.stride_tricks.as_strided(buf, shape=buf.shape[:2] + full, strides=strides)
 
 
 class NdArrayModuleOps:
@@ -75,10 +161,6 @@ class NdArrayModuleOps:
         n, c_in, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
         c_out_g, kernel = weight.shape[1], tuple(weight.shape[2:])
         c_out, c_in_g = c_out_g * groups, c_in // groups
-        # every input pixel scatters weight^T @ x into a kernel-sized patch (matmul), then col2im
-        w = weight.reshape(groups, c_in_g, c_out_g * math.prod(kernel)).transpose(0, 2, 1)
-        cols = xp.matmul(w, x.reshape(n, groups, c_in_g, math.prod(spatial)))
-        cols = cols.reshape((n, c_out) + kernel + spatial)
         out = tuple(
             (s - 1) * st - 2 * p + d * (k - 1) + op + 1
             for s, st, p, d, k, op in zip(spatial, stride, padding, dilation, kernel, output_padding)
@@ -87,45 +169,47 @@ class NdArrayModuleOps:
             max((s - 1) * st + d * (k - 1) + 1, p + o)
             for s, st, d, k, p, o in zip(spatial, stride, dilation, kernel, padding, out)
         )
-        buf = xp.zeros((n, c_out) + full, dtype=x.dtype)
-        head = (slice(None), slice(None))
-        for offset in itertools.product(*(range(k) for k in kernel)):
-            region = tuple(
-                slice(k * d, k * d + (s - 1) * st + 1, st)
-                for k, d, s, st in zip(offset, dilation, spatial, stride)
-            )
-            buf[head + region] += cols[head + offset]
-        y = buf[head + tuple(slice(p, p + o) for p, o in zip(padding, out))]
+        # every input pixel scatters weight^T @ x into a kernel-sized patch (matmul), then col2im
+        w = weight.reshape(groups, c_in_g, c_out_g * math.prod(kernel)).transpose(0, 2, 1)
+        if all(st == 1 for st in stride):
+            buf = _col2im_unit_stride(xp, w, x, kernel, dilation, full, groups)
+        else:
+            cols = xp.matmul(w, x.reshape(n, groups, c_in_g, math.prod(spatial)))
+            cols = cols.reshape((n, c_out) + kernel + spatial)
+            buf = xp.zeros((n, c_out) + full, dtype=x.dtype)
+            for offset in _offsets(kernel):
+                buf[_tap(offset, stride, dilation, spatial)] += cols[(slice(None), slice(None)) + offset]
+        y = buf[(slice(None), slice(None)) + tuple(slice(p, p + o) for p, o in zip(padding, out))]
         return _add_bias(xp.ascontiguousarray(y), bias)
 
     def max_pool(self, x, kernel, stride, padding, dilation, ceil_mode):
         xp = self.xp
-        n, c, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
+        spatial = tuple(x.shape[2:])
         out = tuple(
             P.pool_out_size(s, k, st, p, d, ceil_mode)
             for s, k, st, p, d in zip(spatial, kernel, stride, padding, dilation)
         )
         pads = P.pool_pads(spatial, kernel, stride, padding, dilation, out)
-        lowest = fill_value(self.dtype_of(x), lowest=True)
-        view = _windows(xp, _pad(xp, x, pads, lowest), kernel, stride, dilation, out)
-        cols = view.reshape((n, c, math.prod(kernel)) + out)
-        arg = xp.argmax(cols, axis=2)
-        values = xp.take_along_axis(cols, arg[:, :, None], axis=2)[:, :, 0]
-        return values, self._flat_index(arg, kernel, stride, padding, dilation, spatial, out)
-
-    def _flat_index(self, arg, kernel, stride, padding, dilation, spatial, out):
-        """Flat spatial input index of kernel offset ``arg`` (row-major over kernel) per output."""
-        xp = self.xp
-        nd = len(kernel)
-        flat = xp.zeros(arg.shape, dtype=xp.int64)
-        inner_k, inner_s = 1, 1
-        for d in range(nd - 1, -1, -1):
-            k_d = (arg // inner_k) % kernel[d]
-            o_d = xp.arange(out[d], dtype=xp.int64).reshape((out[d],) + (1,) * (nd - 1 - d))
-            flat += (o_d * stride[d] - padding[d] + k_d * dilation[d]) * inner_s
-            inner_k *= kernel[d]
-            inner_s *= spatial[d]
-        return flat
+        xpad = _pad(xp, x, pads, fill_value(self.dtype_of(x), lowest=True))
+        base, table = (
+            xp.asarray(t) for t in _pool_index_tables(kernel, stride, padding, dilation, spatial, out)
+        )
+        kp = math.prod(kernel)
+        if kp > 1 and math.prod(out) * x.shape[0] * x.shape[1] >= _TAPS_MIN_OUTPUTS * kp:
+            taps = [xpad[_tap(offset, stride, dilation, out)] for offset in _offsets(kernel)]
+            values = xp.maximum(taps[0], taps[1])
+            for tap in taps[2:]:
+                xp.maximum(values, tap, out=values)
+            # a NaN max equals no tap: then the whole pool takes the argmax path (first NaN wins)
+            if x.dtype.kind != "f" or not xp.isnan(values).any():
+                return values, xp.add(base, xp.take(table, _first_match(xp, taps, values)))
+        view = _windows(xp, xpad, kernel, stride, dilation, out)
+        # window axes last: each window is one contiguous row for argmax (a copy of the strided view)
+        last = (0, 1) + tuple(range(2 + len(kernel), view.ndim)) + tuple(range(2, 2 + len(kernel)))
+        cols = view.transpose(last).reshape(x.shape[:2] + out + (kp,))
+        arg = xp.argmax(cols, axis=-1)
+        values = xp.take_along_axis(cols, arg[..., None], axis=-1)[..., 0]
+        return values, xp.add(base, xp.take(table, arg))
 
     def avg_pool(self, x, kernel, stride, padding, count_include_pad, ceil_mode):
         xp = self.xp
