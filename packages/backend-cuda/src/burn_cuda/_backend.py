@@ -17,7 +17,7 @@ from burn import _dtype as D
 from burn._errors import DeviceError
 from burn.backend import Backend
 
-from . import _kernels, _matmul, _probe
+from . import _kernels, _matmul, _probe, _scan
 from ._dtypes import FROM_NP, TO_NP
 from ._module import CudaModuleOps
 
@@ -253,10 +253,10 @@ class CudaBackend(CudaModuleOps, Backend):
         return cp.take_along_axis(x, idx, axis=dim), idx.astype(np.int64, copy=False)
 
     def cumsum(self, x, dim):
-        return self._on().cumsum(x, axis=dim, dtype=x.dtype)
+        return _scan.scan(self._on(), x, dim, product=False)
 
     def cumprod(self, x, dim):
-        return self._on().cumprod(x, axis=dim, dtype=x.dtype)
+        return _scan.scan(self._on(), x, dim, product=True)
 
     def pad(self, x, pads, mode, value):
         cp = self._on()
