@@ -44,7 +44,10 @@ def setup() -> Path:
         _run([sys.executable, "-m", "venv", str(VENV)])
     digest = _requirements_hash()
     if not STAMP.exists() or STAMP.read_text() != digest:
-        _run([str(_venv_python()), "-m", "pip", "install", "-q", "-r", str(ROOT / "requirements-dev.txt")], cwd=ROOT)
+        _run(
+            [str(_venv_python()), "-m", "pip", "install", "-q", "-r", str(ROOT / "requirements-dev.txt")],
+            cwd=ROOT,
+        )
         STAMP.write_text(digest)
     return _venv_python()
 
