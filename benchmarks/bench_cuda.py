@@ -15,7 +15,6 @@ Runs in about a minute on an H200 (most of it kernel compilation on the first ca
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
 import traceback
@@ -23,23 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-
-
-def _timed(step: Callable[[], Any], sync: Callable[[], None], min_time: float, warmup: int = 2) -> float:
-    """Seconds per call: warm up, then repeat until ``min_time`` has passed (device synced around)."""
-    for _ in range(warmup):
-        step()
-    sync()
-    n, start = 0, time.perf_counter()
-    while True:
-        step()
-        n += 1
-        if n >= 3 and n & (n - 1) == 0:  # check the clock at powers of two only: fewer syncs
-            sync()
-            if time.perf_counter() - start >= min_time:
-                break
-    sync()
-    return (time.perf_counter() - start) / n
+from _common import emit_json, time_for
 
 
 def _env() -> dict[str, Any]:
@@ -92,12 +75,12 @@ def bench_matmul(quick: bool) -> dict[str, Any]:
                 ("fp16", False, ta.half(), tb.half()),
             ):
                 torch.backends.cuda.matmul.allow_tf32 = allow
-                secs = _timed(lambda x=x, y=y: torch.matmul(x, y), torch.cuda.synchronize, 0.2)
+                secs = time_for(lambda x=x, y=y: torch.matmul(x, y), torch.cuda.synchronize, 0.2)
                 peers[name] = flops / secs / 1e12
             torch.backends.cuda.matmul.allow_tf32 = False
         for mode in ("fp32", "tf32", "bf16", "fp16"):
             with burn_cuda.matmul_precision(mode):
-                secs = _timed(lambda a=a, b=b: a @ b, lambda: burn_cuda.synchronize(dev), 0.2)
+                secs = time_for(lambda a=a, b=b: a @ b, lambda: burn_cuda.synchronize(dev), 0.2)
             tflops = flops / secs / 1e12
             peer = peers.get(mode)
             rows.append(
@@ -128,18 +111,18 @@ def bench_overhead(quick: bool) -> dict[str, Any]:
     ca, cb = cupy.asarray(x_np), cupy.asarray(x_np)
     min_time = 0.1 if quick else 0.3
     out = {
-        "burn_tensor_add_us": _timed(lambda: a + b, lambda: burn_cuda.synchronize(dev), min_time, 50) * 1e6,
-        "burn_backend_add_us": _timed(
+        "burn_tensor_add_us": time_for(lambda: a + b, lambda: burn_cuda.synchronize(dev), min_time, 50) * 1e6,
+        "burn_backend_add_us": time_for(
             lambda: backend.binary("add", pa, pb), lambda: burn_cuda.synchronize(dev), min_time, 50
         )
         * 1e6,
-        "cupy_add_us": _timed(lambda: ca + cb, cupy.cuda.Device().synchronize, min_time, 50) * 1e6,
+        "cupy_add_us": time_for(lambda: ca + cb, cupy.cuda.Device().synchronize, min_time, 50) * 1e6,
     }
     try:
         import torch
 
         ta, tb = torch.from_numpy(x_np).cuda(), torch.from_numpy(x_np).cuda()
-        out["torch_add_us"] = _timed(lambda: ta + tb, torch.cuda.synchronize, min_time, 50) * 1e6
+        out["torch_add_us"] = time_for(lambda: ta + tb, torch.cuda.synchronize, min_time, 50) * 1e6
     except ImportError:
         out["torch_add_us"] = None
     out = {k: (None if v is None else round(v, 2)) for k, v in out.items()}
@@ -238,7 +221,7 @@ def _burn_step(kind: str, min_time: float) -> dict[str, Any]:
     first = None
     step()
     first = float(state["loss"].item())
-    secs = _timed(step, lambda: burn_cuda.synchronize(dev.inner), min_time)
+    secs = time_for(step, lambda: burn_cuda.synchronize(dev.inner), min_time)
     return {
         "ms_per_step": round(secs * 1e3, 3),
         "first_loss": round(first, 4),
@@ -267,7 +250,7 @@ def _torch_step(kind: str, min_time: float) -> dict[str, Any]:
 
     step()
     first = float(state["loss"].item())
-    secs = _timed(step, torch.cuda.synchronize, min_time)
+    secs = time_for(step, torch.cuda.synchronize, min_time)
     return {
         "ms_per_step": round(secs * 1e3, 3),
         "first_loss": round(first, 4),
@@ -322,11 +305,7 @@ def main() -> None:
         result["overhead"] = _part(lambda: bench_overhead(args.quick))
         result["training"] = _part(lambda: bench_training(args.quick))
     result["total_seconds"] = round(time.perf_counter() - start, 1)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text + "\n")
+    emit_json(result, args.out)
 
 
 if __name__ == "__main__":

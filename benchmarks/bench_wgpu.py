@@ -15,25 +15,13 @@ shrink so the run stays short; ``--full`` keeps the GPU sizes anyway.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
 from typing import Any
 
 import burn
 import numpy as np
-
-
-def _timeit(fn, sync, reps: int, warmup: int = 1) -> float:
-    """Seconds per call of ``fn`` (``sync`` waits for the device)."""
-    for _ in range(warmup):
-        fn()
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    sync()
-    return (time.perf_counter() - t0) / reps
+from _common import emit_json, time_reps
 
 
 def _peer_cupy() -> tuple[Any, str]:
@@ -65,12 +53,12 @@ def bench_matmul(dev, sizes, cp) -> list[dict]:
         a = burn.from_numpy(rng.standard_normal((n, n), dtype=np.float32), device=dev)
         b = burn.from_numpy(rng.standard_normal((n, n), dtype=np.float32), device=dev)
         reps = max(2, min(20, int(2e11 / (2 * n**3))))
-        sec = _timeit(lambda a=a, b=b: a @ b, be.sync, reps)
+        sec = time_reps(lambda a=a, b=b: a @ b, be.sync, reps)
         row = {"n": n, "wgpu_gflops": round(2 * n**3 / sec / 1e9, 1), "wgpu_ms": round(sec * 1e3, 3)}
         if cp is not None:
             ca, cb = cp.asarray(a.numpy()), cp.asarray(b.numpy())
             sync = cp.cuda.Device().synchronize
-            csec = _timeit(lambda ca=ca, cb=cb: ca @ cb, sync, reps * 5)
+            csec = time_reps(lambda ca=ca, cb=cb: ca @ cb, sync, reps * 5)
             row.update(cupy_gflops=round(2 * n**3 / csec / 1e9, 1), cupy_ms=round(csec * 1e3, 3))
             row["wgpu_vs_cupy"] = round(csec / sec, 3)
             ref = cp.asnumpy(ca @ cb)  # a timing only counts if the result is right
@@ -86,9 +74,9 @@ def bench_bandwidth(dev, n: int, cp) -> dict:
     be = dev.backend
     x = burn.ones((n,), device=dev)
     y = burn.ones((n,), device=dev)
-    sec_add = _timeit(lambda: x + y, be.sync, 20)
+    sec_add = time_reps(lambda: x + y, be.sync, 20)
     src, dst = x.primitive, be.empty((n,), burn.float32)
-    sec_copy = _timeit(lambda: be.ex.copy(src.buffer, 0, dst.buffer, 0, n * 4), be.sync, 20)
+    sec_copy = time_reps(lambda: be.ex.copy(src.buffer, 0, dst.buffer, 0, n * 4), be.sync, 20)
     add_gbs = 3 * n * 4 / sec_add / 1e9  # two reads, one write
     copy_gbs = 2 * n * 4 / sec_copy / 1e9  # one read, one write
     row = {
@@ -99,7 +87,7 @@ def bench_bandwidth(dev, n: int, cp) -> dict:
     }
     if cp is not None:  # the device's copy bandwidth through CUDA, for scale
         ca, cb = cp.ones(n, dtype=cp.float32), cp.empty(n, dtype=cp.float32)
-        csec = _timeit(lambda: cp.copyto(cb, ca), cp.cuda.Device().synchronize, 50)
+        csec = time_reps(lambda: cp.copyto(cb, ca), cp.cuda.Device().synchronize, 50)
         row["cupy_copy_gb_s"] = round(2 * n * 4 / csec / 1e9, 1)
         row["add_vs_cupy_copy"] = round(add_gbs / row["cupy_copy_gb_s"], 3)
     return row
@@ -121,14 +109,14 @@ def bench_dispatch(dev, ops: int) -> dict:
             x = x + 1.0
             x.numpy()
 
-    batched = _timeit(chain, be.sync, 3)
+    batched = time_reps(chain, be.sync, 3)
     before = be.ex.stats["submits"]
     chain()
     submits = be.ex.stats["submits"] - before
-    each = _timeit(read_each, be.sync, 3)
+    each = time_reps(read_each, be.sync, 3)
     saved, be.ex.batch_size = be.ex.batch_size, 1
     try:
-        unbatched = _timeit(chain, be.sync, 2)
+        unbatched = time_reps(chain, be.sync, 2)
     finally:
         be.ex.batch_size = saved
     return {
@@ -176,7 +164,7 @@ def bench_mlp(dev, batch: int, dims: tuple[int, ...], steps: int, torch) -> dict
         return loss
 
     be = dev.backend
-    sec = _timeit(step, be.sync, steps, warmup=2)
+    sec = time_reps(step, be.sync, steps, warmup=2)
     row = {"batch": batch, "dims": list(dims), "wgpu_ms_per_step": round(sec * 1e3, 3)}
     if torch is not None:
         tdev = torch.device("cuda")
@@ -196,7 +184,7 @@ def bench_mlp(dev, batch: int, dims: tuple[int, ...], steps: int, torch) -> dict
             loss.backward()
             opt.step()
 
-        tsec = _timeit(tstep, torch.cuda.synchronize, steps * 5, warmup=3)
+        tsec = time_reps(tstep, torch.cuda.synchronize, steps * 5, warmup=3)
         row.update(torch_ms_per_step=round(tsec * 1e3, 3), wgpu_vs_torch=round(tsec / sec, 3))
     return row
 
@@ -229,11 +217,7 @@ def main() -> None:
     result["executor_stats"] = dict(be.ex.stats)
     result["pool_stats"] = dict(be.pool.stats)
     result["seconds"] = round(time.perf_counter() - t0, 2)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text + "\n")
+    emit_json(result, args.out)
 
 
 if __name__ == "__main__":

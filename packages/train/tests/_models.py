@@ -9,11 +9,12 @@ from burn import nn
 from burn.data import DataLoaderBuilder, PartialDataset
 from burn.data.vision import DigitsDataset, ImageClassificationBatcher
 from burn.nn import functional as F
-from burn_train import ClassificationOutput, TrainOutput
+from burn_train.examples.digits import _ClassifierSteps
 
 
-class TinyMlp(nn.Module):
-    """(N, 1, 8, 8) -> flatten -> Linear(64, 32) -> relu -> dropout -> Linear(32, 10)."""
+class TinyMlp(_ClassifierSteps, nn.Module):
+    """(N, 1, 8, 8) -> flatten -> Linear(64, 32) -> relu -> dropout -> Linear(32, 10); the train and
+    valid steps are the digits example's (cross-entropy on (images, targets) batches)."""
 
     def __init__(self, device: Any, dropout: float = 0.2) -> None:
         self.fc1 = nn.LinearConfig(64, 32).init(device)
@@ -23,18 +24,6 @@ class TinyMlp(nn.Module):
 
     def forward(self, images: Any) -> Any:
         return self.fc2(self.drop(F.relu(self.fc1(images.flatten(1)))))
-
-    def _output(self, batch: Any) -> ClassificationOutput:
-        images, targets = batch
-        logits = self.forward(images)
-        return ClassificationOutput(F.cross_entropy(logits, targets), logits, targets)
-
-    def train_step(self, batch: Any) -> TrainOutput:
-        item = self._output(batch)
-        return TrainOutput(self, item=item, grads=item.loss.backward())
-
-    def valid_step(self, batch: Any) -> ClassificationOutput:
-        return self._output(batch)
 
 
 def loaders(adev: Any, n_train: int = 128, n_valid: int = 64, batch_size: int = 32, seed: int = 0):

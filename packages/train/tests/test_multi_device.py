@@ -227,14 +227,18 @@ def test_multi_device_errors_name_the_problem(tmp_path):
     burn.seed(0)
     model = Net(devices[0], burn.float32, [])
     batches = [_batcher(burn.float32)(_data(4), devices[0])]
-    learner = (
-        LearnerBuilder(tmp_path)
-        .devices(devices)
-        .renderer("none")
-        .system_metrics(False)
-        .metric_logs(csv=False, plots=False)
-        .build(model, SgdConfig().init(), LR)
-    )
+
+    def quiet_learner(model):  # on both devices; built outside pytest.raises: the errors come from fit
+        return (
+            LearnerBuilder(tmp_path)
+            .devices(devices)
+            .renderer("none")
+            .system_metrics(False)
+            .metric_logs(csv=False, plots=False)
+            .build(model, SgdConfig().init(), LR)
+        )
+
+    learner = quiet_learner(model)
     with pytest.raises(TypeError, match=r"on 2 devices: the train loader must be a burn.data.DataLoader"):
         learner.fit(batches)
 
@@ -243,14 +247,7 @@ def test_multi_device_errors_name_the_problem(tmp_path):
             return model.train_step(batch)
 
     loader = DataLoaderBuilder(_batcher(burn.float32)).batch_size(2).build(InMemDataset(_data(4)))
-    learner = (
-        LearnerBuilder(tmp_path)
-        .devices(devices)
-        .renderer("none")
-        .system_metrics(False)
-        .metric_logs(csv=False, plots=False)
-        .build(NoTo(), SgdConfig().init(), LR)
-    )
+    learner = quiet_learner(NoTo())
     with pytest.raises(TypeError, match=r"the model \(NoTo\) must have to\(device\)"):
         learner.fit(loader)
 

@@ -3,7 +3,7 @@ adjoint), sort and topk values (scatter the gradient back through the indices) a
 
 from __future__ import annotations
 
-from ._rule import Rule, zeros
+from ._rule import Forward, Rule, zeros
 
 
 def _gather_b(B, g, c):
@@ -30,6 +30,12 @@ def _sorted_values_b(B, g, c):
     return (B.scatter_add(zeros(B, c.in_shape(0), g), dim, c.extras[0], g),)
 
 
+def _sorted_rule(name: str, forward: Forward) -> Rule:
+    """sort/topk: forward returns (values, indices); not memory-bound, so checkpointing keeps the
+    result rather than sorting again."""
+    return Rule(name, forward, _sorted_values_b, memory_bound=False, multi=True)
+
+
 def _embedding_b(B, g, c):
     weight_shape = c.in_shape(0)
     flat_idx = B.reshape(c.x(1), (-1,))
@@ -42,19 +48,7 @@ ROWS = [
     Rule("scatter_add", lambda B, d, x, i, s: B.scatter_add(x, d, i, s), _scatter_add_b, save_in=(1,)),
     Rule("select", lambda B, d, x, i: B.select(x, d, i), _select_b, save_in=(1,)),
     Rule("select_add", lambda B, d, x, i, v: B.select_add(x, d, i, v), _select_add_b, save_in=(1,)),
-    Rule(
-        "sort",
-        lambda B, m, x: B.sort(x, m[1], m[0]),
-        _sorted_values_b,
-        memory_bound=False,
-        multi=True,
-    ),
-    Rule(
-        "topk",
-        lambda B, m, x: B.topk(x, m[0], m[1]),
-        _sorted_values_b,
-        memory_bound=False,
-        multi=True,
-    ),
+    _sorted_rule("sort", lambda B, m, x: B.sort(x, m[1], m[0])),
+    _sorted_rule("topk", lambda B, m, x: B.topk(x, m[0], m[1])),
     Rule("embedding", lambda B, _m, w, i: B.embedding(w, i), _embedding_b, save_in=(1,)),
 ]

@@ -12,6 +12,7 @@ the divisor, integer division truncates toward zero and gives 0 on division by z
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -171,9 +172,9 @@ def kernel_source(kind: str, op: str, dt: np.dtype) -> tuple[str, str, str]:
     return in_params, f"{out_dt.name} y", body
 
 
-def get(kind: str, op: str, dt: np.dtype) -> Any:
-    """The compiled ``cupy.ElementwiseKernel`` for ``op`` on ``dt`` (built once per process)."""
-    key = (kind, op, dt)
+def _cached(key: tuple[str, str, np.dtype], build: Callable[[Any], Any]) -> Any:
+    """The kernel under ``key``, made once per process by ``build(cupy)`` (constructing an
+    ``ElementwiseKernel`` is cheap: CuPy compiles it on first call)."""
     k = _cache.get(key)
     if k is None:
         import cupy
@@ -181,42 +182,43 @@ def get(kind: str, op: str, dt: np.dtype) -> Any:
         with _lock:
             k = _cache.get(key)
             if k is None:
-                in_params, out_params, body = kernel_source(kind, op, dt)
-                k = cupy.ElementwiseKernel(
-                    in_params, out_params, body, f"burn_{kind}_{op}_{dt.name}", preamble=PREAMBLE
-                )
-                _cache[key] = k
+                k = _cache[key] = build(cupy)
     return k
+
+
+def get(kind: str, op: str, dt: np.dtype) -> Any:
+    """The compiled ``cupy.ElementwiseKernel`` for ``op`` on ``dt`` (built once per process)."""
+
+    def build(cupy: Any) -> Any:
+        in_params, out_params, body = kernel_source(kind, op, dt)
+        return cupy.ElementwiseKernel(
+            in_params, out_params, body, f"burn_{kind}_{op}_{dt.name}", preamble=PREAMBLE
+        )
+
+    return _cached((kind, op, dt), build)
 
 
 def where_kernel(dt: np.dtype) -> Any:
     """``y = cond ? a : b`` for operands of dtype ``dt`` (scalars or arrays, broadcast)."""
-    key = ("where", "where", dt)
-    k = _cache.get(key)
-    if k is None:
-        import cupy
 
-        k = cupy.ElementwiseKernel(
+    def build(cupy: Any) -> Any:
+        return cupy.ElementwiseKernel(
             f"bool c, {dt.name} a, {dt.name} b", f"{dt.name} y", "y = c ? a : b", f"burn_where_{dt.name}"
         )
-        _cache[key] = k
-    return k
+
+    return _cached(("where", "where", dt), build)
 
 
 def clamp_kernel(dt: np.dtype) -> Any:
     """``y = min(max(x, lo), hi)`` with NaN passing through (as numpy.clip)."""
-    key = ("clamp", "clamp", dt)
-    k = _cache.get(key)
-    if k is None:
-        import cupy
 
-        ctype = COMPUTE_TYPE[dt]
+    def build(cupy: Any) -> Any:
         body = (
-            f"typedef {ctype} C; const C a = (C)x; const C l = (C)lo; const C h = (C)hi;"
+            f"typedef {COMPUTE_TYPE[dt]} C; const C a = (C)x; const C l = (C)lo; const C h = (C)hi;"
             f" y = ({C_TYPE[dt]})(a < l ? l : (a > h ? h : a));"
         )
-        k = cupy.ElementwiseKernel(
+        return cupy.ElementwiseKernel(
             f"{dt.name} x, {dt.name} lo, {dt.name} hi", f"{dt.name} y", body, f"burn_clamp_{dt.name}"
         )
-        _cache[key] = k
-    return k
+
+    return _cached(("clamp", "clamp", dt), build)

@@ -11,17 +11,10 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
+from burn_train.renderer import fmt_duration  # the web renderer needs burn-train anyway
+
 SPLIT_ORDER = ("train", "valid")
 Fmt = Callable[[str, float], str]
-
-
-def fmt_duration(seconds: float | None) -> str:
-    """``1:02:03`` / ``2:03``; ``--:--`` when unknown."""
-    if seconds is None or seconds != seconds or seconds in (float("inf"), float("-inf")):
-        return "--:--"
-    h, rest = divmod(int(round(max(0.0, seconds))), 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
 def bar(fraction: float, width: int = 20) -> str:

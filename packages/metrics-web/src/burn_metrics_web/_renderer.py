@@ -13,13 +13,13 @@ import sys
 import time
 from typing import IO, Any
 
-from ._format import epoch_line, progress_line, render_html
-from ._platform import PYODIDE_PLATFORM, describe, is_missing
-
 try:
     from burn_train.renderer import Renderer
 except ImportError as exc:  # pragma: no cover - exercised only where burn-train is absent
     raise ImportError("the 'web' renderer needs burn-train (pip install burn-train)") from exc
+
+from ._format import epoch_line, progress_line, render_html  # after the check: it uses burn_train too
+from ._platform import PYODIDE_PLATFORM, describe, is_missing
 
 
 def _page_document() -> Any:
@@ -85,11 +85,6 @@ class WebRenderer(Renderer):
             element.id = self.element_id
             body.appendChild(element)
         return element
-
-    def _print(self, line: str) -> None:
-        stream = self.stream or sys.stdout
-        stream.write(line + "\n")
-        stream.flush()
 
     # ---------------------------------------------------------------- hooks
     def start(self, state: Any, interrupter: Any) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import TypeVar
 
 from burn._dtype import DType, bool_, float16
 
@@ -24,6 +25,7 @@ from .._executor import Kernel
 from ._helpers import HELPERS, render_helpers
 
 WG = 256  # workgroup size of every element-wise kernel
+_E = TypeVar("_E")  # a table entry: an expression here, (init, combine) in the reduce table
 
 UNARY: dict[str, dict[str, str]] = {
     "neg": {"f": "-a", "i": "-a", "u": "(0u - a)"},
@@ -124,7 +126,8 @@ def compute_type(dtype: DType) -> str:
     return {"f": "f32", "i": "i32", "u": "u32", "b": "u32"}[dclass(dtype)]
 
 
-def lookup(table: dict[str, dict[str, str]], op: str, cls: str) -> str | None:
+def lookup(table: dict[str, dict[str, _E]], op: str, cls: str) -> _E | None:
+    """The entry of ``op`` for dtype class ``cls``: its own, bool's fallback to ``"u"``, then ``"*"``."""
     entry = table[op]
     for key in (cls, "u" if cls == "b" else cls, "*"):
         if key in entry:

@@ -14,7 +14,7 @@ from burn._dtype import DType, float16
 from .._dtypes import WGSL
 from .._executor import Kernel
 from ._helpers import render_helpers
-from .elementwise import compute_type, dclass
+from .elementwise import compute_type, dclass, lookup
 
 WG = 256
 CHUNK = WG * 16
@@ -34,12 +34,26 @@ REDUCE: dict[str, dict[str, tuple[str, str]]] = {
 }
 
 
+# The two kernel openings every reduction shares: one thread per row (``t``, with ``base`` at the
+# row's first element), or one workgroup per row or chunk (``lid``/``wid``).
+_PER_THREAD_MAIN = f"""@compute @workgroup_size({WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
+    let t = gid.x + gid.y * (nwg.x * {WG}u);
+    let n = info[1];
+    if (t >= info[0]) {{ return; }}
+    let base = info[4] + t * n;
+"""
+_PER_GROUP_MAIN = f"""@compute @workgroup_size({WG})
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {{
+"""
+
+
 def _entry(op: str, cls: str) -> tuple[str, str]:
-    table = REDUCE[op]
-    for key in (cls, "u" if cls == "b" else cls, "*"):
-        if key in table:
-            return table[key]
-    raise TypeError(f"{op}: not defined for this dtype on the wgpu backend")
+    entry = lookup(REDUCE, op, cls)
+    if entry is None:
+        raise TypeError(f"{op}: not defined for this dtype on the wgpu backend")
+    return entry
 
 
 def _header(in_dt: DType, out_type: str, acc: str) -> list[str]:
@@ -64,22 +78,18 @@ def render(op: str, in_dt: DType, out_dt: DType, per_thread: bool) -> Kernel:
     lines.append(f"fn combine(x: ACC, y: ACC) -> ACC {{ return {combine}; }}")
     lines.append(f"fn put(i: u32, v: ACC) {{ out[i] = {store}; }}")
     if per_thread:
-        lines.append(f"""@compute @workgroup_size({WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
-    let t = gid.x + gid.y * (nwg.x * {WG}u);
-    let n = info[1];
-    if (t >= info[0]) {{ return; }}
-    let base = info[4] + t * n;
-    var acc: ACC = {init};
+        lines.append(
+            _PER_THREAD_MAIN
+            + f"""    var acc: ACC = {init};
     for (var j = 0u; j < n; j++) {{ acc = combine(acc, ACC(inp[base + j])); }}
     put(t, acc);
-}}""")
+}}"""
+        )
     else:
         lines.append(f"var<workgroup> sh: array<ACC, {WG}>;")
-        lines.append(f"""@compute @workgroup_size({WG})
-fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {{
-    let g = wid.x + wid.y * nwg.x;
+        lines.append(
+            _PER_GROUP_MAIN
+            + f"""    let g = wid.x + wid.y * nwg.x;
     let n = info[1];
     let chunks = info[2];
     let valid = g < info[0] * chunks;
@@ -98,7 +108,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         workgroupBarrier();
     }}
     if (lid.x == 0u && valid) {{ put(g, sh[0]); }}
-}}""")
+}}"""
+        )
     kind = "thread" if per_thread else "tree"
     return Kernel(f"reduce_{op}_{in_dt.name}_{kind}", "\n".join(lines) + "\n", ("rw", "read"))
 
@@ -123,26 +134,22 @@ def render_arg(op: str, in_dt: DType, per_thread: bool) -> Kernel:
     return v2 {better} v1;
 }}""")
     if per_thread:
-        lines.append(f"""@compute @workgroup_size({WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
-    let t = gid.x + gid.y * (nwg.x * {WG}u);
-    let n = info[1];
-    if (t >= info[0]) {{ return; }}
-    let base = info[4] + t * n;
-    var bv: ACC = ACC(inp[base]);
+        lines.append(
+            _PER_THREAD_MAIN
+            + """    var bv: ACC = ACC(inp[base]);
     var bi = 0u;
-    for (var j = 1u; j < n; j++) {{
+    for (var j = 1u; j < n; j++) {
         let v = ACC(inp[base + j]);
-        if (take2(bv, bi, v, j)) {{ bv = v; bi = j; }}
-    }}
+        if (take2(bv, bi, v, j)) { bv = v; bi = j; }
+    }
     out[t] = i32(bi);
-}}""")
+}"""
+        )
     else:
         lines.append(f"var<workgroup> sv: array<ACC, {WG}>;\nvar<workgroup> si: array<u32, {WG}>;")
-        lines.append(f"""@compute @workgroup_size({WG})
-fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
-        @builtin(num_workgroups) nwg: vec3<u32>) {{
-    let row = wid.x + wid.y * nwg.x;
+        lines.append(
+            _PER_GROUP_MAIN
+            + f"""    let row = wid.x + wid.y * nwg.x;
     let n = info[1];
     let valid = row < info[0];
     var bv: ACC = ACC(0);
@@ -165,6 +172,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         workgroupBarrier();
     }}
     if (lid.x == 0u && valid) {{ out[row] = i32(si[0]); }}
-}}""")
+}}"""
+        )
     kind = "thread" if per_thread else "tree"
     return Kernel(f"{op}_{in_dt.name}_{kind}", "\n".join(lines) + "\n", ("rw", "read"))

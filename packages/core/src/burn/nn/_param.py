@@ -24,7 +24,25 @@ def lift(inner: Tensor, backend: Any) -> Tensor:
     return inner
 
 
-class Param:
+class _Recorded:
+    """What ``Param`` and ``RunningState`` share: a stable ``id`` and the tensor ``value``."""
+
+    __slots__ = ("id", "value")
+
+    def val(self) -> Tensor:
+        """The tensor (Burn's ``param.val()``)."""
+        return self.value
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.value.shape
+
+    @property
+    def dtype(self) -> Any:
+        return self.value.dtype
+
+
+class Param(_Recorded):
     """A module parameter: a tensor, a stable ``id`` and whether it is trained (``require_grad``).
 
     >>> p = Param(burn.zeros(3))
@@ -32,7 +50,7 @@ class Param:
     (3,)
     """
 
-    __slots__ = ("id", "value", "require_grad")
+    __slots__ = ("require_grad",)
 
     def __init__(self, value: Tensor, id: str | None = None, require_grad: bool = True) -> None:
         if not isinstance(value, Tensor):
@@ -40,10 +58,6 @@ class Param:
         self.id = id or new_param_id()
         self.require_grad = bool(require_grad)
         self.value = _as_leaf(value, self.require_grad)
-
-    def val(self) -> Tensor:
-        """The tensor (Burn's ``param.val()``)."""
-        return self.value
 
     def set(self, value: Tensor) -> None:
         """Replace the tensor, keeping the id (it becomes a require_grad leaf again if trained)."""
@@ -60,14 +74,6 @@ class Param:
         return self
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self.value.shape
-
-    @property
-    def dtype(self) -> Any:
-        return self.value.dtype
-
-    @property
     def device(self) -> Any:
         return self.value.device
 
@@ -79,11 +85,11 @@ class Param:
         return f"Param(id={self.id}, shape={self.shape}, dtype={self.dtype.name}{frozen})"
 
 
-class RunningState:
+class RunningState(_Recorded):
     """A recorded tensor that is not trained: batch-norm running statistics. ``value`` is replaced
     (never graph-tracked) by the forward pass that updates it."""
 
-    __slots__ = ("id", "value")
+    __slots__ = ()
 
     def __init__(self, value: Tensor, id: str | None = None) -> None:
         if not isinstance(value, Tensor):
@@ -91,22 +97,11 @@ class RunningState:
         self.id = id or new_param_id()
         self.value = value.detach()
 
-    def val(self) -> Tensor:
-        return self.value
-
     def set(self, value: Tensor) -> None:
         self.value = value.detach()
 
     def with_value(self, value: Tensor) -> RunningState:
         return RunningState(value, self.id)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.value.shape
-
-    @property
-    def dtype(self) -> Any:
-        return self.value.dtype
 
     def __repr__(self) -> str:
         return f"RunningState(shape={self.shape}, dtype={self.dtype.name})"

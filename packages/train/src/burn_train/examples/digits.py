@@ -22,12 +22,32 @@ BACKENDS = ("cpu", "wgpu", "cuda", "auto")
 __all__ = ["build", "main", "make_model_class", "parse_args"]
 
 
+class _ClassifierSteps:
+    """The learner's steps for a classifier on ``(images, targets)`` batches: cross-entropy of
+    ``self.forward(images)`` (logits (N, classes)) against the int targets (N,). A mixin, so that this
+    module needs no ``burn.nn`` at import."""
+
+    def _output(self, batch: Any) -> ClassificationOutput:
+        from burn.nn import functional as F
+
+        images, targets = batch
+        logits = self.forward(images)
+        return ClassificationOutput(F.cross_entropy(logits, targets), logits, targets)
+
+    def train_step(self, batch: Any) -> TrainOutput:
+        item = self._output(batch)
+        return TrainOutput(self, item=item, grads=item.loss.backward())
+
+    def valid_step(self, batch: Any) -> ClassificationOutput:
+        return self._output(batch)
+
+
 def make_model_class() -> type:
     """The CNN class (built lazily so importing this module stays light)."""
     from burn import nn
     from burn.nn import functional as F
 
-    class DigitsCnn(nn.Module):
+    class DigitsCnn(_ClassifierSteps, nn.Module):
         """Conv2d(1->16, 3x3, pad 1) -> relu -> max-pool 2 -> Conv2d(16->32) -> relu -> max-pool 2 -> Linear(128->10).
 
         Input (N, 1, 8, 8) float32, output logits (N, 10).
@@ -43,18 +63,6 @@ def make_model_class() -> type:
             x = self.pool(F.relu(self.conv1(images)))
             x = self.pool(F.relu(self.conv2(x)))
             return self.fc(x.flatten(1))
-
-        def _output(self, batch: Any) -> ClassificationOutput:
-            images, targets = batch
-            logits = self.forward(images)
-            return ClassificationOutput(F.cross_entropy(logits, targets), logits, targets)
-
-        def train_step(self, batch: Any) -> TrainOutput:
-            item = self._output(batch)
-            return TrainOutput(self, item=item, grads=item.loss.backward())
-
-        def valid_step(self, batch: Any) -> ClassificationOutput:
-            return self._output(batch)
 
     return DigitsCnn
 

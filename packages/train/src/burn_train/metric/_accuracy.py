@@ -29,7 +29,28 @@ def class_scores(item: Any, metric: str) -> tuple[Any, Any]:
     return output, targets
 
 
-class AccuracyMetric(Metric):
+class _HitRate(Metric):
+    """A fraction of hits over the epoch from (hits, cases) counts; subclasses count one batch in
+    ``_count(item) -> (hits, cases)``. The batch and epoch values are NaN where there are no cases."""
+
+    def _count(self, item: Any) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def _reset(self) -> None:
+        self._correct = 0
+        self._total = 0
+
+    def _update(self, item: Any, metadata: MetricMetadata) -> float:
+        correct, total = self._count(item)
+        self._correct += correct
+        self._total += total
+        return safe_div(correct, total)
+
+    def _epoch(self) -> float:
+        return safe_div(self._correct, self._total)
+
+
+class AccuracyMetric(_HitRate):
     """Fraction of samples whose argmax class equals the target; targets equal to ``pad_token`` are
     left out of both counts (sequence padding). Input: ``output`` (N, C), ``targets`` (N,).
 
@@ -46,25 +67,14 @@ class AccuracyMetric(Metric):
         self.pad_token = pad_token
         super().__init__()
 
-    def _reset(self) -> None:
-        self._correct = 0
-        self._total = 0
-
-    def _update(self, item: Any, metadata: MetricMetadata) -> float:
+    def _count(self, item: Any) -> tuple[int, int]:
         output, targets = class_scores(item, self.name)
         predicted = output.argmax(axis=1)
         keep = targets != self.pad_token if self.pad_token is not None else slice(None)
-        correct = int((predicted[keep] == targets[keep]).sum())
-        total = int(targets[keep].size)
-        self._correct += correct
-        self._total += total
-        return safe_div(correct, total)
-
-    def _epoch(self) -> float:
-        return safe_div(self._correct, self._total)
+        return int((predicted[keep] == targets[keep]).sum()), int(targets[keep].size)
 
 
-class TopKAccuracyMetric(Metric):
+class TopKAccuracyMetric(_HitRate):
     """Fraction of samples whose target is among the ``k`` highest scores (ties broken like
     scikit-learn: the higher class index ranks first). ``pad_token`` targets are left out."""
 
@@ -79,11 +89,7 @@ class TopKAccuracyMetric(Metric):
         self.name = f"Top-{k} Accuracy"
         super().__init__()
 
-    def _reset(self) -> None:
-        self._correct = 0
-        self._total = 0
-
-    def _update(self, item: Any, metadata: MetricMetadata) -> float:
+    def _count(self, item: Any) -> tuple[int, int]:
         import numpy as np
 
         output, targets = class_scores(item, self.name)
@@ -93,16 +99,10 @@ class TopKAccuracyMetric(Metric):
             keep = targets != self.pad_token
             output, targets = output[keep], targets[keep]
         top = np.argsort(output, axis=1, kind="stable")[:, ::-1][:, : self.k]
-        correct = int((top == targets[:, None]).any(axis=1).sum())
-        self._correct += correct
-        self._total += int(targets.size)
-        return safe_div(correct, targets.size)
-
-    def _epoch(self) -> float:
-        return safe_div(self._correct, self._total)
+        return int((top == targets[:, None]).any(axis=1).sum()), int(targets.size)
 
 
-class HammingScore(Metric):
+class HammingScore(_HitRate):
     """Multilabel: the fraction of (sample, label) pairs predicted right, ``1 - hamming_loss``.
 
     Input: ``output`` scores (N, C), ``targets`` 0/1 (N, C); a label is predicted when its score
@@ -117,19 +117,9 @@ class HammingScore(Metric):
         self.sigmoid = bool(sigmoid)
         super().__init__()
 
-    def _reset(self) -> None:
-        self._correct = 0
-        self._total = 0
-
-    def _update(self, item: Any, metadata: MetricMetadata) -> float:
+    def _count(self, item: Any) -> tuple[int, int]:
         predicted, targets = multilabel_decisions(item, self.name, self.threshold, self.sigmoid)
-        correct = int((predicted == targets).sum())
-        self._correct += correct
-        self._total += int(targets.size)
-        return safe_div(correct, targets.size)
-
-    def _epoch(self) -> float:
-        return safe_div(self._correct, self._total)
+        return int((predicted == targets).sum()), int(targets.size)
 
 
 def multilabel_decisions(item: Any, metric: str, threshold: float, sigmoid: bool) -> tuple[Any, Any]:

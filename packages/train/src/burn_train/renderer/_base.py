@@ -6,15 +6,15 @@ block the training loop, and read numbers from the shared ``DashboardState``.
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from typing import IO, Any
 
 
 def fmt_duration(seconds: float | None) -> str:
-    """``1:02:03`` / ``2:03``; ``--:--`` when unknown."""
-    if seconds is None or seconds != seconds or seconds == float("inf"):
+    """``1:02:03`` / ``2:03``; ``--:--`` when unknown (None, NaN, infinite); negatives read ``0:00``."""
+    if seconds is None or seconds != seconds or seconds in (float("inf"), float("-inf")):
         return "--:--"
-    seconds = int(round(seconds))
-    h, rest = divmod(seconds, 3600)
+    h, rest = divmod(int(round(max(0.0, seconds))), 3600)
     m, s = divmod(rest, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
@@ -23,6 +23,13 @@ class Renderer:
     """A renderer that draws nothing ("none"); others override the hooks they need."""
 
     name = "none"
+    stream: IO[str] | None = None  # where ``_print`` writes; None: ``sys.stdout`` at the time
+
+    def _print(self, line: str) -> None:
+        """Write one line and flush: the output of renderers that print lines (CLI, web console)."""
+        stream = self.stream or sys.stdout
+        stream.write(line + "\n")
+        stream.flush()
 
     def start(self, state: Any, interrupter: Any) -> None:
         """Training is about to start: draw the first frame now (before the first batch)."""

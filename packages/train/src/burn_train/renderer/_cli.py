@@ -6,7 +6,6 @@ epoch summaries, autotune start/finish and status lines are always printed.
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import IO, Any
 
@@ -25,11 +24,6 @@ class CliRenderer(Renderer):
         self._last_time = -float("inf")
         self._last_fraction: dict[str, float] = {}
         self._announced: set[tuple[str, str]] = set()
-
-    def _print(self, line: str) -> None:
-        stream = self.stream or sys.stdout
-        stream.write(line + "\n")
-        stream.flush()
 
     def start(self, state: Any, interrupter: Any) -> None:
         super().start(state, interrupter)

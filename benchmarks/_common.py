@@ -1,0 +1,54 @@
+"""What the GPU benchmark scripts share: timing a call on an asynchronous device, and printing (and
+optionally writing) the one JSON document a script reports.
+
+The scripts run as ``python benchmarks/bench_x.py``, so this folder is first on ``sys.path`` and they
+import this module as ``_common``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def _warm_up(fn: Callable[[], Any], sync: Callable[[], None], warmup: int) -> None:
+    for _ in range(warmup):
+        fn()
+    sync()
+
+
+def time_reps(fn: Callable[[], Any], sync: Callable[[], None], reps: int, warmup: int = 1) -> float:
+    """Seconds per call of ``fn`` over ``reps`` calls after ``warmup`` ones (``sync`` waits for the
+    device before the clock starts and stops)."""
+    _warm_up(fn, sync, warmup)
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    sync()
+    return (time.perf_counter() - t0) / reps
+
+
+def time_for(fn: Callable[[], Any], sync: Callable[[], None], min_time: float, warmup: int = 2) -> float:
+    """Seconds per call: warm up, then repeat until ``min_time`` has passed (device synced around)."""
+    _warm_up(fn, sync, warmup)
+    n, start = 0, time.perf_counter()
+    while True:
+        fn()
+        n += 1
+        if n >= 3 and n & (n - 1) == 0:  # check the clock at powers of two only: fewer syncs
+            sync()
+            if time.perf_counter() - start >= min_time:
+                break
+    sync()
+    return (time.perf_counter() - start) / n
+
+
+def emit_json(result: dict[str, Any], out: str | None) -> None:
+    """Print ``result`` as indented JSON; also write it to the file ``out`` when one is given."""
+    text = json.dumps(result, indent=2)
+    print(text)
+    if out:
+        with open(out, "w") as fh:
+            fh.write(text + "\n")
