@@ -3,9 +3,39 @@ the argument, what was expected and what was received."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from ._errors import DimError, ShapeError
+
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
+
+
+def keyword_aliases(**aliases: str) -> Callable[[_Fn], _Fn]:
+    """Also accept keyword ``alias=`` for parameter ``name`` (``aliases = {alias: name}``).
+
+    API.md (binding) spells some arguments as Burn does (``chunk(n, dim)``, ``tril(k)``) where the code
+    keeps PyTorch's names (``chunks``, ``diagonal``); both keywords work, giving both is a TypeError.
+    Positional calls skip the lookup.
+    """
+
+    def decorate(fn: _Fn) -> _Fn:
+        @functools.wraps(fn)
+        def method(*args: Any, **kwargs: Any) -> Any:
+            if kwargs:
+                for alias, name in aliases.items():
+                    if alias in kwargs:
+                        if name in kwargs:
+                            raise TypeError(
+                                f"{fn.__name__}: got both {name}= and its alias {alias}=; pass one"
+                            )
+                        kwargs[name] = kwargs.pop(alias)
+            return fn(*args, **kwargs)
+
+        return method  # type: ignore[return-value]
+
+    return decorate
 
 
 def norm_dim(op: str, dim: int, ndim: int, arg: str = "dim") -> int:

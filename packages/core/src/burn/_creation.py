@@ -99,15 +99,26 @@ def full(shape: Sequence[int], value: Any, dtype: Any = None, device: Any = None
     return _wrap(b.full(shape, _scalar_for(dt, value), dt), b, dt)
 
 
-def zeros(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    """A tensor of zeros (float32 unless ``dtype`` says otherwise). ``zeros(2, 3)`` or ``zeros((2, 3))``."""
-    b = _backend(device)
-    return full(shape_arg("zeros", shape), 0, dtype=dtype or b.default_float, device=device)
+def _shape_of(op: str, dims: tuple, shape: Any) -> tuple[int, ...]:
+    """``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(shape=(2, 3))`` (API.md's spelling)."""
+    if shape is not None:
+        if dims:
+            raise TypeError(f"{op}: give the shape positionally or as shape=, not both")
+        dims = (shape,)
+    return shape_arg(op, dims)
 
 
-def ones(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
+def zeros(*dims: Any, shape: Any = None, dtype: Any = None, device: Any = None) -> Tensor:
+    """A tensor of zeros (float32 unless ``dtype`` says otherwise): ``zeros(2, 3)``, ``zeros((2, 3))`` or
+    ``zeros(shape=(2, 3))``."""
     b = _backend(device)
-    return full(shape_arg("ones", shape), 1, dtype=dtype or b.default_float, device=device)
+    return full(_shape_of("zeros", dims, shape), 0, dtype=dtype or b.default_float, device=device)
+
+
+def ones(*dims: Any, shape: Any = None, dtype: Any = None, device: Any = None) -> Tensor:
+    """A tensor of ones (float32 unless ``dtype`` says otherwise). ``ones(2, 3)`` or ``ones((2, 3))``."""
+    b = _backend(device)
+    return full(_shape_of("ones", dims, shape), 1, dtype=dtype or b.default_float, device=device)
 
 
 def empty(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:

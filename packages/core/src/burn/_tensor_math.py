@@ -214,24 +214,32 @@ class MathOps:
         """Standard deviation: ``sqrt(var(dim, correction))``."""
         return self.var(dim, correction, keepdim).sqrt()
 
-    def _arg(self, op: str, dim: int | None, keepdim: bool) -> Tensor:
+    def _arg(self, op: str, dim: Any, keepdim: bool) -> Tensor:
         if self.dtype.is_bool:
             return self.int()._arg(op, dim, keepdim)
         if self.numel() == 0:
             raise ShapeError(f"{op}: cannot take {op} of an empty tensor (shape {self.shape})")
         b = self._b
-        if dim is None:
-            flat = self.reshape(-1)
-            return _T._wrap(b.arg_reduce(op, flat._p, 0, False), b, b.default_int)
-        d = norm_dim(op, dim, self.ndim)
-        return _T._wrap(b.arg_reduce(op, self._p, d, bool(keepdim)), b, b.default_int)
+        if isinstance(dim, int):
+            d = norm_dim(op, dim, self.ndim)
+            return _T._wrap(b.arg_reduce(op, self._p, d, bool(keepdim)), b, b.default_int)
+        # None or a tuple: the reduced dims move last and merge into one, so the result indexes their
+        # row-major flattening (NumPy's argmax of the flattened tensor for None)
+        shape = self.shape
+        dims = norm_dims(op, dim, len(shape))
+        kept = tuple(d for d in range(len(shape)) if d not in dims)
+        x = self.permute(*kept, *dims) if kept + dims != tuple(range(len(shape))) else self
+        x = x.reshape(*(shape[d] for d in kept), -1)
+        out = _T._wrap(b.arg_reduce(op, x._p, len(kept), False), b, b.default_int)
+        return out.reshape(tuple(1 if d in dims else n for d, n in enumerate(shape))) if keepdim else out
 
-    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
-        """Index of the largest value along ``dim`` (None: of the flattened tensor); first on ties."""
+    def argmax(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """Index of the largest value along ``dim`` (an int; None: of the flattened tensor; a tuple: of
+        those dims flattened in row-major order); first on ties."""
         return self._arg("argmax", dim, keepdim)
 
-    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
-        """Index of the smallest value along ``dim`` (None: of the flattened tensor); first on ties."""
+    def argmin(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """Index of the smallest value along ``dim`` (int, None or tuple, as ``argmax``); first on ties."""
         return self._arg("argmin", dim, keepdim)
 
     def max_dim(self, dim: int) -> Tensor:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import _tensor as _T
-from ._checks import infer_reshape, norm_dim, norm_dims, shape_arg
+from ._checks import infer_reshape, keyword_aliases, norm_dim, norm_dims, shape_arg
 from ._errors import IndexOutOfRangeError, ShapeError
 from ._tensor_index import IndexOps, _full_index, _w
 from ._tensor_sort import SortOps
@@ -46,6 +46,7 @@ class ShapeOps(IndexOps, SortOps):
             raise ShapeError(f"permute: dims {dims} must be a permutation of 0..{n - 1}")
         return _w(self._b.permute(self._p, norm), self._b)
 
+    @keyword_aliases(d0="dim0", d1="dim1")
     def transpose(self, dim0: int = -2, dim1: int = -1) -> Tensor:
         """Swap two dims (the last two by default)."""
         n = self.ndim
@@ -60,6 +61,7 @@ class ShapeOps(IndexOps, SortOps):
     def T(self) -> Tensor:
         return self.permute(*reversed(range(self.ndim)))
 
+    @keyword_aliases(start="start_dim", end="end_dim")
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         shape = self.shape
         if not shape:
@@ -137,6 +139,7 @@ class ShapeOps(IndexOps, SortOps):
         d = norm_dims("flip", dims, self.ndim, "dims")
         return _w(self._b.flip(self._p, d), self._b) if d else self
 
+    @keyword_aliases(len="length")
     def narrow(self, dim: int, start: int, length: int) -> Tensor:
         """``length`` entries of ``dim`` from ``start``."""
         d = norm_dim("narrow", dim, self.ndim)
@@ -152,6 +155,7 @@ class ShapeOps(IndexOps, SortOps):
         return _w(self._b.slice(self._p, tuple(index)), self._b)
 
     # ------------------------------------------------------------------ joining and splitting
+    @keyword_aliases(size_or_sizes="split_size_or_sections")
     def split(self, split_size_or_sections: int | Sequence[int], dim: int = 0) -> list[Tensor]:
         """Split into chunks of ``split_size`` (the last may be smaller) or of the given sizes."""
         d = norm_dim("split", dim, self.ndim)
@@ -171,6 +175,7 @@ class ShapeOps(IndexOps, SortOps):
             start += s
         return out
 
+    @keyword_aliases(n="chunks")
     def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:
         """Split into at most ``chunks`` pieces of equal size (the last may be smaller), as PyTorch."""
         if not isinstance(chunks, int) or chunks <= 0:
@@ -181,12 +186,14 @@ class ShapeOps(IndexOps, SortOps):
         return self.split(size, d)
 
     # ------------------------------------------------------------------ triangles
+    @keyword_aliases(k="diagonal")
     def tril(self, diagonal: int = 0) -> Tensor:
         """Keep the lower triangle (the last two dims), zero above ``diagonal``."""
         if self.ndim < 2:
             raise ShapeError(f"tril: needs at least 2 dims, got shape {self.shape}")
         return _w(self._b.tril(self._p, diagonal), self._b)
 
+    @keyword_aliases(k="diagonal")
     def triu(self, diagonal: int = 0) -> Tensor:
         if self.ndim < 2:
             raise ShapeError(f"triu: needs at least 2 dims, got shape {self.shape}")

@@ -55,6 +55,7 @@ class LearnerBuilder:
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self._c = LearnerConfig(os.fspath(directory))
+        self._early_stopping_split_given = False
 
     # ---------------------------------------------------------------- metrics
     def _metric(self, split: str, metric: Any, numeric: bool) -> LearnerBuilder:
@@ -122,12 +123,18 @@ class LearnerBuilder:
         self,
         metric: str = "Loss",
         patience: int = 3,
-        split: str = "valid",
+        split: str | None = None,
         min_delta: float = 0.0,
         higher_is_better: bool | None = None,
     ) -> LearnerBuilder:
-        """Stop when ``metric`` (its epoch value on ``split``) has not improved for ``patience`` epochs."""
-        self._c.early_stopping = EarlyStopping(metric, patience, split, min_delta, higher_is_better)
+        """Stop when ``metric`` (its epoch value on ``split``) has not improved for ``patience`` epochs.
+
+        ``split`` defaults to ``"valid"``, or to ``"train"`` when only train metrics carry that name
+        (API.md's snippet registers Loss on train and Accuracy on valid); resolved in ``build``."""
+        self._c.early_stopping = EarlyStopping(
+            metric, patience, split or "valid", min_delta, higher_is_better
+        )
+        self._early_stopping_split_given = split is not None
         return self
 
     def interrupter(self, interrupter: TrainingInterrupter) -> LearnerBuilder:
@@ -241,4 +248,10 @@ class LearnerBuilder:
             )
         if isinstance(lr_or_scheduler, (int, float)) and not lr_or_scheduler >= 0:
             raise ValueError(f"LearnerBuilder.build: lr must be >= 0, got {lr_or_scheduler!r}")
+        stop = self._c.early_stopping
+        if stop is not None and not self._early_stopping_split_given:
+            named = {
+                split for split, ms in self._c.metrics.items() if any(m.name == stop.metric for m, _ in ms)
+            }
+            stop.split = "train" if named == {"train"} else "valid"
         return Learner(self._c, model, optim, lr_or_scheduler)
