@@ -47,7 +47,9 @@ def test_backends_report_name_availability_reason_devices_version():
         assert isinstance(info, burn.BackendInfo)
         assert isinstance(info.name, str) and isinstance(info.available, bool)
         assert isinstance(info.reason, str) and isinstance(info.devices, list)
-        assert isinstance(info.version, str) and info.version
+        assert isinstance(info.version, str)
+        # a distribution's version; a plugin registered from code (tests' core-only backend) has none
+        assert info.version or info.dist == "(registered in code)", info
         assert info.available or info.reason, f"{info.name} is unavailable without a reason"
     numpy_backend = {i.name: i for i in infos}["ndarray"]
     assert numpy_backend.available and "cpu" in numpy_backend.devices
