@@ -141,7 +141,7 @@ def test_getitem_errors():
     with pytest.raises(IndexError, match=r"index: an index can only have a single ellipsis"):
         x[..., 0, ...]
     with pytest.raises(
-        burn.IndexOutOfRangeError, match=r"index: index for dim 1 value 5 out of range for a dim of size 3"
+        burn.IndexOutOfRangeError, match=r"index: index value 5 out of range for dim 1 of size 3"
     ):
         x[:, [0, 5]]
     with pytest.raises(burn.DTypeError, match=r"index: index must be an integer tensor, got float32"):

@@ -287,6 +287,9 @@ class Autodiff(AutodiffModuleOps, Backend):
         return self._op(RULES["triu"], (x,), k)
 
     # ---------------------------------------------------------------- indexing ops
+    def check_index(self, index, size, negative, message):
+        return ADPrim(self.inner.check_index(_in(index), size, negative, message))
+
     def gather(self, x, dim, index):
         return self._op(RULES["gather"], (x, index), dim)
 

@@ -19,6 +19,7 @@ from burn.backend import Backend
 
 from . import _kernels, _matmul, _probe, _scan
 from ._dtypes import FROM_NP, TO_NP
+from ._index_check import IndexChecker
 from ._module import CudaModuleOps
 
 _tls = threading.local()  # which backend's device and stream are current in this thread
@@ -32,7 +33,7 @@ class CudaBackend(CudaModuleOps, Backend):
     dtypes = frozenset(TO_NP)
     default_float = D.float32
     default_int = D.int64
-    host_memory = False  # index checks would cost a device sync; kernels clamp instead of crashing
+    host_memory = False
 
     def __init__(self, index: int = 0) -> None:
         cupy = _probe.require(f"device cuda:{index}")
@@ -46,13 +47,20 @@ class CudaBackend(CudaModuleOps, Backend):
         self.cuda_device = cupy.cuda.Device(index)
         with self.cuda_device:
             self.stream = cupy.cuda.Stream(non_blocking=True)
+            self.index_checks = IndexChecker(cupy, self.stream)
+        self._stream_ptr = self.stream.ptr
+        self._current_stream_ptr = _current_stream_ptr_fn(cupy)
         self.memory_pool = cupy.get_default_memory_pool()
         self._on()
 
     # ---- device and stream
     def _on(self) -> Any:
-        """Make this device and its stream current in the calling thread; return cupy."""
-        if getattr(_tls, "active", None) is not self:
+        """Make this device and its stream current in the calling thread; return cupy.
+
+        Besides this thread's last activation, the current stream itself is compared: code between two
+        ops may have made another stream current (``with cupy.cuda.Stream():``, another library), and
+        an op issued there would race with this stream's work."""
+        if getattr(_tls, "active", None) is not self or self._current_stream_ptr() != self._stream_ptr:
             self.activate()
         return self.xp
 
@@ -63,7 +71,9 @@ class CudaBackend(CudaModuleOps, Backend):
         _tls.active = self
 
     def sync(self) -> None:
+        self.index_checks.fetch()
         self.stream.synchronize()
+        self.index_checks.raise_if_failed()
 
     # ---- data
     def from_numpy(self, array, dtype):
@@ -71,14 +81,17 @@ class CudaBackend(CudaModuleOps, Backend):
         return cp.asarray(np.asarray(array, dtype=TO_NP[dtype]))
 
     def to_numpy(self, x):
-        self._on()
-        return x.get(stream=self.stream)
+        return self.read_many([x])[0]
 
     def read_many(self, xs: Sequence[Any]) -> list[Any]:
         self._on()
         out = [x.get(stream=self.stream, blocking=False) for x in xs]
-        self.stream.synchronize()  # one sync for the whole batch
+        self.sync()  # one sync for the whole batch, which also reports failed index checks
         return out
+
+    def check_index(self, index, size, negative, message):
+        self._on()
+        return self.index_checks.check(index, size, negative, message)
 
     def shape_of(self, x):
         return x.shape
@@ -274,6 +287,14 @@ class CudaBackend(CudaModuleOps, Backend):
         cp = self._on()
         shifted = x - cp.max(x, axis=dim, keepdims=True)
         return shifted - cp.log(cp.sum(cp.exp(shifted), axis=dim, keepdims=True, dtype=x.dtype))
+
+
+def _current_stream_ptr_fn(cupy: Any) -> Any:
+    """A zero-argument function giving the current stream's handle (CuPy's cheap one where it has it)."""
+    fn = getattr(cupy.cuda.stream, "get_current_stream_ptr", None)
+    if fn is not None:
+        return fn
+    return lambda: cupy.cuda.get_current_stream().ptr
 
 
 def _add_at(cp: Any) -> Any:

@@ -139,7 +139,10 @@ def gemm_f32(cupy: Any, a: Any, b: Any, mode: str) -> Any:
 
     # row-major C = A @ B is column-major C^T = B^T @ A^T: B goes first. A row-major operand already
     # reads as its transpose in column-major (op N); a column-major one needs op T.
+    # The handle is shared per thread and device and keeps the last stream set on it: its default is the
+    # legacy null stream, which does not wait for the device's non-blocking stream. Set it every call.
     handle = cupy.cuda.device.get_cublas_handle()
+    cublas.setStream(handle, cupy.cuda.get_current_stream().ptr)
     cublas.gemmStridedBatchedEx(
         handle,
         0 if b_rows else 1,

@@ -25,6 +25,7 @@ from ._buffer import BufferPool
 from ._device import OPTIONS, GpuContext, create_context
 from ._dtypes import BASE_DTYPES, ELEM_BYTES, np_storage
 from ._executor import Executor
+from ._index_check import IndexChecker
 from ._ops import WgpuOps
 from ._primitive import WgpuTensor, contiguous_strides, numel
 
@@ -55,6 +56,7 @@ class WgpuBackend(WgpuOps, Backend):
             self.ctx.device, limits["max-storage-buffer-binding-size"], limits["max-buffer-size"]
         )
         self.ex = Executor(self.ctx.device, self.pool, OPTIONS.batch_size)
+        self.index_checks = IndexChecker(self)
         if "shader-f16" in self.ctx.features:
             self.dtypes = frozenset(BASE_DTYPES | {D.float16})
 
@@ -100,7 +102,11 @@ class WgpuBackend(WgpuOps, Backend):
         import numpy as np
 
         ready = [self._readable(x) for x in xs]
-        blobs = self.ex.read([(r.buffer, r.byte_offset, r.numel * ELEM_BYTES[r.dtype]) for r in ready])
+        ranges = [(r.buffer, r.byte_offset, r.numel * ELEM_BYTES[r.dtype]) for r in ready]
+        checks = self.index_checks.pending
+        blobs = self.ex.read(ranges + [self.index_checks.range()] if checks else ranges)
+        if checks:
+            self.index_checks.report(blobs.pop())
         out = []
         for r, blob in zip(ready, blobs):
             arr = np.frombuffer(blob, dtype=np_storage(r.dtype)).reshape(r.shape)
@@ -117,7 +123,13 @@ class WgpuBackend(WgpuOps, Backend):
         return x.dtype
 
     def sync(self) -> None:
-        self.ex.sync()
+        if self.index_checks.pending:  # the record's read waits for all work, as ex.sync does
+            self.index_checks.report(self.ex.read([self.index_checks.range()])[0])
+        else:
+            self.ex.sync()
+
+    def check_index(self, index, size, negative, message):
+        return self.index_checks.check(index, size, negative, message)
 
     def full(self, shape, value, dtype):
         self._check_dtype("full", dtype)

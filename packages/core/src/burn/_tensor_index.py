@@ -119,7 +119,7 @@ class IndexOps:
         for p, raw in advanced:
             t = _T._as_tensor_like(raw, self, "index")
             _check_index_tensor("index", t, self)
-            idxs.append(_checked_index(t, shape[p], "index", f"index for dim {p}"))
+            idxs.append(_checked_index(t, shape[p], "index", "index", p))
             bshape = broadcast_shapes("index", bshape, t.shape, "index/index")
         flat = None
         for (p, _), t in zip(advanced, idxs):
@@ -187,7 +187,7 @@ class IndexOps:
                 raise ShapeError(
                     f"gather: index shape {index.shape} exceeds tensor shape {self.shape} at dim {i}"
                 )
-        index = _checked_index(index, self.shape[d], "gather", "index")
+        index = _checked_index(index, self.shape[d], "gather", "index", d)
         x = self
         if any(i != d and a != n for i, (a, n) in enumerate(zip(index.shape, self.shape))):
             # PyTorch lets index be smaller than the tensor off ``dim``; backends get equal sizes there
@@ -208,7 +208,7 @@ class IndexOps:
             raise ShapeError(f"scatter_add: index shape {index.shape} must equal src shape {src.shape}")
         if index.ndim != self.ndim:
             raise ShapeError(f"scatter_add: index must have the tensor's rank {self.ndim}, got {index.shape}")
-        index = _checked_index(index, self.shape[d], "scatter_add", "index")
+        index = _checked_index(index, self.shape[d], "scatter_add", "index", d)
         return _w(self._b.scatter_add(self._p, d, index._p, src.cast(self.dtype)._p), self._b)
 
     def select(self, dim: int, indices: Any) -> Tensor:
@@ -219,7 +219,7 @@ class IndexOps:
         _check_index_tensor("select", idx, self)
         if idx.ndim != 1:
             raise ShapeError(f"select: indices must be 1-d, got shape {idx.shape}")
-        idx = _checked_index(idx, self.shape[d], "select", "indices")
+        idx = _checked_index(idx, self.shape[d], "select", "indices", d)
         return _w(self._b.select(self._p, d, idx._p), self._b)
 
     index_select = select
@@ -234,7 +234,7 @@ class IndexOps:
         expected = self.shape[:d] + (idx.numel(),) + self.shape[d + 1 :]
         if values.shape != expected:
             raise ShapeError(f"select_add: values shape {values.shape} != expected {expected}")
-        idx = _checked_index(idx, self.shape[d], "select_add", "indices")
+        idx = _checked_index(idx, self.shape[d], "select_add", "indices", d)
         return _w(self._b.select_add(self._p, d, idx._p, values.cast(self.dtype)._p), self._b)
 
     def mask_fill(self, mask: Tensor, value: Any) -> Tensor:
@@ -279,20 +279,10 @@ def _check_index_tensor(op: str, index: Tensor, x: Tensor) -> None:
         raise DTypeError(f"{op}: index must be an integer tensor, got {index.dtype}")
 
 
-def _checked_index(index: Tensor, size: int, op: str, arg: str) -> Tensor:
-    """Check index values lie in ``[-size, size)`` where the check is cheap (host backends); negative
-    indices count from the end."""
+def _checked_index(index: Tensor, size: int, op: str, arg: str, dim: int) -> Tensor:
+    """Index values checked against ``[-size, size)``, negatives wrapped (``Backend.check_index``:
+    at once on host backends, at the next read or sync on device backends)."""
     if index.numel() == 0:
         return index
-    b = index._b
-    if getattr(b.inner if b.is_autodiff else b, "host_memory", False):
-        import numpy as np
-
-        arr = np.asarray(index._inner_prim())
-        lo, hi = int(arr.min()), int(arr.max())
-        if lo < -size or hi >= size:
-            bad = lo if lo < -size else hi
-            raise IndexOutOfRangeError(f"{op}: {arg} value {bad} out of range for a dim of size {size}")
-        if lo < 0:
-            return index.remainder(size) if index.dtype.kind == "i" else index
-    return index
+    message = f"{op}: {arg} value {{value}} out of range for dim {dim} of size {size}"
+    return _w(index._b.check_index(index._p, size, True, message), index._b, index.dtype)

@@ -51,6 +51,8 @@ class Backend(_module_ops.ModuleOps, HostRandom):
     # NumPy and raises ValueError on shapes that don't: the frontend's operators then call it directly
     # (no method call, no shape check), which is most of the cost of a small op.
     binary_fns: dict | None = None
+    # Primitives live in host memory (numpy): reading one costs no device sync.
+    host_memory: bool = False
 
     @classmethod
     def missing_core(cls) -> list[str]:
@@ -229,6 +231,31 @@ class Backend(_module_ops.ModuleOps, HostRandom):
     def select_add(self, x: Prim, dim: int, indices: Prim, values: Prim) -> Prim:
         """A copy of x with ``values`` added at ``indices`` along ``dim`` (duplicates accumulate)."""
         raise NotImplementedError
+
+    def check_index(self, index: Prim, size: int, negative: bool, message: str) -> Prim:
+        """``index`` (an int primitive) with its values checked against ``[-size, size)``, or
+        ``[0, size)`` when not ``negative``, and negative values wrapped to ``value + size``.
+
+        ``message`` is the error text, with ``{value}`` where the bad value goes. This default reads the
+        index to the host and raises ``IndexOutOfRangeError`` at once. Device backends override it to
+        check on the device instead: the check is queued with the op, an out-of-range entry is replaced
+        by 0 so the op never touches memory outside the tensor, and the error is raised by the next
+        read or sync of that device (as an asynchronous CUDA error would be, but recoverable).
+        """
+        import numpy as np
+
+        from .._errors import IndexOutOfRangeError
+
+        arr = np.asarray(self.to_numpy(index))
+        if arr.size == 0:
+            return index
+        lo, hi = int(arr.min()), int(arr.max())
+        low = -size if negative else 0
+        if lo < low or hi >= size:
+            raise IndexOutOfRangeError(message.format(value=lo if lo < low else hi))
+        if lo >= 0:
+            return index
+        return self.from_numpy(np.where(arr < 0, arr + size, arr), self.dtype_of(index))
 
     def mask_fill(self, x: Prim, mask: Prim, value: float | int | bool) -> Prim:
         return self.where(mask, value, x)

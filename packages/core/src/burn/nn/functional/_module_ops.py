@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..._errors import DeviceError, DTypeError, IndexOutOfRangeError, ShapeError
+from ..._errors import DeviceError, DTypeError, ShapeError
 from ..._tensor import Tensor, _wrap
 from ._module_args import (
     LAYOUTS,
@@ -273,22 +273,17 @@ def embedding(indices: Tensor, weight: Tensor) -> Tensor:
         raise DeviceError(f"{op}: weight is on {weight.device} but indices on {indices.device}")
     if not indices.dtype.is_int:
         raise DTypeError(f"{op}: indices must be an integer tensor, got {indices.dtype}")
-    _check_rows(op, indices, weight.shape[0])
+    indices = _check_rows(op, indices, weight.shape[0])
     return _wrap(weight.backend.embedding(weight.primitive, indices.primitive), weight.backend)
 
 
-def _check_rows(op: str, indices: Tensor, rows: int) -> None:
-    """Index values in [0, rows), checked where reading them is free (host-memory backends)."""
-    b = indices.backend
-    if indices.numel() == 0 or not getattr(b.inner if b.is_autodiff else b, "host_memory", False):
-        return
-    import numpy as np
-
-    arr = np.asarray(indices._inner_prim())
-    lo, hi = int(arr.min()), int(arr.max())
-    if lo < 0 or hi >= rows:
-        bad = lo if lo < 0 else hi
-        raise IndexOutOfRangeError(f"{op}: index {bad} out of range for a weight with {rows} rows")
+def _check_rows(op: str, indices: Tensor, rows: int) -> Tensor:
+    """Index values in [0, rows) (``Backend.check_index``: at once on host backends, at the next read
+    or sync on device backends, which use row 0 in the meantime)."""
+    if indices.numel() == 0:
+        return indices
+    message = f"{op}: index {{value}} out of range for a weight with {rows} rows"
+    return _wrap(indices.backend.check_index(indices.primitive, rows, False, message), indices.backend)
 
 
 _MODES = {3: ("nearest", "linear"), 4: ("nearest", "bilinear", "bicubic")}
