@@ -110,7 +110,7 @@ def _noam(t: int) -> float:
 
 # fmt: off
 SCHEDULERS = [
-    ("LinearLrSchedulerConfig", dict(initial_lr=0.9, final_lr=0.5, num_iters=4), [0.8, 0.7, 0.6, 0.5, 0.5], dict(num_iters=0)),
+    ("LinearLrSchedulerConfig", dict(initial_lr=0.9, final_lr=0.5, num_iters=4), [0.9, 0.8, 0.7, 0.6, 0.5, 0.5], dict(num_iters=0)),
     ("CosineAnnealingLrSchedulerConfig", dict(initial_lr=1.0, num_iters=4), [_cosine(t, 4) for t in range(5)], dict(initial_lr=-1.0)),
     ("ExponentialLrSchedulerConfig", dict(initial_lr=1.0, gamma=0.5), [1.0, 0.5, 0.25, 0.125], dict(gamma=0.0)),
     ("NoamLrSchedulerConfig", dict(init_lr=1.0, warmup_steps=2, model_size=4), [_noam(t) for t in range(1, 6)], dict(warmup_steps=0)),

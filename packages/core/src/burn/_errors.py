@@ -35,3 +35,7 @@ class DimError(ShapeError, IndexError):
 
 class IndexOutOfRangeError(BurnError, IndexError):
     """An index value out of range for the dim it indexes."""
+
+
+class ConfigTypeError(ConfigError, TypeError):
+    """A config field whose value does not have the annotated type (``"four"`` for an ``int`` width)."""

@@ -12,8 +12,9 @@ def take(sched, n):
 
 
 def test_linear_follows_burn():
+    # Burn's test_lr_decreasing: the first step() gives initial_lr itself
     assert take(S.LinearLrSchedulerConfig(0.9, 0.5, 4).init(), 6) == pytest.approx(
-        [0.8, 0.7, 0.6, 0.5, 0.5, 0.5]
+        [0.9, 0.8, 0.7, 0.6, 0.5, 0.5]
     )
 
 

@@ -2,6 +2,7 @@
 
 from dataclasses import field
 
+from .._errors import ConfigTypeError
 from ._config import Config, check
 
-__all__ = ["Config", "check", "field"]
+__all__ = ["Config", "ConfigTypeError", "check", "field"]

@@ -9,22 +9,33 @@ Subclasses are made dataclasses automatically, so a config reads like a plain an
 Nested configs become nested JSON objects. A field whose value is a subclass of its declared type (an
 initializer in a ``LinearConfig``, say) is written with a ``"__config__"`` key naming the class, so it
 loads back as the same class.
+
+Every field is checked against its annotation when a config is built (by hand, by ``with_`` or from
+JSON): a value of another type raises ``burn.config.ConfigTypeError`` (a ``ConfigError`` and a
+``TypeError``) naming the class, the field, the expected type and the value. Values are normalized on
+the way: an int or a numpy number in a float field becomes a float, a list in a tuple field a tuple.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
+import inspect
 import json
 import os
+import sys
 import types
 import typing
+import weakref
 from typing import Any, ClassVar, TypeVar, Union
 
-from .._errors import ConfigError
+from .._errors import ConfigError, ConfigTypeError
+from ._types import NoFit, fit, type_name
 
 C = TypeVar("C", bound="Config")
 
-_REGISTRY: dict[str, type[Config]] = {}
+# class name -> the config classes of that name (two modules may both define an ``Inner``)
+_REGISTRY: dict[str, list[type[Config]]] = {}
 _TYPE_KEY = "__config__"
 
 
@@ -45,7 +56,19 @@ class Config:
             cls._frozen = frozen
         # a fresh dataclass per subclass (a later @dataclass decorator simply redoes it)
         dataclasses.dataclass(cls, frozen=cls._frozen)
-        _REGISTRY.setdefault(cls.__name__, cls)
+        _REGISTRY.setdefault(cls.__name__, []).append(cls)
+        own = cls.__dict__.get("__post_init__")
+        if own is not None and not getattr(own, "_checks_fields", False):
+            # a subclass's own __post_init__ (range checks) then sees values of the right type
+            def __post_init__(self: Config, *args: Any, _own: Any = own) -> None:
+                _check_fields(self)
+                _own(self, *args)
+
+            __post_init__._checks_fields = True  # type: ignore[attr-defined]
+            cls.__post_init__ = __post_init__  # type: ignore[method-assign]
+
+    def __post_init__(self, *_: Any) -> None:
+        _check_fields(self)
 
     # ------------------------------------------------------------------ dict / JSON
     def to_dict(self) -> dict[str, Any]:
@@ -62,8 +85,8 @@ class Config:
         target = cls
         name = data.pop(_TYPE_KEY, None)
         if name is not None:
-            target = _REGISTRY.get(name)
-            if target is None or not issubclass(target, cls):
+            target = _class_named(name, (cls,), cls.__module__)
+            if target is None:
                 raise ConfigError(f"{cls.__name__}.from_dict: unknown config class {name!r}")
         hints = _hints(target)
         names = {f.name for f in dataclasses.fields(target)}
@@ -72,9 +95,11 @@ class Config:
             raise ConfigError(
                 f"{target.__name__}: unknown field(s) {unknown}; expected some of {sorted(names)}"
             )
-        kwargs = {k: _decode(v, hints.get(k), f"{target.__name__}.{k}") for k, v in data.items()}
+        kwargs = {k: _decode(v, hints.get(k), target, f"{target.__name__}.{k}") for k, v in data.items()}
         try:
             return target(**kwargs)
+        except ConfigError:
+            raise
         except TypeError as exc:
             raise ConfigError(f"{target.__name__}: {exc}") from None
 
@@ -107,11 +132,63 @@ class Config:
         return dataclasses.replace(self, **changes)
 
 
+_HINTS: weakref.WeakKeyDictionary[type, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
 def _hints(cls: type) -> dict[str, Any]:
+    """Field annotations resolved to types (string annotations included); a field whose annotation
+    cannot be resolved (a name local to a function, say) is left out, so it is neither checked nor typed
+    on load."""
+    cached = _HINTS.get(cls)
+    if cached is not None:
+        return cached
     try:
-        return typing.get_type_hints(cls)
-    except Exception:  # unresolvable forward refs: fall back to untyped decoding
-        return {}
+        hints = typing.get_type_hints(cls)
+    except Exception:
+        return _hints_by_field(cls)  # not cached: a later call may resolve what is missing now
+    _HINTS[cls] = hints
+    return hints
+
+
+def _hints_by_field(cls: type) -> dict[str, Any]:
+    hints: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        module = sys.modules.get(klass.__module__)
+        globalns = vars(module) if module is not None else {}
+        for name, ann in inspect.get_annotations(klass).items():
+            if isinstance(ann, str):
+                try:
+                    ann = eval(ann, globalns, dict(vars(klass)))  # as typing.get_type_hints does
+                except Exception:
+                    hints.pop(name, None)
+                    continue
+            hints[name] = ann
+    return hints
+
+
+def _check_fields(config: Config) -> None:
+    """Check every field against its annotation; store normalized values (see the module docstring)."""
+    cls = type(config)
+    hints = _hints(cls)
+    for f in dataclasses.fields(config):
+        tp = hints.get(f.name)
+        if tp is None or not hasattr(config, f.name):
+            continue
+        value = getattr(config, f.name)
+        try:
+            fitted = fit(value, tp)
+        except NoFit:
+            raise ConfigTypeError(
+                f"{cls.__name__}: field {f.name!r} must be {type_name(tp)}, "
+                f"got {_short_repr(value)} ({type(value).__name__})"
+            ) from None
+        if fitted is not value:
+            object.__setattr__(config, f.name, fitted)  # frozen configs too
+
+
+def _short_repr(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _config_types(tp: Any) -> list[type[Config]]:
@@ -136,19 +213,42 @@ def _encode(value: Any, tp: Any) -> Any:
         return {str(k): _encode(v, None) for k, v in value.items()}
     if hasattr(value, "is_float") and hasattr(value, "name"):  # a burn DType
         return value.name
+    if isinstance(value, enum.Enum):  # loads back through the field's annotation
+        return _encode(value.value, None)
     return value
 
 
-def _decode(value: Any, tp: Any, where: str) -> Any:
+def _class_named(name: Any, bases: tuple[type, ...], module: str | None = None) -> type[Config] | None:
+    """The config class called ``name`` among subclasses of ``bases``: one from ``module`` (the module of
+    the config holding the field) first, else the first defined."""
+    found = [c for c in _REGISTRY.get(name, ()) if issubclass(c, bases)] if isinstance(name, str) else []
+    local = [c for c in found if c.__module__ == module]
+    return (local or found or [None])[0]
+
+
+def _decode_tagged(value: dict[str, Any], declared: list[type[Config]], owner: type, where: str) -> Config:
+    """A ``{"__config__": name, ...}`` object, as the class of that name the field can hold."""
+    bases = tuple(declared) or (Config,)
+    target = _class_named(value[_TYPE_KEY], bases, owner.__module__)
+    if target is None:
+        expected = " | ".join(b.__name__ for b in bases)
+        raise ConfigError(f"{where}: unknown config class {value[_TYPE_KEY]!r} (expected a {expected})")
+    return target.from_dict(value)
+
+
+def _decode(value: Any, tp: Any, owner: type, where: str) -> Any:
     if isinstance(value, dict):
-        if _TYPE_KEY in value:
-            return Config.from_dict(value)
         declared = _config_types(tp)
+        if _TYPE_KEY in value:
+            return _decode_tagged(value, declared, owner, where)
         if declared:
             return declared[0].from_dict(value)
         return value
     if isinstance(value, list):
-        items = [Config.from_dict(v) if isinstance(v, dict) and _TYPE_KEY in v else v for v in value]
+        items = [
+            _decode_tagged(v, [], owner, where) if isinstance(v, dict) and _TYPE_KEY in v else v
+            for v in value
+        ]
         origin = typing.get_origin(tp)
         if tp is tuple or origin is tuple or _union_has(tp, tuple):
             return tuple(items)

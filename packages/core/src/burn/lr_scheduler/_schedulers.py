@@ -7,6 +7,7 @@ dict of plain numbers, restored by ``load_record``.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 from .._errors import RecordError
@@ -59,7 +60,7 @@ class ConstantLr(LrScheduler):
 
 class LinearLrSchedulerConfig(Config):
     """From ``initial_lr`` to ``final_lr`` in ``num_iters`` equal steps, then ``final_lr``. As in Burn the
-    first ``step()`` already returns initial_lr + one step: (0.9, 0.5, 4) gives 0.8, 0.7, 0.6, 0.5, 0.5."""
+    first ``step()`` returns initial_lr itself: (0.9, 0.5, 4) gives 0.9, 0.8, 0.7, 0.6, 0.5, 0.5, ..."""
 
     initial_lr: float
     final_lr: float
@@ -78,7 +79,8 @@ class LinearLrScheduler(LrScheduler):
     def __init__(self, c: LinearLrSchedulerConfig) -> None:
         self.final_lr = c.final_lr
         self.step_size = (c.final_lr - c.initial_lr) / c.num_iters
-        self.remaining_iters = c.num_iters
+        # one more than the steps to go, so the first step() (which counts down first) gives initial_lr
+        self.remaining_iters = c.num_iters + 1
 
     def step(self) -> float:
         self.remaining_iters = max(self.remaining_iters - 1, 0)
@@ -178,7 +180,8 @@ class NoamLrScheduler(LrScheduler):
 
 
 class StepLrSchedulerConfig(Config):
-    """initial_lr * gamma^floor(t / step_size) for t = 0, 1, ..."""
+    """initial_lr * gamma^floor(t / step_size) for t = 0, 1, ...: (0.5, 3, 0.1) gives 0.5, 0.5, 0.5,
+    0.05, ... As in Burn a gamma above 1 (a growing rate) is allowed but warned about."""
 
     initial_lr: float
     step_size: int
@@ -188,7 +191,14 @@ class StepLrSchedulerConfig(Config):
         _positive_lr("StepLrSchedulerConfig", "initial_lr", self.initial_lr)
         ok = isinstance(self.step_size, int) and self.step_size > 0
         check(ok, "StepLrSchedulerConfig", f"step_size must be an int > 0, got {self.step_size!r}")
-        check(0 < self.gamma <= 1, "StepLrSchedulerConfig", f"gamma must be in (0, 1], got {self.gamma}")
+        ok = math.isfinite(self.gamma) and self.gamma > 0
+        check(ok, "StepLrSchedulerConfig", f"gamma must be a finite number > 0, got {self.gamma}")
+        if self.gamma > 1:
+            warnings.warn(
+                f"StepLrSchedulerConfig: gamma={self.gamma} > 1 makes the learning rate grow; "
+                "ignore this warning if it is intended",
+                stacklevel=2,
+            )
         return StepLrScheduler(self)
 
 

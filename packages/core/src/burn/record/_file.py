@@ -136,10 +136,9 @@ def from_bytes(module: Any, data: bytes, source: str = "<bytes>") -> Any:
             problems.append(
                 f"shape mismatch: {name}: module has {tuple(entry.shape)}, record has {tuple(arr.shape)}"
             )
-        stored = arr.dtype.name
-        original = saved.get(name, {}).get("dtype", stored)
-        if original != entry.dtype.name or stored not in (original, save_dtype):
-            problems.append(f"dtype mismatch: {name}: module has {entry.dtype.name}, record has {original}")
+        problem = _dtype_problem(entry.dtype.name, arr.dtype.name, saved.get(name, {}), save_dtype)
+        if problem:
+            problems.append(f"dtype mismatch: {name}: {problem}")
     for name in arrays:
         if name not in module_entries:
             problems.append(f"unexpected: {name} (not in the module)")
@@ -151,3 +150,16 @@ def from_bytes(module: Any, data: bytes, source: str = "<bytes>") -> Any:
         )
     ids = {name: info["id"] for name, info in saved.items() if isinstance(info, dict) and "id" in info}
     return module.load_record(arrays, ids=ids)
+
+
+def _dtype_problem(module_dtype: str, stored: str, info: Any, save_dtype: str) -> str:
+    """What is wrong with one entry's dtype ('' when nothing): the message names the dtype the record
+    really holds, and the one its metadata claims when the two disagree (a file edited by hand)."""
+    claimed = str(info.get("dtype", stored)) if isinstance(info, dict) else stored
+    half_save = bool(save_dtype) and stored == save_dtype and claimed.startswith(("float", "bfloat"))
+    if stored != claimed and not half_save:
+        return f"module has {module_dtype}, record has {stored} (its metadata says {claimed})"
+    if claimed != module_dtype:
+        held = claimed if stored == claimed else f"{claimed} (stored as {stored})"
+        return f"module has {module_dtype}, record has {held}"
+    return ""
