@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import configparser
 import email.parser
+import importlib.machinery
+import importlib.util
 import re
 import subprocess
 import sys
@@ -188,16 +190,81 @@ def test_nvml_through_nvidia_ml_py(built):
     assert "pynvml" not in names
 
 
+def test_train_extra_brings_the_dashboard(built):
+    # `burn-core[train]` promises the Learner *and* its live dashboard, which needs rich (burn-train[tui])
+    core, train = built["burn-core"], built["burn-train"]
+    for extra in ("train", "all"):
+        (req,) = [r for r in core.requires(extra) if canonicalize_name(r.name) == "burn-train"]
+        assert req.extras == {"tui"}, f"burn-core[{extra}]: {req}"
+    assert {canonicalize_name(r.name) for r in train.requires("tui")} == {"rich"}
+
+
+def _release_module():
+    """scripts/release imported as a module (it has no .py suffix)."""
+    loader = importlib.machinery.SourceFileLoader("burn_release_script", str(ROOT / "scripts" / "release"))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    return module
+
+
+def test_release_script_finds_build_and_twine(tmp_path, monkeypatch):
+    release = _release_module()
+    assert release.missing_modules(sys.executable, ["json", "burnfake_no_such_module"]) == [
+        "burnfake_no_such_module"
+    ]
+    assert release.missing_modules(str(tmp_path / "no-python"), ["json"]) == ["json"]
+
+    venv_python = tmp_path / ".venv" / "bin" / "python"
+    have = {sys.executable: {"build", "twine"}}
+    ran = []
+
+    def dev_py_setup(cmd):
+        ran.append(cmd)
+        venv_python.parent.mkdir(parents=True)
+        venv_python.touch()
+        have[str(venv_python)] = {"build", "twine"}
+
+    monkeypatch.setattr(release, "VENV", tmp_path / ".venv")
+    monkeypatch.setattr(release, "_venv_python", lambda: venv_python)
+    monkeypatch.setattr(
+        release, "missing_modules", lambda py, mods: [m for m in mods if m not in have.get(py, ())]
+    )
+    monkeypatch.setattr(release, "_run", dev_py_setup)
+    assert release.tool_python(["build", "twine"]) == sys.executable  # this interpreter has them
+    have[sys.executable] = set()  # a system Python without build: a fresh clone gets .venv from dev.py
+    assert release.tool_python(["build", "twine"]) == str(venv_python)
+    assert ran == [[sys.executable, str(ROOT / "dev.py"), "setup"]]
+    assert release.tool_python(["build"]) == str(venv_python) and len(ran) == 1  # an existing .venv is used
+    have[str(venv_python)] = {"build"}
+    with pytest.raises(
+        release.ReleaseError,
+        match=r"^build, twine not installed for .* nor in .*; install them with .* -m pip install build twine",
+    ):
+        release.tool_python(["build", "twine"])
+
+
+def _bare_python(tmp_path: Path) -> str:
+    """A Python without build and twine (a fresh venv without pip), when the project's .venv has them to
+    fall back on; else this interpreter (CI installs the tools here and has no .venv)."""
+    release = _release_module()
+    venv = str(release._venv_python())
+    if not Path(venv).exists() or release.missing_modules(venv, ["build", "twine", "hatchling"]):
+        return sys.executable
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "bare")], check=True)
+    return str(tmp_path / "bare" / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python"))
+
+
 def test_release_script_builds_and_checks_one_package(tmp_path):
     script = ROOT / "scripts" / "release"
+    out = tmp_path / "out"
     proc = subprocess.run(
         [
-            sys.executable,
+            _bare_python(tmp_path),
             str(script),
             "burn-autodiff",
             "--no-isolation",
             "--out",
-            str(tmp_path),
+            str(out),
             "--tag",
             "burn-autodiff-v" + _source_version(ROOT / "packages" / "autodiff"),
         ],
@@ -207,7 +274,7 @@ def test_release_script_builds_and_checks_one_package(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASSED" in proc.stdout  # twine check
-    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".gz", ".whl"]
+    assert sorted(p.suffix for p in out.iterdir()) == [".gz", ".whl"]
     bad = subprocess.run(
         [
             sys.executable,
@@ -216,11 +283,11 @@ def test_release_script_builds_and_checks_one_package(tmp_path):
             "--tag",
             "burn-autodiff-v99.0.0",
             "--out",
-            str(tmp_path),
+            str(out),
         ],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert bad.returncode == 1 and "does not match burn-autodiff" in bad.stderr
-    assert len(list(tmp_path.iterdir())) == 2  # a tag mismatch builds nothing
+    assert len(list(out.iterdir())) == 2  # a tag mismatch builds nothing

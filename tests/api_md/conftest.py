@@ -1,9 +1,11 @@
-"""An executable check of ../shared/API.md: every snippet and name there, called as a user would.
+"""An executable check of burn-py's binding public API (the names users write): every documented snippet
+and name, called as a user would.
 
-One test module per API.md section (``test_devices_tensors.py`` ... ``test_training.py``), each with one
-test (or one parametrized table) per item, in the page's order. Sections whose names live in optional
-distributions (burn_train, the metric plugins, the GPU backends) check what the installed package offers;
-a GPU backend that cannot run here must say why.
+One test module per section of that API (``test_devices_tensors.py`` ... ``test_training.py``), each with
+one test (or one parametrized table) per item, in the section's order; the modules themselves are the
+in-repository record of what is promised. Sections whose names live in optional distributions
+(burn_train, the metric plugins, the GPU backends) check what the installed package offers; a GPU
+backend that cannot run here must say why.
 
 pytest runs with ``--import-mode=importlib``, which puts no test folder on ``sys.path``. So this conftest
 registers the package name ``burn_api_md`` over this folder; the modules import their shared helpers

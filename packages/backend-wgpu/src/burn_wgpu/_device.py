@@ -16,6 +16,9 @@ Two limit modes:
 from __future__ import annotations
 
 import os
+import stat
+import sys
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,12 +82,54 @@ def configure(
         OPTIONS.f16 = bool(f16)
 
 
+def _private_runtime_dir() -> str | None:
+    """A folder only this user can enter: ``<tmp>/burn-runtime-<uid>`` (0700), or a fresh temporary one
+    when that name is taken by something else (a file, a symlink, another user's folder)."""
+    uid = os.getuid()
+    path = os.path.join(tempfile.gettempdir(), f"burn-runtime-{uid}")
+    try:
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        info = os.lstat(path)
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == uid:
+            if stat.S_IMODE(info.st_mode) != 0o700:
+                os.chmod(path, 0o700)
+            return path
+        return tempfile.mkdtemp(prefix=f"burn-runtime-{uid}-")
+    except OSError:  # a read-only temp dir: keep the environment as it was
+        return None
+
+
+def ensure_runtime_dir() -> None:
+    """Give the process a private ``XDG_RUNTIME_DIR`` when it has none that is valid, before the Vulkan
+    loader starts.
+
+    Mesa's Vulkan drivers (through libwayland) print ``error: XDG_RUNTIME_DIR is invalid or not set in
+    the environment.`` once per adapter they open when the variable is unset or not an absolute path:
+    eight lines for one ``burn info`` on a headless server, in a container, under sudo or on CI. The XDG
+    spec asks for a 0700 folder owned by the user, which is what this sets. A variable that names an
+    existing absolute folder is left alone, and no output is redirected, so real driver errors still
+    show.
+    """
+    if os.name != "posix" or sys.platform in ("darwin", "emscripten"):
+        return
+    current = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(current) and os.path.isdir(current):
+        return
+    path = _private_runtime_dir()
+    if path is not None:
+        os.environ["XDG_RUNTIME_DIR"] = path
+
+
 def adapter_label(info: Any) -> str:
     return f"{info.get('device', '?')} ({info.get('backend_type', '?')}, {info.get('adapter_type', '?')})"
 
 
 def list_adapters() -> list[Any]:
     """Every adapter wgpu sees, discrete GPUs first (stable within a type)."""
+    ensure_runtime_dir()  # every path to a driver comes through here
     import wgpu
 
     adapters = list(wgpu.gpu.enumerate_adapters_sync())
@@ -157,6 +202,7 @@ def create_context(index: int) -> GpuContext:
 
 def probe() -> tuple[bool, str]:
     """(available, reason) without creating a device."""
+    ensure_runtime_dir()
     try:
         import wgpu  # noqa: F401
     except ImportError as exc:

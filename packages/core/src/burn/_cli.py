@@ -2,9 +2,10 @@
 
 ``burn info`` prints the installed burn packages, the plugins and the distributions they come from, every
 backend with its devices (or the reason it cannot run here), every metric collector with its
-availability, and the plugins that failed to load with their error. ``--json`` prints the same as one
-JSON object. Output is plain text from the standard library only, so it works on any terminal, in CI
-logs and in bug reports.
+availability, and the plugins that failed to load with their error. A first-party package, backend or
+collector that is not installed is listed with the ``pip install 'burn-core[extra]'`` that adds it.
+``--json`` prints the same as one JSON object. Output is plain text from the standard library only, so
+it works on any terminal, in CI logs and in bug reports.
 
 Every probe runs through ``burn.plugins.probe`` with a timeout: a plugin whose check raises, returns
 nonsense or hangs becomes a reason in the report, never a crash of the command.
@@ -22,17 +23,11 @@ from typing import Any
 
 from . import plugins
 from ._version import __version__
+from .plugins import _known
 
 # every distribution of the burn-py family, with the module it installs
-PACKAGES: tuple[tuple[str, str], ...] = (
-    ("burn-core", "burn"),
-    ("burn-autodiff", "burn_autodiff"),
-    ("burn-wgpu", "burn_wgpu"),
-    ("burn-cuda", "burn_cuda"),
-    ("burn-train", "burn_train"),
-    ("burn-metrics-cuda", "burn_metrics_cuda"),
-    ("burn-metrics-web", "burn_metrics_web"),
-)
+PACKAGES: tuple[tuple[str, str], ...] = (("burn-core", "burn"), *((k.dist, k.module) for k in _known.KNOWN))
+_INSTALL = {k.dist: k.install for k in _known.KNOWN}
 
 DEFAULT_TIMEOUT = 20.0  # seconds per availability probe; GPU drivers can take a few seconds to answer
 
@@ -61,7 +56,14 @@ def _packages() -> list[dict[str, Any]]:
     for dist, module in PACKAGES:
         installed, version, note = _package_version(dist, module)
         rows.append(
-            {"name": dist, "module": module, "installed": installed, "version": version, "note": note}
+            {
+                "name": dist,
+                "module": module,
+                "installed": installed,
+                "version": version,
+                "note": note,
+                "install": "" if installed else _INSTALL.get(dist, ""),
+            }
         )
     return rows
 
@@ -140,6 +142,7 @@ def collect_info(timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
         "backends": _backends(reg, timeout),
         "collectors": _collectors(reg, timeout),
         "renderers": sorted(reg.renderers),
+        "missing": _known.missing(reg),
         "broken": [
             {
                 "name": b.name,
@@ -173,6 +176,20 @@ def _from(row: dict[str, Any]) -> str:
     return f"{row['dist']} {row['version']}".strip() if row.get("dist") else ""
 
 
+def _missing_rows(info: dict[str, Any], kind: str) -> list[list[str]]:
+    """First-party ``kind``s that are not here: the install command, or why an installed one is off."""
+    return [
+        [
+            m["name"],
+            "not installed" if not m["installed"] else "not loaded",
+            m["dist"],
+            m["install"] or m["reason"],
+        ]
+        for m in info["missing"]
+        if m["kind"] == kind
+    ]
+
+
 def render_text(info: dict[str, Any], verbose: bool = False) -> str:
     """The human-readable report of ``collect_info()``."""
     lines = [
@@ -182,7 +199,7 @@ def render_text(info: dict[str, Any], verbose: bool = False) -> str:
     ]
     lines += _table(
         [
-            [p["name"], p["version"] or "-" if p["installed"] else "not installed", p["note"]]
+            [p["name"], p["version"] or "-" if p["installed"] else "not installed", p["note"] or p["install"]]
             for p in info["packages"]
         ]
     )
@@ -202,6 +219,7 @@ def render_text(info: dict[str, Any], verbose: bool = False) -> str:
             ]
             for b in info["backends"]
         ]
+        + _missing_rows(info, "backend")
     )
     lines += ["", "Metric collectors:"]
     lines += _table(
@@ -215,6 +233,7 @@ def render_text(info: dict[str, Any], verbose: bool = False) -> str:
             ]
             for c in info["collectors"]
         ]
+        + [[r[0], r[1], "-", r[2], r[3]] for r in _missing_rows(info, "collector")]
     )
     lines += ["", "Broken plugins:"]
     lines += _table([[b["name"], b["value"], _from(b), b["error"]] for b in info["broken"]])

@@ -27,22 +27,32 @@ class Registry:
     autoload: bool = True  # False when BURN_DISABLE_PLUGIN_AUTOLOAD was set
 
     def backend(self, name: str) -> BackendSpec:
-        """The backend registered under ``name`` or one of its aliases (KeyError names the known ones)."""
+        """The backend registered under ``name`` or one of its aliases.
+
+        A KeyError names the registered ones, and for a first-party backend that is missing says why
+        (``backend 'wgpu' is not installed: pip install 'burn-core[wgpu]'``).
+        """
         spec = self.backends.get(name)
         if spec is not None:
             return spec
         for candidate in self.backends.values():
             if name in candidate.aliases:
                 return candidate
+        from ._known import missing_reason  # only on this error path: keeps `import burn` light
+
         known = ", ".join(sorted(self.backends)) or "none"
-        raise KeyError(f"unknown backend {name!r}; registered backends: {known}")
+        why = missing_reason("backend", name, self) or f"unknown backend {name!r}"
+        raise KeyError(f"{why}; registered backends: {known}")
 
     def collector(self, name: str) -> MetricCollectorSpec:
-        """The metric collector registered under ``name`` (KeyError names the known ones)."""
+        """The metric collector registered under ``name`` (KeyError as for ``backend``)."""
         spec = self.collectors.get(name)
         if spec is None:
+            from ._known import missing_reason
+
             known = ", ".join(sorted(self.collectors)) or "none"
-            raise KeyError(f"unknown metric collector {name!r}; registered collectors: {known}")
+            why = missing_reason("collector", name, self) or f"unknown metric collector {name!r}"
+            raise KeyError(f"{why}; registered collectors: {known}")
         return spec
 
     def provider(self, kind: str, name: str) -> PluginInfo | None:

@@ -49,12 +49,23 @@ def make_renderer(kind: str | Renderer = "auto", **kwargs: Any) -> Renderer:
     return factory(**kwargs)
 
 
+NO_RICH_NOTICE = "burn_train: the dashboard needs rich: pip install 'burn-train[tui]'; using plain lines"
+_noticed: list[bool] = []  # the no-rich notice is printed once per process, not once per Learner
+
+
 def _auto() -> str:
     """In a browser (Pyodide) a plugin's "web" renderer where one is installed; else the TUI on a
-    terminal with rich, else CLI lines."""
+    terminal with rich, else CLI lines (on a terminal without rich, saying so once on stderr)."""
     if sys.platform == "emscripten" and "web" in _plugin_renderers():
         return "web"
-    return "tui" if _stdout_is_terminal() and find_spec("rich") is not None else "cli"
+    if not _stdout_is_terminal():
+        return "cli"
+    if find_spec("rich") is not None:
+        return "tui"
+    if not _noticed:
+        _noticed.append(True)
+        print(NO_RICH_NOTICE, file=sys.stderr, flush=True)
+    return "cli"
 
 
 def _plugin_renderers() -> list[str]:

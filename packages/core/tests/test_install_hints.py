@@ -1,0 +1,187 @@
+"""First-party names that are not installed say which burn-core extra installs them.
+
+A bare ``pip install burn-core`` is simulated on top of the workspace (where every package is
+installed): ``BURN_DISABLE_PLUGINS`` keeps a distribution's plugin out of the registry, and
+``_known._entry_point_names`` / ``_cli._package_version`` are patched to report it as absent. The table of
+first-party names (``burn.plugins._known.KNOWN``) is checked against what the real plugins register and
+against burn-core's extras.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tomllib
+import warnings
+from pathlib import Path
+
+import burn
+import pytest
+from burn import _cli, plugins
+from burn.plugins import PluginWarning, _known, _manager
+
+CORE = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def clean(monkeypatch):
+    monkeypatch.delenv("BURN_DISABLE_PLUGINS", raising=False)
+    monkeypatch.delenv("BURN_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    plugins.reload()
+    yield monkeypatch
+    _manager._extra.clear()
+    plugins.reload()
+
+
+def _registry() -> plugins.Registry:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginWarning)
+        return plugins.registry()
+
+
+def _uninstall(monkeypatch: pytest.MonkeyPatch, *dists: str) -> None:
+    """Make ``dists`` look absent: their plugins are skipped and their metadata is not found."""
+    monkeypatch.setenv("BURN_DISABLE_PLUGINS", ",".join(dists))
+    real_entry_points, real_version = _known._entry_point_names, _cli._package_version
+    monkeypatch.setattr(_known, "_entry_point_names", lambda d: None if d in dists else real_entry_points(d))
+    monkeypatch.setattr(
+        _cli, "_package_version", lambda d, m: (False, None, "") if d in dists else real_version(d, m)
+    )
+    plugins.reload()
+
+
+# ---------------------------------------------------------------- the table
+
+
+def test_table_matches_the_plugins_and_the_extras(clean):
+    reg = _registry()
+    extras = tomllib.loads((CORE / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for dist in _known.KNOWN:
+        assert any(req.startswith(dist.dist) for req in extras[dist.extra]), (dist.extra, extras[dist.extra])
+        for tag in dist.provides:
+            kind, _, name = tag.partition(":")
+            if kind == "decorator":  # no plugin registers a decorator: the module must offer it
+                assert name == "autodiff" and dist.module == "burn_autodiff"
+                continue
+            info = reg.provider(kind, name)
+            assert info is not None and info.dist == dist.dist, tag
+        provided = {t for p in reg.plugins if p.dist == dist.dist for t in p.provides}
+        assert provided <= set(dist.provides), f"{dist.dist} registers names missing from KNOWN"
+    assert [d for d, _ in _cli.PACKAGES] == ["burn-core", *(k.dist for k in _known.KNOWN)]
+    assert _known.missing(reg) == []  # the workspace has everything
+
+
+# ---------------------------------------------------------------- burn.device and the registry
+
+
+@pytest.mark.parametrize(("name", "dist"), [("wgpu", "burn-wgpu"), ("cuda", "burn-cuda")])
+def test_device_of_a_backend_not_installed_names_the_extra(clean, name, dist):
+    _uninstall(clean, dist)
+    with pytest.raises(burn.DeviceError) as exc:
+        burn.device(name)
+    assert str(exc.value).startswith(
+        f"device: backend {name!r} is not installed: pip install 'burn-core[{name}]'; registered backends: "
+    )
+    with pytest.raises(burn.DeviceError, match=rf"not installed: pip install 'burn-core\[{name}\]'"):
+        burn.device(f"{name}:1", autodiff=True)
+
+
+def test_autodiff_not_installed_names_the_extra(clean):
+    clean.setitem(sys.modules, "burn_autodiff", None)  # `import burn_autodiff` raises ImportError
+    (autodiff,) = [k for k in _known.KNOWN if "decorator:autodiff" in k.provides]
+    with pytest.raises(burn.BackendUnavailableError, match=re.escape(autodiff.install)):
+        burn.zeros((2,), device=burn.device("cpu:7", autodiff=True))
+
+
+def test_collector_not_installed_names_the_extra(clean):
+    _uninstall(clean, "burn-metrics-cuda", "burn-metrics-web")
+    reg = _registry()
+    with pytest.raises(
+        KeyError, match=r"collector 'cuda' is not installed: pip install 'burn-core\[metrics-cuda\]'"
+    ):
+        reg.collector("cuda")
+    with pytest.raises(KeyError, match=r"'web-gpu' is not installed: pip install 'burn-core\[metrics-web\]'"):
+        reg.collector("web-gpu")
+
+
+def test_installed_but_not_loaded_says_why(clean):
+    clean.setenv("BURN_DISABLE_PLUGINS", "burn-wgpu")
+    plugins.reload()
+    with pytest.raises(
+        burn.DeviceError, match=r"'wgpu' \(from burn-wgpu\) is disabled by BURN_DISABLE_PLUGINS"
+    ):
+        burn.device("wgpu")
+    clean.delenv("BURN_DISABLE_PLUGINS")
+    clean.setenv("BURN_DISABLE_PLUGIN_AUTOLOAD", "1")
+    plugins.reload()
+    with pytest.raises(
+        KeyError, match=r"'cpu-use' \(from burn-train\) is not loaded: BURN_DISABLE_PLUGIN_AUTOLOAD"
+    ):
+        _registry().collector("cpu-use")
+
+
+def test_broken_first_party_plugin_is_named_with_its_error(clean):
+    reg = plugins.Registry()
+    reg.broken.append(
+        plugins.BrokenPlugin("wgpu", "burn_wgpu._plugin", "burn-wgpu", "ImportError: no libwgpu")
+    )
+    with pytest.raises(KeyError, match=r"'wgpu' \(from burn-wgpu\) failed to load: ImportError: no libwgpu"):
+        reg.backend("wgpu")
+
+
+def test_other_names_stay_unknown(clean):
+    _uninstall(clean, "burn-wgpu")
+    with pytest.raises(burn.DeviceError, match=r"^device: unknown backend 'vulkan'; registered backends: "):
+        burn.device("vulkan")
+    with pytest.raises(KeyError, match=r"unknown metric collector 'gpu-temp'"):
+        _registry().collector("gpu-temp")
+
+
+# ---------------------------------------------------------------- burn info
+
+
+def test_burn_info_lists_what_is_not_installed_with_its_extra(clean, capsys):
+    _uninstall(clean, "burn-wgpu", "burn-metrics-cuda", "burn-autodiff")
+    assert _cli.main(["info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    packages = {p["name"]: p for p in info["packages"]}
+    assert packages["burn-wgpu"]["install"] == "pip install 'burn-core[wgpu]'"
+    assert packages["burn-autodiff"]["install"] == "pip install 'burn-core[autodiff]'"
+    assert packages["burn-core"]["install"] == "" and packages["burn-train"]["install"] == ""
+    missing = {(m["kind"], m["name"]): m for m in info["missing"]}
+    assert set(missing) == {("backend", "wgpu"), ("collector", "cuda")}
+    assert missing["backend", "wgpu"] == {
+        "kind": "backend",
+        "name": "wgpu",
+        "dist": "burn-wgpu",
+        "installed": False,
+        "install": "pip install 'burn-core[wgpu]'",
+        "reason": "backend 'wgpu' is not installed: pip install 'burn-core[wgpu]'",
+    }
+
+    assert _cli.main(["info"]) == 0
+    out = capsys.readouterr().out
+    rows = {" ".join(line.split()) for line in out.splitlines()}
+    assert "burn-wgpu not installed pip install 'burn-core[wgpu]'" in rows
+    assert "burn-autodiff not installed pip install 'burn-core[autodiff]'" in rows
+    backends = out.split("Backends:")[1].split("Metric collectors:")[0]
+    assert "wgpu not installed burn-wgpu pip install 'burn-core[wgpu]'" in {
+        " ".join(line.split()) for line in backends.splitlines()
+    }
+    collectors = out.split("Metric collectors:")[1].split("Broken plugins:")[0]
+    assert "cuda not installed - burn-metrics-cuda pip install 'burn-core[metrics-cuda]'" in {
+        " ".join(line.split()) for line in collectors.splitlines()
+    }
+
+
+def test_burn_info_shows_why_an_installed_plugin_is_off(clean, capsys):
+    clean.setenv("BURN_DISABLE_PLUGINS", "wgpu")
+    plugins.reload()
+    assert _cli.main(["info"]) == 0
+    backends = capsys.readouterr().out.split("Backends:")[1].split("Metric collectors:")[0]
+    line = next(" ".join(x.split()) for x in backends.splitlines() if x.split()[:1] == ["wgpu"])
+    assert (
+        line
+        == "wgpu not loaded burn-wgpu backend 'wgpu' (from burn-wgpu) is disabled by BURN_DISABLE_PLUGINS"
+    )
