@@ -7,6 +7,10 @@
 Set-up is idempotent: a virtual environment in .venv with every workspace package installed editable
 (requirements-dev.txt), re-installed only when requirements or package metadata change. On Debian/Ubuntu
 as root, ``test`` also installs Mesa's Vulkan drivers (lavapipe) so the wgpu backend runs on the CPU.
+
+After set-up, ``train`` replaces this process with the training script (``os.execve``; a child that
+is waited for on Windows), so Ctrl-C, the dashboard's keys and the exit code are the script's own:
+0 done, 1 error, 2 bad arguments, 130 interrupted (see ``python3 dev.py train --help``).
 """
 
 from __future__ import annotations
@@ -65,6 +69,24 @@ def _ensure_lavapipe() -> None:
         print(f"warning: could not install mesa-vulkan-drivers ({exc}); wgpu tests will skip", flush=True)
 
 
+def _hand_over(cmd: list[str], env: dict[str, str]) -> int:
+    """Run ``cmd`` as if the user had typed it: the same process, terminal and signals (POSIX exec).
+
+    A child would share the terminal's Ctrl-C, but this process would then die of KeyboardInterrupt
+    first, print a traceback and (``subprocess.call``) kill the child before it wrote its summary.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.name != "nt":
+        os.execve(cmd[0], cmd, env)  # does not return
+    proc = subprocess.Popen(cmd, env=env)
+    while True:  # Windows: the console sends Ctrl-C to the child too; wait for it to finish cleanly
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:
+            continue
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in ("train", "test", "setup"):
         print(__doc__)
@@ -76,7 +98,9 @@ def main(argv: list[str]) -> int:
     if cmd == "setup":
         return 0
     if cmd == "train":
-        return subprocess.call([str(python), str(ROOT / "examples" / "train_digits.py"), *rest], cwd=ROOT)
+        os.chdir(ROOT)
+        env = dict(os.environ, BURN_TRAIN_PROG=f"python3 {Path(sys.argv[0]).name} train")
+        return _hand_over([str(python), str(ROOT / "examples" / "train_digits.py"), *rest], env)
     return subprocess.call([str(python), "-m", "pytest", *rest], cwd=ROOT)
 
 

@@ -47,6 +47,64 @@ def test_csv_logger_round_trip(tmp_path):
     assert read_epochs_csv(tmp_path / "train" / "epochs.csv") == {"Loss": {1: 0.25}}
 
 
+def test_csv_logs_carry_units_and_read_back_as_metric_values(tmp_path):
+    from burn_train._events import Progress, TrainingProgress
+    from burn_train.metric import AccuracyMetric, CpuMemory, LossMetric, MetricEntry
+    from burn_train.metric._base import display_unit
+
+    units = {m.name: display_unit(m) for m in (LossMetric(), AccuracyMetric(), CpuMemory())}
+    assert units == {"Loss": ("", 1.0), "Accuracy": ("%", 100.0), "CPU Memory": ("GiB", 1.0)}
+    logger = CsvMetricLogger(tmp_path)
+    logger.set_units(units)
+    tp = TrainingProgress(Progress(1, 1), 1, 1, 1)
+    entries = [MetricEntry("Loss", 0.5, 0.5, ""), MetricEntry("Accuracy", 0.55, 0.55, ""), MetricEntry("CPU Memory", 1.5, 1.5, "", unit="GiB")]  # fmt: skip
+    logger.log_item("train", tp, entries)
+    logger.end_epoch("train", 1, {"Loss": 0.5, "Accuracy": 0.55, "CPU Memory": 1.5})
+    logger.close()
+    lines = (tmp_path / "train" / "epoch-1" / "metrics.csv").read_text().splitlines()
+    assert lines == ["iteration,items,Loss,Accuracy (%),CPU Memory (GiB)", "1,1,0.5,55.0,1.5"]
+    epochs = (tmp_path / "train" / "epochs.csv").read_text().splitlines()
+    assert epochs == ["epoch,metric,value,unit", "1,Loss,0.5,", "1,Accuracy,55.0,%", "1,CPU Memory,1.5,GiB"]
+    path = tmp_path / "train" / "epochs.csv"
+    assert read_epochs_csv(path)["Accuracy"] == {1: 55.0}  # as written
+    scales = {name: scale for name, (_, scale) in units.items()}
+    assert read_epochs_csv(path, scales) == {"Loss": {1: 0.5}, "Accuracy": {1: 0.55}, "CPU Memory": {1: 1.5}}
+
+
+def test_an_older_epochs_csv_keeps_its_format(tmp_path):
+    (tmp_path / "valid").mkdir()
+    path = tmp_path / "valid" / "epochs.csv"
+    path.write_text("epoch,metric,value\n1,Accuracy,0.5\n")  # before units: raw fractions
+    logger = CsvMetricLogger(tmp_path)
+    logger.set_units({"Accuracy": ("%", 100.0)})
+    logger.end_epoch("valid", 2, {"Accuracy": 0.75})
+    assert path.read_text().splitlines() == ["epoch,metric,value", "1,Accuracy,0.5", "2,Accuracy,0.75"]
+    assert read_epochs_csv(path, {"Accuracy": 100.0}) == {"Accuracy": {1: 0.5, 2: 0.75}}
+
+
+def test_plots_label_the_unit(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    labels = []
+    real_savefig = Figure.savefig
+
+    def savefig(self, *args, **kwargs):
+        ax = self.axes[0]
+        labels.append(
+            (ax.get_ylabel(), ax.get_xlabel(), max(max(line.get_ydata()) for line in ax.get_lines()))
+        )
+        return real_savefig(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    store = EventStore()
+    for epoch, (loss, acc) in enumerate([(1.0, 0.5), (0.5, 0.75)], start=1):
+        store.record("valid", epoch, "Loss", loss)
+        store.record("valid", epoch, "Accuracy", acc)
+    save_plots(store, {}, str(tmp_path), units={"Accuracy": ("%", 100.0), "Loss": ("", 1.0)})
+    assert labels == [("Loss", "epoch", 1.0), ("Accuracy (%)", "epoch", 75.0)]
+
+
 def test_plots_are_png_files(tmp_path):
     pytest.importorskip("matplotlib")  # the optional `plots` extra (installed by requirements-dev.txt)
     store = EventStore()

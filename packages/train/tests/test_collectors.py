@@ -47,8 +47,9 @@ def test_cpu_use_and_memory_values_are_plausible():
     assert 0.0 <= value <= 100.0
     used = mem.update(None, META).value
     vm = psutil.virtual_memory()
-    assert used == pytest.approx((vm.total - vm.available) / 1e9, rel=0.2)
-    assert mem.format_value(used).endswith(f"/ {vm.total / 1e9:.2f} GB")
+    assert used == pytest.approx((vm.total - vm.available) / 2**30, rel=0.2)
+    assert mem.format_value(used).endswith(f"/ {vm.total / 2**30:.2f} GiB")
+    assert mem.format(used, used).endswith(" GiB)")  # the epoch value carries the unit too
 
 
 class FakeGpu:

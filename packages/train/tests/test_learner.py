@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import threading
 
@@ -69,6 +70,16 @@ def test_resume_from_epoch_2_gives_the_same_epoch_3_losses(tmp_path):
     np.testing.assert_allclose(_losses(resumed, 3, "valid"), _losses(full, 3, "valid"), rtol=1e-6)
     assert not os.path.exists(resumed / "train" / "epoch-1")  # epochs 1-2 were not re-run
     assert learner.summary.epochs == 3  # the summary covers the resumed run's history too
+    # ... and says that its duration is this run's only
+    assert learner.summary.resumed_from == 2 and learner.summary.to_dict()["resumed_from"] == 2
+    assert str(learner.summary).splitlines()[0] == (
+        "Training summary: 3 epoch(s) (completed); resumed from the checkpoint of epoch 2: "
+        f"this run trained epoch 3 in {learner.summary.duration_s:.1f} s"
+    )
+    separators = [
+        line for line in (resumed / "experiment.log").read_text().splitlines() if line.startswith("=====")
+    ]
+    assert len(separators) == 1 and "[resuming from the checkpoint of epoch 2]" in separators[0]
 
 
 def test_early_stopping_stops_after_patience_epochs_without_improvement(tmp_path):
@@ -249,15 +260,96 @@ def test_dashboard_draws_before_the_first_batch(tmp_path):
     assert frames >= 1 and "waiting for the first batch" in frame and "Epoch     : 1/1" in frame
 
 
-def test_resuming_a_missing_checkpoint_fails_clearly(tmp_path):
+def test_resuming_a_missing_checkpoint_fails_clearly_before_writing_anything(tmp_path):
     from burn_train.renderer import TuiRenderer
     from rich.console import Console
 
     dev = adev()
     train, valid = loaders(dev)
+    _fit(tmp_path, 3)  # the previous run: its checkpoints (keep_last=10), summary and log
+    (tmp_path / "checkpoint" / "state-1.json").unlink()  # epoch 1 pruned
+    (tmp_path / "summary.txt").write_text("the previous run's summary\n")
+    before = {name: (tmp_path / name).read_bytes() for name in ("summary.txt", "experiment.log")}
     tui = TuiRenderer(console=Console(file=io.StringIO(), width=80, height=20), keys=False)
+    for epoch in (1, 7):
+        learner = (
+            _builder(tmp_path, renderer=tui)
+            .checkpoint(epoch)
+            .build(TinyMlp(dev), burn.optim.SgdConfig().init(), 0.1)
+        )
+        with pytest.raises(
+            FileNotFoundError, match=f"^cannot resume from epoch {epoch}: .* available epochs: 2, 3$"
+        ):
+            learner.fit(train, valid)
+        assert learner.summary is None and tui.frame_count == 0
+    assert {name: (tmp_path / name).read_bytes() for name in before} == before
+    with pytest.raises(FileNotFoundError, match="no checkpoint in .* \\(train without resuming first\\)"):
+        _builder(tmp_path / "fresh").checkpoint(1).build(
+            TinyMlp(dev), burn.optim.SgdConfig().init(), 0.1
+        ).fit(train, valid)
+    assert not (tmp_path / "fresh").exists()
+
+
+def test_experiment_log_separates_runs(tmp_path):
+    burn.seed(0)
+    dev = adev()
+    train, valid = loaders(dev, n_train=32)
+    for _ in range(2):
+        _builder(tmp_path, epochs=1).build(TinyMlp(dev), burn.optim.SgdConfig().init(), 0.01).fit(
+            train, valid
+        )
+    lines = (tmp_path / "experiment.log").read_text().splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("===== run started ")]
+    assert len(starts) == 2 and starts[0] == 0 and lines[starts[1] - 1] == ""  # a blank line before each
+    assert all(re.search(r"run started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(pid \d+\)", lines[i]) for i in starts)
+    assert all(lines[i].endswith(" =====") for i in starts)
+
+
+def test_keyboard_interrupt_writes_summary_and_plots_then_propagates(tmp_path):
+    pytest.importorskip("matplotlib")
+    burn.seed(0)
+    dev = adev()
+    train, valid = loaders(dev)
+    model = TinyMlp(dev)
+    original, calls = model.train_step, []
+
+    def train_step(batch):  # Ctrl-C in the second epoch
+        calls.append(1)
+        if len(calls) == 6:
+            raise KeyboardInterrupt
+        return original(batch)
+
+    model.train_step = train_step
+    stream = io.StringIO()
     learner = (
-        _builder(tmp_path, renderer=tui).checkpoint(3).build(TinyMlp(dev), burn.optim.SgdConfig().init(), 0.1)
+        _builder(tmp_path, epochs=5, renderer=CliRenderer(stream=stream))
+        .metric_logs(csv=True, plots=True)
+        .summary()
+        .build(model, burn.optim.SgdConfig().init(), 0.01)
     )
-    with pytest.raises(FileNotFoundError, match="no complete checkpoint for epoch 3 .* available: none"):
+    with pytest.raises(KeyboardInterrupt):
         learner.fit(train, valid)
+    assert learner.summary.reason == "interrupted by Ctrl-C"
+    assert "(interrupted by Ctrl-C)" in (tmp_path / "summary.txt").read_text()
+    assert "loss.png" in os.listdir(tmp_path / "plots")
+    lines = stream.getvalue().splitlines()
+    # the plots are announced while the renderer still runs, before the last line
+    assert "[status] writing plots…" in lines and lines.index("[status] writing plots…") < len(lines) - 1
+    assert lines[-1] == "[end] training finished"
+
+
+def test_a_second_ctrl_c_while_the_summary_is_written_is_deferred_then_interrupts(capsys):
+    import signal
+
+    from burn_train._interrupter import sigint_deferred
+
+    with sigint_deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(100):  # the handler runs at the next bytecode boundary
+            pass
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(100):
+                pass
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert "still writing the summary and plots; Ctrl-C again to abort" in capsys.readouterr().err

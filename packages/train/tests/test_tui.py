@@ -20,8 +20,8 @@ from rich.console import Console
 from ._helpers import CountMetric, item_event
 
 
-def _tui(**kwargs) -> TuiRenderer:
-    console = Console(record=True, width=120, height=34, file=io.StringIO(), color_system=None)
+def _tui(width: int = 120, height: int = 34, **kwargs) -> TuiRenderer:
+    console = Console(record=True, width=width, height=height, file=io.StringIO(), color_system=None)
     return TuiRenderer(console=console, keys=False, **kwargs)
 
 
@@ -60,7 +60,7 @@ def test_autotune_panel_shows_a_fake_tuner_while_the_first_batch_runs():
     time.sleep(0.15)
     final = renderer.last_frame
     assert "✓ autotuning matmul [f32 64x64] done" in final
-    assert "(0 active, 9 events)" in final
+    assert "Autotune (0 active)" in final and "9 events" in final
     proc.close()
 
 
@@ -140,3 +140,81 @@ def test_end_epoch_values_reach_the_state():
     proc.submit(EndEpochEvent("train", 1))
     proc.close()
     assert hub.state.snapshot()["epochs"]["Count"]["train"] == [(1, 1.0)]
+
+
+def _digits_metrics():
+    """The digits example's numeric metrics: long names, percent and memory units."""
+    metrics = []
+    for name, unit, percent in [
+        ("Loss", "", False),
+        ("Accuracy", "", True),
+        ("Top-2 Accuracy", "", True),
+        ("F1 Score (macro)", "", True),
+        ("Learning Rate", "", False),
+        ("CPU Usage", "%", False),
+        ("CPU Memory", "GiB", False),
+    ]:
+        metric = CountMetric()
+        metric.name, metric.unit, metric.percent = name, unit, percent
+        metrics.append(metric)
+    return metrics
+
+
+@pytest.mark.parametrize("width,height", [(80, 24), (100, 30), (200, 50)])
+def test_metric_title_and_key_hints_fit_standard_terminals(width, height):
+    renderer = _tui(width, height, live=False)
+    hub, proc = _start(renderer, _digits_metrics())
+    for i in range(3):
+        proc.submit(item_event(i, 10, item=0.5))
+    proc.flush()
+    for presses in range(8):  # every metric in turn, and back to the first
+        renderer.draw()
+        frame = renderer.last_frame
+        lines = frame.splitlines()
+        assert len(lines) <= height and all(len(line) <= width for line in lines)
+        selected = renderer.selected_metric(hub.state.snapshot()["numeric"])
+        assert selected in lines[0], (selected, lines[0])  # the title names the plotted metric
+        hints = [line for line in lines if "←→ metric" in line and "↑↓ plot: recent" in line]
+        assert hints and hints[0].startswith("╰"), frame  # on the plot panel's bottom border
+        if width >= 200:  # room for every metric's tab
+            assert all(slot.metric.name in lines[0] for slot in hub.metrics["train"])
+        else:
+            assert f"[{presses % 7 + 1}/7]" in lines[0]
+        renderer.handle_key("right")
+    renderer.handle_key("up")
+    renderer.draw()
+    assert "↑↓ plot: full" in renderer.last_frame
+    proc.close()
+
+
+def test_chart_axis_labels_carry_the_unit():
+    renderer = _tui(80, 24, live=False)
+    hub, proc = _start(renderer, _digits_metrics())
+    for i in range(3):
+        proc.submit(item_event(i, 10, item=0.25 * (i + 1)))
+    proc.flush()
+    labels = {}
+    for _ in range(7):
+        renderer.draw()
+        name = renderer.selected_metric(hub.state.snapshot()["numeric"])
+        labels[name] = [line.split("│")[1].strip() for line in renderer.last_frame.splitlines()[1:4]]
+        renderer.handle_key("right")
+    proc.close()
+    assert labels["Accuracy"][0] == "75 %"  # fractions shown as percent
+    assert labels["CPU Memory"][0] == "0.75 GiB"
+    assert labels["CPU Usage"][0] == "0.75 %"
+    assert labels["Loss"][0] == "0.75"
+
+
+def test_status_says_plots_are_being_written():
+    from burn_train._events import EndEvent, StatusEvent
+
+    renderer = _tui(80, 24)
+    hub, proc = _start(renderer)
+    proc.submit(item_event(0))
+    proc.submit(EndEvent("completed"))
+    proc.submit(StatusEvent("writing plots…"))
+    proc.flush()
+    renderer.draw()
+    assert "Mode      : done" in renderer.last_frame and "» writing plots…" in renderer.last_frame
+    proc.close()

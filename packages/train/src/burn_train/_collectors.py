@@ -10,6 +10,7 @@ import math
 import time
 from importlib.util import find_spec
 
+GIB = float(2**30)
 PSUTIL_MISSING = "psutil is not installed (pip install 'burn-core[metrics-basic]')"
 
 
@@ -63,7 +64,7 @@ class CpuUseCollector:
 
 
 class CpuMemoryCollector:
-    """System memory in use and in total, in GB (psutil)."""
+    """System memory in use and in total, in GiB (2**30 bytes, psutil)."""
 
     name = "cpu-memory"
 
@@ -74,7 +75,7 @@ class CpuMemoryCollector:
 
     def collect(self) -> dict[str, float]:
         mem = self._psutil.virtual_memory()
-        return {"CPU Memory": (mem.total - mem.available) / 1e9, "CPU Memory Total": mem.total / 1e9}
+        return {"CPU Memory": (mem.total - mem.available) / GIB, "CPU Memory Total": mem.total / GIB}
 
     def close(self) -> None:
         return None

@@ -1,6 +1,12 @@
-"""Stop training from code or from the dashboard: a flag the loop polls, never a wait."""
+"""Stop training from code or from the dashboard: a flag the loop polls, never a wait. And a guard
+that keeps a second Ctrl-C from cutting the summary and plots short."""
 
 from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 
 class TrainingInterrupter:
@@ -32,3 +38,38 @@ class TrainingInterrupter:
 
     def __repr__(self) -> str:
         return f"TrainingInterrupter(stopped={self._stop}, reason={self.reason!r})"
+
+
+@contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """While the summary and plots are written: a Ctrl-C prints a note and is otherwise ignored; a
+    second one interrupts. Only where Python's default handler is installed, on the main thread."""
+    try:
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            raise ValueError("not the main thread")
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is not signal.default_int_handler:
+            raise ValueError("a custom SIGINT handler is installed")
+    except (ImportError, AttributeError, ValueError):
+        yield
+        return
+    presses = []
+
+    def handler(signum: int, frame: Any) -> None:
+        presses.append(signum)
+        if len(presses) > 1:
+            raise KeyboardInterrupt
+        print("\nstill writing the summary and plots; Ctrl-C again to abort", file=sys.stderr, flush=True)
+
+    try:
+        signal.signal(signal.SIGINT, handler)
+    except (ValueError, OSError):  # e.g. Pyodide: no signals to install
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

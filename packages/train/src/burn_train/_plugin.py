@@ -37,6 +37,6 @@ def burn_register_metric_collectors(register: Callable[[MetricCollectorSpec], No
     )
     register(
         MetricCollectorSpec(
-            "cpu-memory", _cpu_memory, _available, group="metrics-basic", description="CPU memory used (GB)"
+            "cpu-memory", _cpu_memory, _available, group="metrics-basic", description="CPU memory used (GiB)"
         )
     )

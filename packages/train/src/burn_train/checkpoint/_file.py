@@ -45,6 +45,37 @@ def _model_from_bytes(model: Any, data: bytes, fmt: str, source: str) -> Any:
     return model if loaded is None else loaded
 
 
+def checkpoint_epochs(directory: str | os.PathLike[str]) -> list[int]:
+    """Epochs with a complete checkpoint (their state file exists) in ``directory``, ascending; ``[]``
+    when it does not exist. Reads only: nothing is created or cleaned."""
+    try:
+        names = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    out = []
+    for name in names:
+        if name.startswith("state-") and name.endswith(".json"):
+            stem = name[len("state-") : -len(".json")]
+            if stem.isdigit():
+                out.append(int(stem))
+    return sorted(out)
+
+
+def resume_problem(directory: str | os.PathLike[str], epoch: Any) -> str | None:
+    """Why training cannot resume from ``epoch``'s checkpoint in ``directory`` (one line naming the
+    available epochs), or None when it can."""
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 1:
+        return f"cannot resume from epoch {epoch!r}: epochs are numbered from 1"
+    have = checkpoint_epochs(directory)
+    if epoch in have:
+        return None
+    where = os.fspath(directory)
+    if not have:
+        return f"cannot resume from epoch {epoch}: no checkpoint in {where} (train without resuming first)"
+    listed = ", ".join(str(e) for e in have)
+    return f"cannot resume from epoch {epoch}: no complete checkpoint of it in {where}; available epochs: {listed}"
+
+
 def default_policy() -> CheckpointPolicy:
     """Burn's default: keep the last 2 epochs and the best valid Loss."""
     return ComposedPolicy(KeepLastN(2), KeepBest("Loss", "valid"))
@@ -64,13 +95,7 @@ class FileCheckpointer:
 
     def epochs(self) -> list[int]:
         """Epochs with a complete checkpoint (their state file exists), ascending."""
-        out = []
-        for name in os.listdir(self.directory):
-            if name.startswith("state-") and name.endswith(".json"):
-                stem = name[len("state-") : -len(".json")]
-                if stem.isdigit():
-                    out.append(int(stem))
-        return sorted(out)
+        return checkpoint_epochs(self.directory)
 
     def save(
         self, epoch: int, model: Any, optim: Any, scheduler: Any = None, extra: dict | None = None
@@ -108,10 +133,7 @@ class FileCheckpointer:
     def state(self, epoch: int) -> dict[str, Any]:
         path = self._path("state", epoch, "json")
         if not os.path.exists(path):
-            have = self.epochs()
-            raise FileNotFoundError(
-                f"no complete checkpoint for epoch {epoch} in {self.directory}; available: {have or 'none'}"
-            )
+            raise FileNotFoundError(resume_problem(self.directory, epoch))
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)
 

@@ -6,17 +6,38 @@
 
 Writes under ``--artifacts``: checkpoints, per-epoch CSV logs, summary.txt/json, experiment.log, and
 plots/*.png when matplotlib is installed. Prints the final validation accuracy.
+
+Stopping and exit codes: Ctrl-C (or ``q`` then ``k`` in the dashboard) interrupts at once, writes the
+summary and plots of what was trained, prints one line and exits 130; ``q`` then ``s`` stops after the
+current batch and exits 0, like early stopping. Bad arguments, a missing ``--resume`` checkpoint and an
+unavailable backend print one line and exit 2 before anything is written; other errors exit 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
 from typing import Any
 
 from burn_train import ClassificationOutput, LearnerBuilder, TrainOutput
 
 BACKENDS = ("cpu", "wgpu", "cuda", "auto")
+MODULE_PROG = "python -m burn_train.examples.digits"
+PROG_ENV = "BURN_TRAIN_PROG"  # dev.py sets it so --help reads "usage: python3 dev.py train"
+
+EXIT_INTERRUPTED = 130  # Ctrl-C / SIGINT, or "k" (kill) in the dashboard: 128 + SIGINT, as shells do
+EXIT_USAGE = 2  # bad arguments, missing resume checkpoint, unavailable backend (argparse's code)
+
+EXIT_CODES = """exit codes:
+  0    training ended: all epochs, early stopping, or "s" (stop) in the dashboard
+  1    an error during training (with its traceback)
+  2    bad arguments, no checkpoint for --resume, or an unavailable backend (nothing written)
+  130  interrupted: Ctrl-C, or "k" (kill) in the dashboard (summary and plots still written)
+
+keys in the dashboard: q then s (stop after this batch), k (kill now) or c (cancel);
+left/right pick the plotted metric, up/down switch recent/full history."""
 
 
 __all__ = ["build", "main", "make_model_class", "parse_args"]
@@ -124,41 +145,156 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     )
     if args.patience:
         builder = builder.early_stopping(metric="Loss", patience=args.patience)
-    if args.resume:
+    if args.resume is not None:
         builder = builder.checkpoint(args.resume)
     return builder.build(model, optim, scheduler), train, valid
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown after each help text (but not the empty/None "off" ones); the epilog kept as is."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False or action.default == "":
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _prog() -> str:
+    """How the user started this: ``python3 dev.py train``, ``python examples/train_digits.py``, or
+    the module form."""
+    if os.environ.get(PROG_ENV):
+        return os.environ[PROG_ENV]
+    script = sys.argv[0] if sys.argv else ""
+    if script.endswith(".py") and os.path.basename(script) != "digits.py":
+        return f"python {script}"
+    return MODULE_PROG
+
+
+def _int_at_least(low: int, what: str = "") -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}{what}, got {value}")
+        return value
+
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
+    return value
+
+
+def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
+    """The options (``prog`` names the command in ``--help``; by default how it was started)."""
     p = argparse.ArgumentParser(
-        prog="python -m burn_train.examples.digits", description=__doc__.split("\n")[0]
+        prog=prog or _prog(),
+        description=__doc__.split("\n")[0],
+        epilog=EXIT_CODES,
+        formatter_class=_HelpFormatter,
     )
-    p.add_argument("--backend", choices=BACKENDS, default="cpu", help="device to train on (default: cpu)")
+    p.add_argument("--backend", choices=BACKENDS, default="cpu", help="device to train on")
     p.add_argument(
         "--devices",
         default="",
         help="comma-separated devices for data-parallel training, e.g. cpu,wgpu or cpu,cpu:1 (overrides --backend)",
     )
-    p.add_argument("--epochs", type=int, default=8)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--lr", type=float, default=1e-2)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--epochs", type=_int_at_least(1), default=8, help="number of epochs to train in all")
+    p.add_argument("--batch-size", type=_int_at_least(1), default=32, help="training batch size (items)")
     p.add_argument(
-        "--artifacts", default="artifacts/digits", help="output folder (default: artifacts/digits)"
+        "--lr", type=_positive_float, default=1e-2, help="peak learning rate (cosine-annealed to lr/20)"
     )
-    p.add_argument("--renderer", choices=("auto", "tui", "cli", "none"), default="auto")
-    p.add_argument("--patience", type=int, default=0, help="early stopping patience on valid loss (0: off)")
-    p.add_argument("--resume", type=int, default=0, help="resume from the checkpoint of this epoch")
-    p.add_argument("--limit", type=int, default=0, help="use only the first N train/valid items (quick runs)")
+    p.add_argument("--seed", type=int, default=0, help="random seed for the init and the data order")
+    p.add_argument("--artifacts", default="artifacts/digits", help="output folder")
+    p.add_argument(
+        "--renderer",
+        choices=("auto", "tui", "cli", "none"),
+        default="auto",
+        help="auto: the dashboard (tui) in a terminal, plain lines (cli) otherwise",
+    )
+    p.add_argument(
+        "--patience", type=_int_at_least(0), default=0, help="early stopping patience on valid loss (0: off)"
+    )
+    p.add_argument(
+        "--resume",
+        type=_int_at_least(1, " (omit --resume to train from scratch)"),
+        default=None,
+        metavar="EPOCH",
+        help="continue from the checkpoint of this epoch (in ARTIFACTS/checkpoint), at EPOCH + 1; "
+        "without it training starts from scratch",
+    )
+    p.add_argument(
+        "--limit", type=_int_at_least(0), default=0, help="use only the first N train/valid items (0: all)"
+    )
     return p.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> float:
-    """Train and return the final validation accuracy (a fraction)."""
-    args = parse_args(argv)
-    learner, train, valid = build(args)
-    learner.fit(train, valid)
-    accuracy = learner.store.value("valid", "Accuracy", max(learner.store.values["valid"]["Accuracy"]))
+def _fail(prog: str, message: str, code: int = EXIT_USAGE) -> None:
+    print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(code)
+
+
+def _check_resume(args: argparse.Namespace) -> str | None:
+    """Why ``--resume`` cannot work (checked before anything is built or written), or None."""
+    if args.resume is None:
+        return None
+    from burn_train.checkpoint._file import resume_problem
+
+    problem = resume_problem(os.path.join(args.artifacts, "checkpoint"), args.resume)
+    if problem is None and args.epochs <= args.resume:
+        problem = (
+            f"nothing to train: --resume {args.resume} continues at epoch {args.resume + 1} "
+            f"but --epochs is {args.epochs} (raise --epochs)"
+        )
+    return problem
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> float:
+    """Train and return the final validation accuracy (a fraction; NaN when no validation epoch ended).
+
+    Exits (``SystemExit``) with 2 on a bad ``--resume`` or an unavailable backend, and with 130 when
+    interrupted (Ctrl-C, or ``k`` in the dashboard) after the summary and plots are written.
+    """
+    from burn import DeviceError
+
+    prog = prog or _prog()
+    args = parse_args(argv, prog)
+    problem = _check_resume(args)
+    if problem is not None:
+        _fail(prog, problem)
+    try:
+        learner, train, valid = build(args)
+    except DeviceError as exc:  # an unavailable backend or an unknown device: its message says why
+        _fail(prog, str(exc))
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted before training started", file=sys.stderr, flush=True)
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    try:
+        learner.fit(train, valid)
+    except KeyboardInterrupt:
+        how = (
+            "killed from the dashboard (k)"
+            if learner.interrupter.reason.startswith("killed")
+            else "interrupted (Ctrl-C)"
+        )
+        written = "summary and plots of the epochs so far are in" if learner.summary else "nothing written in"
+        print(f"{prog}: training {how}; {written} {args.artifacts}", file=sys.stderr, flush=True)
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    if learner.summary is not None and learner.summary.reason == "interrupted":
+        print(f"training ended early: {learner.interrupter.reason}")
+    epochs = learner.store.values["valid"].get("Accuracy", {})
+    if not epochs:
+        print(f"no validation epoch finished  (artifacts in {args.artifacts})")
+        return math.nan
+    accuracy = epochs[max(epochs)]
     print(f"final valid accuracy: {100 * accuracy:.2f} %  (artifacts in {args.artifacts})")
     return accuracy
 

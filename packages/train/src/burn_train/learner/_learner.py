@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from .._events import EndEpochEvent, EndEvent, ItemEvent, Progress, StartEvent, StatusEvent, TrainingProgress
+from .._interrupter import sigint_deferred
 from .._output import TrainOutput
 from ..processor import MetricsHub, MetricSlot, make_processor
 from ..renderer import make_renderer
@@ -156,11 +157,12 @@ class Learner:
         """Epoch values of the run being resumed (for the summary, keep-best and early stopping)."""
         from ..logger import read_epochs_csv
 
+        scales = {name: scale for name, (_, scale) in self.hub.units().items()}
         for split in ("train", "valid"):
             path = os.path.join(self.config.directory, split, "epochs.csv")
             if not os.path.exists(path):
                 continue
-            for name, series in read_epochs_csv(path).items():
+            for name, series in read_epochs_csv(path, scales).items():
                 for e, value in series.items():
                     if e <= epoch:
                         self.store.record(split, e, name, value)
@@ -168,14 +170,28 @@ class Learner:
 
     # ---------------------------------------------------------------- fit
     def fit(self, train_loader: Any, valid_loader: Any = None) -> Any:
-        """Train for the configured epochs; returns the trained model (also ``learner.model``)."""
+        """Train for the configured epochs; returns the trained model (also ``learner.model``).
+
+        A missing resume checkpoint raises ``FileNotFoundError`` before anything is written. On
+        KeyboardInterrupt (Ctrl-C, or ``k`` in the dashboard) the summary and plots of what was trained
+        are written, then the KeyboardInterrupt propagates (a script decides how to exit).
+        """
         c = self.config
+        self.summary = None
+        if c.resume_epoch is not None:
+            from ..checkpoint._file import resume_problem
+
+            problem = resume_problem(os.path.join(c.directory, "checkpoint"), c.resume_epoch)
+            if problem is not None:
+                raise FileNotFoundError(problem)
         os.makedirs(c.directory, exist_ok=True)
         app_log = None
         if c.app_log:
             from ..logger import AppLogger
+            from ..logger._app import run_separator
 
-            app_log = AppLogger(os.path.join(c.directory, c.app_log))
+            details = f"resuming from the checkpoint of epoch {c.resume_epoch}" if c.resume_epoch else ""
+            app_log = AppLogger(os.path.join(c.directory, c.app_log), header=run_separator(details))
         started = time.monotonic()
         self.hub = MetricsHub(self._metric_slots(), make_renderer(c.renderer), self._loggers(), c.interrupter)
         self.store = self.hub.store
@@ -184,7 +200,7 @@ class Learner:
             from ..checkpoint import FileCheckpointer
 
             self.checkpointer = FileCheckpointer(os.path.join(c.directory, "checkpoint"), c.policy)
-        reason = "completed"
+        reason, trained = "failed", False
         try:
             self._to_device(train_loader, valid_loader)
             first = self._resume()
@@ -197,13 +213,16 @@ class Learner:
             if valid_loader is not None:
                 sizes["valid"] = _Sizes(valid_loader).total
             self.processor.submit(StartEvent(c.num_epochs, first, sizes))
+            trained = True  # from here on, the summary and plots describe this run
             self.processor.flush()  # the first frame is drawn now, before the first batch
             reason = self._epochs(first, train_loader, valid_loader)
         except KeyboardInterrupt:
-            reason = "killed"
+            killed = c.interrupter.reason.startswith("killed")
+            reason = "killed" if killed else "interrupted by Ctrl-C"
             raise
         finally:
-            self._finish(reason, started, app_log)
+            with sigint_deferred():
+                self._finish(reason, started, app_log, trained)
         return self.model
 
     def _epochs(self, first: int, train_loader: Any, valid_loader: Any) -> str:
@@ -320,34 +339,41 @@ class Learner:
         deleted = self.checkpointer.prune(self.store)
         log.info("checkpoint of epoch %d saved; pruned %s", epoch, deleted or "nothing")
 
-    def _finish(self, reason: str, started: float, app_log: Any) -> None:
+    def _finish(self, reason: str, started: float, app_log: Any, trained: bool) -> None:
+        """End of fit: summary first (cheap, and what matters most), then plots while the dashboard
+        still shows "writing plots…", then the renderer gives the terminal back and the summary is
+        printed. A fit that failed before training started writes neither (the previous run's stay)."""
         c = self.config
         try:
             self.processor.submit(EndEvent(reason))
-            self.processor.close()
-        finally:
-            duration = time.monotonic() - started
-            best = None
-            if c.early_stopping is not None:
-                best = (c.early_stopping.metric, c.early_stopping.split)
-            elif c.policy is not None:
-                best = next(
-                    (
-                        (p.metric, p.split)
-                        for p in getattr(c.policy, "policies", [c.policy])
-                        if hasattr(p, "metric")
-                    ),
-                    None,
+            if trained:
+                self.processor.flush(raise_errors=False)
+                duration = time.monotonic() - started
+                self.summary = LearnerSummary.from_store(
+                    self.store, duration, reason, self._best_metric(), c.resume_epoch
                 )
-            self.summary = LearnerSummary.from_store(self.store, duration, reason, best)
-            if c.plots:
-                self._save_plots()
-            if c.summary:
-                self.summary.save(c.directory)
-                print(self.summary, flush=True)
-            log.info("training %s after %.1f s", reason, duration)
-            if app_log is not None:
-                app_log.close()
+                if c.summary:
+                    self.summary.save(c.directory)
+                if c.plots:
+                    self._save_plots()
+        finally:
+            try:
+                self.processor.close()
+            finally:
+                if trained and c.summary and self.summary is not None:
+                    print(self.summary, flush=True)
+                log.info("training %s after %.1f s", reason, time.monotonic() - started)
+                if app_log is not None:
+                    app_log.close()
+
+    def _best_metric(self) -> tuple[str, str] | None:
+        c = self.config
+        if c.early_stopping is not None:
+            return (c.early_stopping.metric, c.early_stopping.split)
+        if c.policy is not None:
+            policies = getattr(c.policy, "policies", [c.policy])
+            return next(((p.metric, p.split) for p in policies if hasattr(p, "metric")), None)
+        return None
 
     def _save_plots(self) -> None:
         from ..logger import plots_available, save_plots
@@ -356,8 +382,12 @@ class Learner:
         if not ok:
             log.info("no plots: %s", reason)
             return
+        self.processor.submit(StatusEvent("writing plots…"))
+        self.processor.flush(raise_errors=False)  # on screen before the ~1 s matplotlib takes
         history = {}
         for name in self.hub.state.numeric:
             history.update(self.hub.state.snapshot(history_of=name)["history"])
-        paths = save_plots(self.store, history, os.path.join(self.config.directory, "plots"))
+        folder = os.path.join(self.config.directory, "plots")
+        paths = save_plots(self.store, history, folder, units=self.hub.state.units)
+        self.processor.submit(StatusEvent(f"plots written to {folder}"))
         log.info("plots written: %s", ", ".join(paths) or "none")

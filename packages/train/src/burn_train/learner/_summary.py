@@ -24,7 +24,11 @@ class MetricSummary:
 
 @dataclass
 class LearnerSummary:
-    """What ``Learner.fit`` reports at the end (``str(summary)`` is a text table)."""
+    """What ``Learner.fit`` reports at the end (``str(summary)`` is a text table).
+
+    ``epochs`` counts every epoch in the history, resumed ones included; ``duration_s`` is the time of
+    this run only. A resumed run (``resumed_from``: the checkpoint epoch it continued from) says so.
+    """
 
     epochs: int
     duration_s: float
@@ -34,10 +38,16 @@ class LearnerSummary:
     best_split: str | None = None
     best_epoch: int | None = None
     best_value: float | None = None
+    resumed_from: int | None = None
 
     @classmethod
     def from_store(
-        cls, store: Any, duration_s: float, reason: str, best: tuple[str, str] | None = None
+        cls,
+        store: Any,
+        duration_s: float,
+        reason: str,
+        best: tuple[str, str] | None = None,
+        resumed_from: int | None = None,
     ) -> LearnerSummary:
         splits: dict[str, list[MetricSummary]] = {}
         epochs = 0
@@ -55,7 +65,7 @@ class LearnerSummary:
                 rows.append(MetricSummary(name, finite[lo], lo, finite[hi], hi, last, higher))
             if rows:
                 splits[split] = rows
-        summary = cls(epochs, duration_s, reason, splits)
+        summary = cls(epochs, duration_s, reason, splits, resumed_from=resumed_from)
         if best is not None:
             name, split = best
             for row in splits.get(split, []):
@@ -65,8 +75,22 @@ class LearnerSummary:
                     summary.best_value = row.maximum if row.higher_is_better else row.minimum
         return summary
 
+    def headline(self) -> str:
+        """``Training summary: 8 epoch(s) in 12.3 s (completed)``; for a resumed run the duration is
+        that of the epochs this run trained, and the line says so."""
+        if self.resumed_from is None:
+            return f"Training summary: {self.epochs} epoch(s) in {self.duration_s:.1f} s ({self.reason})"
+        first = self.resumed_from + 1
+        ran = f"epochs {first}-{self.epochs}" if self.epochs > first else f"epoch {first}"
+        if self.epochs < first:
+            ran = "no complete epoch"
+        return (
+            f"Training summary: {self.epochs} epoch(s) ({self.reason}); resumed from the checkpoint of "
+            f"epoch {self.resumed_from}: this run trained {ran} in {self.duration_s:.1f} s"
+        )
+
     def __str__(self) -> str:
-        lines = [f"Training summary: {self.epochs} epoch(s) in {self.duration_s:.1f} s ({self.reason})"]
+        lines = [self.headline()]
         for split, rows in self.splits.items():
             width = max(len("Metric"), *(len(r.name) for r in rows))
             lines.append("")
@@ -92,6 +116,7 @@ class LearnerSummary:
             "epochs": self.epochs,
             "duration_s": self.duration_s,
             "reason": self.reason,
+            "resumed_from": self.resumed_from,
             "best": {
                 "metric": self.best_metric,
                 "split": self.best_split,

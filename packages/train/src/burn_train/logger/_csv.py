@@ -2,7 +2,13 @@
 
 - ``<dir>/<split>/epoch-<n>/metrics.csv``: one row per batch: iteration, items, every metric's
   batch value (a new epoch file is written from scratch, so a resumed run replaces partial ones).
-- ``<dir>/<split>/epochs.csv``: one row per epoch and metric: ``epoch,metric,value``.
+  Columns carry the unit: ``Loss,Accuracy (%),CPU Memory (GiB),Iteration Speed (iter/s)``.
+- ``<dir>/<split>/epochs.csv``: one row per epoch and metric: ``epoch,metric,value,unit``.
+
+Values are written in the unit they are labelled with: percent metrics (fractions in the store) as
+percentages. ``read_epochs_csv(path, scales)`` turns them back into store values for a resume.
+Files of older versions (``epoch,metric,value``, raw values) are still read, and appended to in their
+own format.
 """
 
 from __future__ import annotations
@@ -20,8 +26,22 @@ class CsvMetricLogger:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = os.fspath(directory)
         self._files: dict[str, tuple[IO[str], Any, int]] = {}  # split -> (file, writer, epoch)
+        self.units: dict[str, tuple[str, float]] = {}  # metric name -> (unit, scale)
 
-    def _writer(self, split: str, epoch: int, names: list[str]) -> Any:
+    def set_units(self, units: dict[str, tuple[str, float]]) -> None:
+        """``{metric: (unit, scale)}`` (the hub calls this at the start of fit; see ``display_unit``)."""
+        self.units.update(units)
+
+    def _unit(self, name: str, entry: Any = None) -> tuple[str, float]:
+        if name in self.units:
+            return self.units[name]
+        return (getattr(entry, "unit", "") or "", 1.0)
+
+    def _column(self, name: str, entry: Any = None) -> str:
+        unit = self._unit(name, entry)[0]
+        return f"{name} ({unit})" if unit else name
+
+    def _writer(self, split: str, epoch: int, columns: list[str]) -> Any:
         current = self._files.get(split)
         if current is not None and current[2] == epoch:
             return current[1]
@@ -30,16 +50,17 @@ class CsvMetricLogger:
         folder = os.path.join(self.directory, split, f"epoch-{epoch}")
         os.makedirs(folder, exist_ok=True)
         handle = open(os.path.join(folder, "metrics.csv"), "w", newline="", encoding="utf-8")
-        writer = csv.DictWriter(handle, fieldnames=["iteration", "items", *names], extrasaction="ignore")
+        writer = csv.DictWriter(handle, fieldnames=["iteration", "items", *columns], extrasaction="ignore")
         writer.writeheader()
         self._files[split] = (handle, writer, epoch)
         return writer
 
     def log_item(self, split: str, progress: TrainingProgress, entries: list[Any]) -> None:
-        names = [e.name for e in entries]
+        columns = [self._column(e.name, e) for e in entries]
         row = {"iteration": progress.iteration, "items": progress.progress.items_processed}
-        row.update({e.name: repr(float(e.value)) for e in entries})
-        self._writer(split, progress.epoch, names).writerow(row)
+        for column, e in zip(columns, entries):
+            row[column] = _scaled(e.value, self._unit(e.name, e)[1])
+        self._writer(split, progress.epoch, columns).writerow(row)
 
     def end_epoch(self, split: str, epoch: int, values: dict[str, float]) -> None:
         current = self._files.pop(split, None)
@@ -49,12 +70,17 @@ class CsvMetricLogger:
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, "epochs.csv")
         fresh = not os.path.exists(path)
+        with_units = fresh or _header(path) == EPOCHS_HEADER  # keep an older file's format
         with open(path, "a", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
             if fresh:
-                writer.writerow(["epoch", "metric", "value"])
+                writer.writerow(EPOCHS_HEADER)
             for name, value in values.items():
-                writer.writerow([epoch, name, repr(float(value))])
+                if with_units:
+                    unit, scale = self._unit(name)
+                    writer.writerow([epoch, name, _scaled(value, scale), unit])
+                else:
+                    writer.writerow([epoch, name, repr(float(value))])
 
     def close(self) -> None:
         for handle, _, _ in self._files.values():
@@ -62,10 +88,36 @@ class CsvMetricLogger:
         self._files.clear()
 
 
-def read_epochs_csv(path: str | os.PathLike[str]) -> dict[str, dict[int, float]]:
-    """``{metric: {epoch: value}}`` from an ``epochs.csv`` (the last row wins for repeated epochs)."""
+EPOCHS_HEADER = ["epoch", "metric", "value", "unit"]
+
+
+def _scaled(value: float, scale: float) -> str:
+    """``value * scale`` as text: exact (repr) when unscaled; 15 digits when scaled, so 0.55 reads
+    ``55.0``, not ``55.00000000000001``."""
+    if scale == 1.0:
+        return repr(float(value))
+    return repr(float(f"{float(value) * scale:.15g}"))
+
+
+def _header(path: str) -> list[str]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return next(csv.reader(handle), [])
+
+
+def read_epochs_csv(
+    path: str | os.PathLike[str], scales: dict[str, float] | None = None
+) -> dict[str, dict[int, float]]:
+    """``{metric: {epoch: value}}`` from an ``epochs.csv`` (the last row wins for repeated epochs).
+
+    Values are returned as written (percent metrics in %), or, given ``scales`` (``{metric: scale}``,
+    see ``display_unit``), divided back into the metric's own values (fractions) where the row has a
+    unit column; rows of older files (no unit column) hold raw values already.
+    """
     out: dict[str, dict[int, float]] = {}
     with open(path, newline="", encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
-            out.setdefault(row["metric"], {})[int(row["epoch"])] = float(row["value"])
+            name, value = row["metric"], float(row["value"])
+            if scales and row.get("unit") is not None:
+                value /= scales.get(name, 1.0)
+            out.setdefault(name, {})[int(row["epoch"])] = value
     return out

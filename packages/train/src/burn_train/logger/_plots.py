@@ -19,12 +19,16 @@ def _slug(name: str) -> str:
 
 
 def save_plots(
-    store: Any, history: dict[str, dict[str, list[tuple[float, float]]]], directory: str
+    store: Any,
+    history: dict[str, dict[str, list[tuple[float, float]]]],
+    directory: str,
+    units: dict[str, tuple[str, float]] | None = None,
 ) -> list[str]:
     """One PNG per metric: batch values (thin lines) and epoch values (markers) of train and valid.
 
-    ``store`` is the processor's EventStore; ``history`` maps metric -> split -> (x, value) points.
-    Returns the paths written.
+    ``store`` is the processor's EventStore; ``history`` maps metric -> split -> (x, value) points;
+    ``units`` maps metric -> ``(unit, scale)`` (see ``metric.display_unit``): values are plotted times
+    ``scale`` and the y axis reads ``Accuracy (%)``. Returns the paths written.
     """
     import matplotlib
 
@@ -36,24 +40,27 @@ def save_plots(
     written = []
     colours = {"train": "tab:blue", "valid": "tab:orange"}
     for name in names:
+        unit, scale = (units or {}).get(name, ("", 1.0))
         fig = Figure(figsize=(7, 4), dpi=100)
         ax = fig.add_subplot(1, 1, 1)
         drawn = False
         for split, colour in colours.items():
             points = history.get(name, {}).get(split, [])
             if points:
-                ax.plot([p[0] for p in points], [p[1] for p in points], color=colour, alpha=0.35, lw=0.8,
-                        label=f"{split} (batch)")  # fmt: skip
+                ax.plot([p[0] for p in points], [p[1] * scale for p in points], color=colour, alpha=0.35,
+                        lw=0.8, label=f"{split} (batch)")  # fmt: skip
                 drawn = True
             epochs = store.values.get(split, {}).get(name, {})
             if epochs:
                 xs = sorted(epochs)
-                ax.plot(xs, [epochs[e] for e in xs], "o-", color=colour, label=f"{split} (epoch)")
+                ax.plot(xs, [epochs[e] * scale for e in xs], "o-", color=colour, label=f"{split} (epoch)")
                 drawn = True
         if not drawn:
             continue
+        label = f"{name} ({unit})" if unit else name
         ax.set_title(name)
         ax.set_xlabel("epoch")
+        ax.set_ylabel(label)
         ax.grid(alpha=0.3)
         ax.legend(loc="best", fontsize="small")
         path = os.path.join(directory, f"{_slug(name)}.png")

@@ -55,6 +55,16 @@ def safe_div(num: float, den: float, empty: float = math.nan) -> float:
     return num / den if den else empty
 
 
+def display_unit(metric: Any) -> tuple[str, float]:
+    """``(unit, scale)`` a metric's values are shown in: ``("%", 100.0)`` for percent metrics (their
+    values are fractions), else ``(metric.unit, 1.0)`` (``""`` when unitless, like a loss). Plots and
+    CSV logs multiply values by ``scale`` and label them with ``unit``; duck-typed plugin metrics
+    without these attributes are unitless."""
+    if getattr(metric, "percent", False):
+        return "%", 100.0
+    return str(getattr(metric, "unit", "") or ""), 1.0
+
+
 class Metric:
     """Base class of burn_train metrics.
 

@@ -115,10 +115,10 @@ class CpuUse(CollectorMetric):
 
 
 class CpuMemory(CollectorMetric):
-    """System memory in use in GB, shown as ``used / total GB`` (collector ``cpu-memory``)."""
+    """System memory in use in GiB (2**30 bytes), shown as ``used / total GiB`` (collector ``cpu-memory``)."""
 
     def __init__(self, interval: float = 1.0) -> None:
-        super().__init__("cpu-memory", "CPU Memory", interval, unit="GB")
+        super().__init__("cpu-memory", "CPU Memory", interval, unit="GiB")
 
     def _read(self, values: dict[str, float]) -> float:
         _TOTALS["CPU Memory"] = float(values.get("CPU Memory Total", math.nan))
@@ -128,7 +128,12 @@ class CpuMemory(CollectorMetric):
         total = _TOTALS.get("CPU Memory", math.nan)
         if math.isnan(value):
             return "n/a"
-        return f"{value:.2f} / {total:.2f} GB" if not math.isnan(total) else f"{value:.2f} GB"
+        return f"{value:.2f} / {total:.2f} GiB" if not math.isnan(total) else f"{value:.2f} GiB"
+
+    def format(self, value: float, epoch: float) -> str:
+        # the total once: "0.51 / 25.28 GiB (epoch 0.50 GiB)" fits the dashboard's text panel
+        epoch_text = "n/a" if math.isnan(epoch) else f"{epoch:.2f} GiB"
+        return f"{self.format_value(value)} (epoch {epoch_text})"
 
 
 _TOTALS: dict[str, float] = {}  # the machine's total memory, shared by every CpuMemory instance

@@ -90,6 +90,14 @@ class MetricsHub:
             EndEvent: self._on_end,
         }
 
+    def units(self) -> dict[str, tuple[str, float]]:
+        """``{metric name: (unit, scale)}`` of every registered metric (see ``metric.display_unit``)."""
+        from ..metric._base import display_unit
+
+        return {
+            slot.metric.name: display_unit(slot.metric) for slots in self.metrics.values() for slot in slots
+        }
+
     def handle(self, event: Any) -> None:
         handler = self._handlers.get(type(event))
         if handler is None:
@@ -107,8 +115,12 @@ class MetricsHub:
                     prepare()
                 formatters[slot.metric.name] = slot.metric.format_value
                 (numeric if slot.numeric else text).append(slot.metric.name)
+        units = self.units()
+        for logger in self.loggers:
+            if hasattr(logger, "set_units"):
+                logger.set_units(units)
         self.state.start(
-            event.epoch_total, event.starting_epoch, numeric, text, formatters, event.items_total
+            event.epoch_total, event.starting_epoch, numeric, text, formatters, event.items_total, units
         )
         self.state.higher_is_better.update(self.store.higher_is_better)
         self.renderer.start(self.state, self.interrupter)
@@ -121,6 +133,7 @@ class MetricsHub:
             entry = slot.metric.update(item, metadata)
             if entry.name != slot.metric.name:  # collectors learn their display name on first sample
                 self.state.formatters[entry.name] = slot.metric.format_value
+                self.state.units.setdefault(entry.name, self.state.unit(slot.metric.name))
                 self.store.higher_is_better[entry.name] = slot.metric.higher_is_better
             entries.append(entry if slot.numeric else _as_text(entry))
         self.state.item(event.split, event.progress, entries, event.time)

@@ -69,10 +69,12 @@ class EventProcessor:
         finally:
             self._lock.release()
 
-    def flush(self) -> None:
-        """Handle everything submitted so far, on this thread; then re-raise any handler error."""
+    def flush(self, raise_errors: bool = True) -> None:
+        """Handle everything submitted so far, on this thread; then re-raise any handler error
+        (unless ``raise_errors`` is False: the end of fit, where an error is already propagating)."""
         self._drain()
-        self.raise_pending_error()
+        if raise_errors:
+            self.raise_pending_error()
 
     def close(self) -> None:
         """Stop listening, handle what is left, stop the worker, close the renderer."""

@@ -56,6 +56,7 @@ class DashboardState:
         self.autotune_count = 0
         self.status: deque[str] = deque(maxlen=4)
         self.formatters: dict[str, Any] = {}  # metric name -> value formatter (percent, units)
+        self.units: dict[str, tuple[str, float]] = {}  # metric name -> (unit, scale), see display_unit
         self.higher_is_better: dict[str, bool] = {}
         self.version = 0  # bumps on every change so renderers can skip identical frames
 
@@ -68,9 +69,11 @@ class DashboardState:
         text_only: list[str],
         formatters: dict[str, Any] | None = None,
         items_total: dict[str, int] | None = None,
+        units: dict[str, tuple[str, float]] | None = None,
     ) -> None:
         with self.lock:
             self.formatters.update(formatters or {})
+            self.units.update(units or {})
             for split, total in (items_total or {}).items():
                 if split in self.splits:
                     self.splits[split].progress = Progress(0, total)
@@ -138,6 +141,19 @@ class DashboardState:
         if formatter is not None:
             return formatter(value)
         return "n/a" if value != value else f"{value:.4g}"
+
+    def unit(self, name: str) -> tuple[str, float]:
+        """``(unit, scale)`` of metric ``name`` (``("", 1.0)`` when unknown or unitless)."""
+        return self.units.get(name, ("", 1.0))
+
+    def format_axis(self, name: str, value: float) -> str:
+        """A short ``value unit`` for a chart axis: ``95.1 %``, ``0.51 GiB``, ``0.3127``."""
+        if value != value:
+            return "n/a"
+        unit, scale = self.unit(name)
+        value *= scale
+        text = f"{value:.4g}" if abs(value) < 1e4 else f"{value:.2e}"
+        return f"{text} {unit}".rstrip()
 
     def snapshot(self, history_of: str | None = None) -> dict[str, Any]:
         """A consistent copy of what a frame needs (plain containers, safe to use without the lock).

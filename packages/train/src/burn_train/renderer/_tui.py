@@ -5,7 +5,9 @@ screen moves while the training thread is busy in a long first batch or in kerne
 (tracel-ai/burn#2853). The first frame is drawn in ``start()``, before the first batch. Where
 threads don't exist, ``tick()`` (called by the inline processor and on autotune events) redraws at
 most ``fps`` times per second. Keys: ``q`` opens stop/kill/cancel, left/right pick the metric,
-up/down switch the plot between recent and full history.
+up/down switch the plot between recent and full history. The plot panel's title names the selected
+metric (with every metric's tab where the width allows) and its bottom border carries the key hints,
+so they show on an 80x24 terminal.
 """
 
 from __future__ import annotations
@@ -158,7 +160,8 @@ class TuiRenderer(Renderer):
                 import _thread
 
                 self.interrupter.stop("killed from the dashboard")
-                _thread.interrupt_main()
+                self.state.add_status("killed from the dashboard: stopping now")
+                _thread.interrupt_main()  # a KeyboardInterrupt on the training thread, like Ctrl-C
             if key in ("s", "k", "c", "escape", "q"):
                 self.popup = False
             return
@@ -216,17 +219,47 @@ class TuiRenderer(Renderer):
             layout["status"].update(self._popup_panel())
         return layout
 
+    def _plot_title(self, names: list[str], selected: str | None) -> Any:
+        """Every metric's tab when they fit the panel, else the selected one as ``Loss [1/7]``."""
+        from rich.text import Text
+
+        if selected is None:
+            return Text("Metrics")
+        width = self._plot_width() - 4  # the border's corners and the spaces around the title
+        tabs = Text()
+        for name in names:
+            tabs.append(f" {name} ", style="reverse bold" if name == selected else "dim")
+        if tabs.cell_len <= width:
+            return tabs
+        index = names.index(selected) + 1
+        title = Text(f" {selected} ", style="reverse bold") + Text(f" [{index}/{len(names)}]", style="dim")
+        title.truncate(max(width, 1), overflow="ellipsis")
+        return title
+
+    def _plot_width(self) -> int:
+        width = getattr(self.console, "width", 80) or 80
+        return width * 3 // 5  # the left column's share of the layout (ratio 3 : 2)
+
+    def _plot_hints(self) -> Any:
+        from rich.text import Text
+
+        return Text(f"←→ metric  ↑↓ plot: {self.plot_kind}", style="dim")
+
     def _plot_panel(self, snap: dict[str, Any], selected: str | None) -> Any:
         from rich.panel import Panel
         from rich.text import Text
 
         names = snap["numeric"]
-        tabs = Text()
-        for name in names:
-            tabs.append(f" {name} ", style="reverse bold" if name == selected else "dim")
-        title = Text("Metrics: ") + tabs + Text(f"  plot: {self.plot_kind} (↑↓)  metric: ←→")
+        title = self._plot_title(names, selected)
+        hints = self._plot_hints()
         if selected is None:
-            return Panel(Text("waiting for the first batch...", style="dim"), title=title, title_align="left")
+            return Panel(
+                Text("waiting for the first batch...", style="dim"),
+                title=title,
+                title_align="left",
+                subtitle=hints,
+                subtitle_align="right",
+            )
         series = snap["history"].get(selected, {})
         if self.plot_kind == "recent":
             train = series.get("train", [])[-RECENT_POINTS:]
@@ -237,10 +270,14 @@ class TuiRenderer(Renderer):
             }
 
         def fmt(value: float, name: str = selected) -> str:
-            return self.state.format(name, value)
+            return self.state.format_axis(name, value)
 
         return Panel(
-            _Chart({s: series.get(s, []) for s in ("train", "valid")}, fmt), title=title, title_align="left"
+            _Chart({s: series.get(s, []) for s in ("train", "valid")}, fmt),
+            title=title,
+            title_align="left",
+            subtitle=hints,
+            subtitle_align="right",
         )
 
     def _text_panel(self, snap: dict[str, Any]) -> Any:
@@ -290,8 +327,14 @@ class TuiRenderer(Renderer):
                 text.append(f"✓ {event.describe()}\n", style="green")
         if not snap["autotune_count"]:
             text.append("no kernel autotuning or compilation so far", style="dim")
-        title = f"Autotune / compile ({len(active)} active, {snap['autotune_count']} events)"
-        return Panel(text, title=title, title_align="left")
+        title = f"Autotune ({len(active)} active)"
+        return Panel(
+            text,
+            title=title,
+            title_align="left",
+            subtitle=f"{snap['autotune_count']} events",
+            subtitle_align="right",
+        )
 
     def _progress_panel(self, snap: dict[str, Any]) -> Any:
         from rich.panel import Panel
