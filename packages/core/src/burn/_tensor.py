@@ -460,14 +460,28 @@ def _check_supported(op: str, b: Any, dt: D.DType) -> None:
 
 
 def _fallback_dtype(dt: D.DType, b: Any) -> D.DType:
-    """The backend's dtype for data of ``dt`` it cannot hold: its default of the same kind."""
+    """The backend's dtype for data of ``dt`` it cannot hold: its default of the same kind. Narrowing
+    (float64 -> float32, int64 -> int32) warns once per process and pair of dtypes."""
     if dt in b.dtypes:
         return dt
-    if dt.is_float:
-        return b.default_float
     if dt.is_bool:
         raise DTypeError(f"backend {b.name!r} has no bool dtype")
-    return b.default_int
+    out = b.default_float if dt.is_float else b.default_int
+    if out.itemsize < dt.itemsize and (b.name, dt, out) not in _NARROWED:
+        _NARROWED.add((b.name, dt, out))
+        import warnings
+
+        lost = "precision" if dt.is_float else "range"
+        warnings.warn(
+            f"backend {b.name!r} has no {dt.name}: {dt.name} data becomes {out.name} ({lost} may be lost); "
+            f"pass dtype=burn.{out.name} to make the conversion explicit (this warning shows once)",
+            UserWarning,
+            stacklevel=3,
+        )
+    return out
+
+
+_NARROWED: set[tuple[str, D.DType, D.DType]] = set()  # (backend, from, to) already warned about
 
 
 def _as_tensor_like(value: Any, like: Tensor, op: str = "op") -> Tensor:
