@@ -69,7 +69,7 @@ from .backend._random import seed
 
 bool = bool_
 
-_SUBPACKAGES = ("autotune", "backend", "config", "data", "lr_scheduler", "nn", "optim", "record")
+_SUBPACKAGES = ("autotune", "backend", "config", "data", "ir", "lr_scheduler", "nn", "optim", "record")
 
 
 def __getattr__(name: str):

@@ -1,0 +1,371 @@
+"""The capture backend: runs burn code on symbolic tensors and records every op as an ``OpRecord``.
+
+``capture(fn, inputs, like=device)`` calls ``fn`` with symbolic tensors of the given shapes and dtypes on a
+``CaptureBackend`` that mirrors ``like``'s dtypes and defaults, and returns the ``Graph`` of what ``fn``
+did: nothing is computed, each op only derives its output shapes and dtypes (the rules below). Host data
+the code brings in (a module's weights, literals) becomes the graph's constants. Reading a value during
+capture (``.item()``, ``.numpy()``, data-dependent control flow) is an ``IrError``: a graph cannot hold it.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import _dtype as D
+from .._device import Device
+from ..backend import Backend
+from ..backend._pool_defaults import pool_out_size
+from ._graph import Graph, IrError, OpRecord, Ref, TensorRef
+from ._kinds import OpKind, op_def
+
+
+class Sym:
+    """A symbolic tensor: an id in the graph being recorded, a shape and a dtype."""
+
+    __slots__ = ("ref",)
+
+    def __init__(self, ref: TensorRef) -> None:
+        self.ref = ref
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.ref.shape
+
+    def __repr__(self) -> str:
+        return f"Sym(%{self.ref.id}, {self.ref.dtype.name}{list(self.ref.shape)})"
+
+
+def _bshape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    import numpy as np
+
+    return tuple(np.broadcast_shapes(*shapes))
+
+
+def _reduced(shape: tuple[int, ...], dims: Sequence[int], keepdim: bool) -> tuple[int, ...]:
+    return tuple(1 if d in dims else s for d, s in enumerate(shape) if keepdim or d not in dims)
+
+
+def _with(shape: tuple[int, ...], dim: int, size: int) -> tuple[int, ...]:
+    return shape[:dim] + (size,) + shape[dim + 1 :]
+
+
+def _reshape(shape: tuple[int, ...], new: Sequence[int]) -> tuple[int, ...]:
+    new = tuple(new)
+    if -1 in new:
+        known = math.prod(s for s in new if s != -1)
+        new = tuple(math.prod(shape) // known if s == -1 else s for s in new)
+    return new
+
+
+def _conv_out(spatial, kernel, stride, padding, dilation) -> tuple[int, ...]:
+    return tuple(
+        (s + 2 * p - d * (k - 1) - 1) // st + 1
+        for s, k, st, p, d in zip(spatial, kernel, stride, padding, dilation)
+    )
+
+
+def _arange_len(start: float, stop: float, step: float) -> int:
+    return max(0, math.ceil((stop - start) / step))
+
+
+def _repeat(shape: tuple[int, ...], reps: Sequence[int]) -> tuple[int, ...]:
+    n = max(len(shape), len(reps))
+    shape = (1,) * (n - len(shape)) + tuple(shape)
+    reps = (1,) * (n - len(reps)) + tuple(reps)
+    return tuple(s * r for s, r in zip(shape, reps))
+
+
+def _conv_transpose_out(x, w, stride, padding, output_padding, dilation, groups) -> tuple[int, ...]:
+    spatial = tuple(
+        (s - 1) * st - 2 * p + d * (k - 1) + op + 1
+        for s, k, st, p, op, d in zip(x[2:], w[2:], stride, padding, output_padding, dilation)
+    )
+    return (x[0], w[1] * groups) + spatial
+
+
+# method -> shape rule over the call's arguments (Sym arguments as their shapes), giving the output
+# shape (or both output shapes for two-output ops, which share one here)
+_SHAPES: dict[str, Callable[..., tuple[int, ...]]] = {
+    "unary": lambda op, x: x,
+    "binary": lambda op, a, b: _bshape(*(s for s in (a, b) if isinstance(s, tuple))),
+    "where": lambda c, a, b: _bshape(*(s for s in (c, a, b) if isinstance(s, tuple))),
+    "clamp": lambda x, lo, hi: x,
+    "leaky_relu": lambda x, slope: x,
+    "cast": lambda x, dtype: x,
+    "reduce": lambda op, x, dims, keepdim: _reduced(x, dims, keepdim),
+    "arg_reduce": lambda op, x, dim, keepdim: _reduced(x, (dim,), keepdim),
+    "var": lambda x, dims, correction, keepdim: _reduced(x, dims, keepdim),
+    "matmul": lambda a, b: _bshape(a[:-2], b[:-2]) + (a[-2], b[-1]),
+    "reshape": lambda x, shape: _reshape(x, shape),
+    "permute": lambda x, dims: tuple(x[d] for d in dims),
+    "expand": lambda x, shape: tuple(shape),
+    "slice": lambda x, index: tuple(len(range(a, b, s)) for a, b, s in index) + x[len(index) :],
+    "slice_assign": lambda x, index, value: x,
+    "cat": lambda xs, dim: _with(xs[0], dim, sum(s[dim] for s in xs)),
+    "stack": lambda xs, dim: xs[0][:dim] + (len(xs),) + xs[0][dim:],
+    "flip": lambda x, dims: x,
+    "repeat": lambda x, reps: _repeat(x, reps),
+    "pad": lambda x, pads, mode, value: tuple(s + lo + hi for s, (lo, hi) in zip(x, pads)) + x[len(pads) :],
+    "tril": lambda x, k: x,
+    "triu": lambda x, k: x,
+    "gather": lambda x, dim, index: index,
+    "scatter_add": lambda x, dim, index, src: x,
+    "select": lambda x, dim, indices: _with(x, dim, indices[0]),
+    "select_add": lambda x, dim, indices, values: x,
+    "check_index": lambda index, size, negative, message: index,
+    "mask_fill": lambda x, mask, value: x,
+    "one_hot": lambda x, n, dtype: x + (n,),
+    "embedding": lambda weight, indices: indices + (weight[1],),
+    "sort": lambda x, dim, descending: x,
+    "argsort": lambda x, dim, descending: x,
+    "topk": lambda x, k, dim: _with(x, dim, k),
+    "cumsum": lambda x, dim: x,
+    "cumprod": lambda x, dim: x,
+    "softmax": lambda x, dim: x,
+    "log_softmax": lambda x, dim: x,
+    "conv": lambda x, w, bias, stride, padding, dilation, groups: (
+        (x[0], w[0]) + _conv_out(x[2:], w[2:], stride, padding, dilation)
+    ),
+    "conv_transpose": lambda x, w, bias, *a: _conv_transpose_out(x, w, *a),
+    "unfold4d": lambda x, kernel, stride, padding, dilation: (
+        x[0],
+        x[1] * math.prod(kernel),
+        math.prod(_conv_out(x[2:], kernel, stride, padding, dilation)),
+    ),
+    "max_pool": lambda x, kernel, stride, padding, dilation, ceil_mode: (
+        x[:2] + tuple(pool_out_size(*a, ceil_mode) for a in zip(x[2:], kernel, stride, padding, dilation))
+    ),
+    "avg_pool": lambda x, kernel, stride, padding, count_include_pad, ceil_mode: (
+        x[:2] + tuple(pool_out_size(*a, 1, ceil_mode) for a in zip(x[2:], kernel, stride, padding))
+    ),
+    "adaptive_avg_pool": lambda x, size: x[:2] + tuple(size),
+    "adaptive_max_pool": lambda x, size: x[:2] + tuple(size),
+    "interpolate": lambda x, size, mode, align_corners: x[:2] + tuple(size),
+    "full": lambda shape, value, dtype: tuple(shape),
+    "arange": lambda start, stop, step, dtype: (_arange_len(start, stop, step),),
+    "random_uniform": lambda shape, *a: tuple(shape),
+    "random_normal": lambda shape, *a: tuple(shape),
+    "random_int": lambda shape, *a: tuple(shape),
+    "random_bernoulli": lambda shape, *a: tuple(shape),
+}
+
+_active = threading.local()
+
+
+class CaptureBackend(Backend):
+    """A backend whose primitives are ``Sym``s: every op appends an ``OpRecord`` to the graph being
+    captured and returns symbolic outputs. Its dtypes and defaults are those of ``like``."""
+
+    name = "capture"
+    host_memory = False
+
+    def __init__(self, like: Backend) -> None:
+        inner = like.inner if getattr(like, "is_autodiff", False) else like
+        self.like = inner
+        self.dtypes = inner.dtypes
+        self.default_float = inner.default_float
+        self.default_int = inner.default_int
+        self.graph = Graph()
+        self._next = 0
+
+    def __repr__(self) -> str:
+        return f"<CaptureBackend like {self.like.name}>"
+
+    # ---- recording
+    def _new(self, shape: tuple[int, ...], dtype: D.DType) -> Sym:
+        ref = TensorRef(self._next, tuple(int(s) for s in shape), dtype)
+        self._next += 1
+        return Sym(ref)
+
+    def input(self, name: str, shape: tuple[int, ...], dtype: D.DType) -> Sym:
+        """A graph input named ``name``."""
+        sym = self._new(shape, dtype)
+        self.graph.inputs[name] = sym.ref
+        return sym
+
+    def _emit(self, kind: str, method: str, args: tuple) -> Any:
+        spec = op_def(kind)
+        record_args = tuple(_as_refs(a) for a in args)
+        shape_args = tuple(_as_shapes(a) for a in args)
+        shape = _SHAPES[method](*((kind,) if spec.op_arg else ()), *shape_args)
+        first = next((s for s in _flat_syms(args)), None)
+        value_dtype = first.ref.dtype if first is not None else None
+        attr = next((a for a in args if isinstance(a, D.DType)), None)
+        if spec.result == "value":  # where: the value operands' dtype (the condition is bool)
+            value = next((s for s in _flat_syms(args[1:])), None)
+            dtypes = [value.ref.dtype if value is not None else _scalar_dtype(args[1], self)]
+        elif spec.result == "pair":
+            dtypes = [value_dtype, self.default_int]
+        else:
+            rule = {"same": value_dtype, "bool": D.bool_, "int": self.default_int, "attr": attr}
+            dtypes = [rule[spec.result]]
+        outs = [self._new(shape, dt) for dt in dtypes]
+        self.graph.ops.append(OpRecord(OpKind(kind), record_args, tuple(o.ref for o in outs)))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    # ---- data
+    def from_numpy(self, array: Any, dtype: D.DType) -> Sym:
+        import numpy as np
+
+        from ..backend._numpy_dtypes import NUMPY_DTYPES
+
+        if dtype not in NUMPY_DTYPES:
+            raise IrError(
+                f"capture: a constant of dtype {dtype.name} cannot be stored (numpy has no such type)"
+            )
+        arr = np.array(array, dtype=NUMPY_DTYPES[dtype], copy=True)
+        sym = self._new(arr.shape, dtype)
+        self.graph.constants[sym.ref.id] = arr
+        return sym
+
+    def to_numpy(self, x: Sym) -> Any:
+        raise IrError(
+            f"capture: {x!r} has no value: code under capture cannot read tensors (.item(), .numpy(), "
+            "a Python branch on a tensor); move the read out of the captured function"
+        )
+
+    def read_many(self, xs: Sequence[Sym]) -> list[Any]:
+        return [self.to_numpy(x) for x in xs]
+
+    def shape_of(self, x: Sym) -> tuple[int, ...]:
+        return x.ref.shape
+
+    def dtype_of(self, x: Sym) -> D.DType:
+        return x.ref.dtype
+
+
+def _recorder(method: str) -> Callable[..., Any]:
+    """The ``CaptureBackend`` method recording ``method`` (unary/binary/reduce/arg_reduce take the kind)."""
+    if method in _NAMED:
+
+        def named(self: CaptureBackend, kind: str, *args: Any) -> Any:
+            return self._emit(kind, method, args)
+
+        fn = named
+    else:
+
+        def plain(self: CaptureBackend, *args: Any) -> Any:
+            return self._emit(method, method, args)
+
+        fn = plain
+    fn.__name__ = fn.__qualname__ = method
+    fn.__doc__ = f"Record a ``{method}`` op."
+    return fn
+
+
+_NAMED = ("unary", "binary", "reduce", "arg_reduce")
+for _method in _SHAPES:
+    setattr(CaptureBackend, _method, _recorder(_method))
+
+
+def _as_refs(a: Any) -> Any:
+    if isinstance(a, Sym):
+        return Ref(a.ref.id)
+    if isinstance(a, (list, tuple)):
+        return type(a)(_as_refs(v) for v in a)
+    if hasattr(a, "item") and hasattr(a, "dtype") and getattr(a, "shape", None) == ():
+        return a.item()  # a numpy scalar argument
+    return a
+
+
+def _as_shapes(a: Any) -> Any:
+    if isinstance(a, Sym):
+        return a.ref.shape
+    if isinstance(a, list) and a and all(isinstance(v, Sym) for v in a):
+        return [v.ref.shape for v in a]
+    return a
+
+
+def _flat_syms(args: Any):
+    for a in args:
+        if isinstance(a, Sym):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            yield from _flat_syms(a)
+
+
+def _scalar_dtype(value: Any, b: Backend) -> D.DType:
+    if isinstance(value, bool):
+        return D.bool_
+    return b.default_int if isinstance(value, int) else b.default_float
+
+
+def capture(
+    fn: Callable[..., Any],
+    inputs: dict[str, tuple[Sequence[int], Any]] | Sequence[tuple[Sequence[int], Any]],
+    like: Any = None,
+) -> Graph:
+    """Record what ``fn`` does to symbolic inputs, without computing anything.
+
+    ``inputs``: ``{name: (shape, dtype)}`` (or a list of ``(shape, dtype)``, named ``input0``...);
+    ``like``: the device whose dtypes and defaults the capture mirrors (default: the default device).
+    ``fn`` returns a tensor or a tuple/list of tensors: the graph's outputs. A ``burn.nn.Module`` is
+    captured as its inference copy (``module.valid()``), with its weights as the graph's constants.
+
+    >>> g = burn.ir.capture(lambda x: (x * 2).relu().sum(1), {"x": ((2, 3), "float32")})
+    >>> [str(op.kind) for op in g.ops]
+    ['mul', 'relu', 'sum']
+    """
+    from .. import _tensor as T
+    from .._device import default_device
+    from .._device import device as make_device
+
+    like_dev = default_device() if like is None else (like if hasattr(like, "backend") else make_device(like))
+    backend = CaptureBackend(like_dev.backend)
+    backend.device = _CaptureDevice(backend, like_dev)
+    if getattr(_active, "backend", None) is not None:
+        raise IrError("capture: a capture is already running in this thread (captures do not nest)")
+    from ..nn import Module
+
+    if isinstance(fn, Module):  # its inference copy, its weights as the graph's constants
+        fn = fn.valid().to(backend.device)
+    named = inputs.items() if isinstance(inputs, dict) else ((f"input{i}", s) for i, s in enumerate(inputs))
+    args = []
+    for name, (shape, dtype) in named:
+        dt = D.dtype(dtype)
+        T._check_supported("capture", backend, dt)
+        args.append(T._wrap(backend.input(name, tuple(shape), dt), backend, dt))
+    _active.backend = backend
+    try:
+        out = fn(*args)
+    finally:
+        _active.backend = None
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    for o in outs:
+        if not isinstance(o, T.Tensor) or o._b is not backend:
+            raise IrError(f"capture: fn must return tensors computed from its inputs, got {type(o).__name__}")
+    backend.graph.outputs = [o._p.ref for o in outs]
+    backend.graph.check()
+    return backend.graph
+
+
+class _CaptureDevice(Device):
+    """The device of captured tensors: tensors created on it (literals, ``.to(x.device)``) become
+    constants of the graph. Each capture has its own; it equals only itself."""
+
+    def __init__(self, backend: CaptureBackend, like: Device) -> None:
+        super().__init__("capture")
+        object.__setattr__(self, "_capture_backend", backend)
+        object.__setattr__(self, "like", like)
+
+    @property
+    def backend(self) -> CaptureBackend:
+        return self._capture_backend  # type: ignore[attr-defined]
+
+    @property
+    def inner(self) -> Device:
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        return other is self
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __str__(self) -> str:
+        return f"capture(like {self.like})"  # type: ignore[attr-defined]
+
+    __repr__ = __str__

@@ -1,0 +1,151 @@
+"""The op vocabulary: one ``OpKind`` per backend op and one ``OpDef`` row describing it.
+
+An op kind is a ``StrEnum`` whose value is the name the backend tables already use (``"exp"``,
+``"add"``, ``"sum"``, ``"conv"``), so a table keyed by the plain strings is keyed by the enumeration
+too. Each row says which ``Backend`` method runs the op (element-wise and reduction kinds share one
+method that takes the kind as its first argument), its family, how many tensors it takes, which dtypes
+it accepts and how its result dtype follows. ``burn.ir`` records, serialises and replays ops by these
+rows; fusion, export and remote execution read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from ..backend._optable import (
+    ARG_REDUCE_OPS,
+    BINARY_OPS,
+    COMPARISON_OPS,
+    REDUCE_OPS,
+    UNARY_BOOL_RESULT,
+    UNARY_OPS,
+)
+
+# families
+CREATION, ELEMENTWISE, REDUCE, LAYOUT, INDEX, LINALG, MODULE, RANDOM, SORT = (
+    "creation",
+    "elementwise",
+    "reduce",
+    "layout",
+    "index",
+    "linalg",
+    "module",
+    "random",
+    "sort",
+)
+
+# method -> (family, tensor arity (-1: a sequence), accepted dtypes, result dtype rule, output count)
+# dtype rules: "same" (the first tensor's), "bool", "int" (the backend's default int), "attr" (a dtype
+# argument), "pair" (values keep the dtype, indices are default int)
+_METHODS: dict[str, tuple[str, int, str, str, int]] = {
+    "from_numpy": (CREATION, 0, "any", "attr", 1),
+    "full": (CREATION, 0, "any", "attr", 1),
+    "arange": (CREATION, 0, "num", "attr", 1),
+    "cast": (ELEMENTWISE, 1, "any", "attr", 1),
+    "where": (ELEMENTWISE, 3, "any", "value", 1),
+    "clamp": (ELEMENTWISE, 1, "num", "same", 1),
+    "leaky_relu": (ELEMENTWISE, 1, "float", "same", 1),
+    "var": (REDUCE, 1, "float", "same", 1),
+    "matmul": (LINALG, 2, "num", "same", 1),
+    "reshape": (LAYOUT, 1, "any", "same", 1),
+    "permute": (LAYOUT, 1, "any", "same", 1),
+    "expand": (LAYOUT, 1, "any", "same", 1),
+    "slice": (LAYOUT, 1, "any", "same", 1),
+    "slice_assign": (LAYOUT, 2, "any", "same", 1),
+    "cat": (LAYOUT, -1, "any", "same", 1),
+    "stack": (LAYOUT, -1, "any", "same", 1),
+    "flip": (LAYOUT, 1, "any", "same", 1),
+    "repeat": (LAYOUT, 1, "any", "same", 1),
+    "pad": (LAYOUT, 1, "any", "same", 1),
+    "tril": (LAYOUT, 1, "any", "same", 1),
+    "triu": (LAYOUT, 1, "any", "same", 1),
+    "gather": (INDEX, 2, "any", "same", 1),
+    "scatter_add": (INDEX, 3, "num", "same", 1),
+    "select": (INDEX, 2, "any", "same", 1),
+    "select_add": (INDEX, 3, "num", "same", 1),
+    "check_index": (INDEX, 1, "int", "same", 1),
+    "mask_fill": (INDEX, 2, "any", "same", 1),
+    "one_hot": (INDEX, 1, "int", "attr", 1),
+    "embedding": (INDEX, 2, "any", "same", 1),
+    "sort": (SORT, 1, "num", "pair", 2),
+    "argsort": (SORT, 1, "num", "int", 1),
+    "topk": (SORT, 1, "num", "pair", 2),
+    "cumsum": (REDUCE, 1, "num", "same", 1),
+    "cumprod": (REDUCE, 1, "num", "same", 1),
+    "softmax": (ELEMENTWISE, 1, "float", "same", 1),
+    "log_softmax": (ELEMENTWISE, 1, "float", "same", 1),
+    "conv": (MODULE, 3, "float", "same", 1),
+    "conv_transpose": (MODULE, 3, "float", "same", 1),
+    "unfold4d": (MODULE, 1, "float", "same", 1),
+    "max_pool": (MODULE, 1, "num", "pair", 2),
+    "avg_pool": (MODULE, 1, "float", "same", 1),
+    "adaptive_avg_pool": (MODULE, 1, "float", "same", 1),
+    "adaptive_max_pool": (MODULE, 1, "num", "pair", 2),
+    "interpolate": (MODULE, 1, "float", "same", 1),
+    "random_uniform": (RANDOM, 0, "float", "attr", 1),
+    "random_normal": (RANDOM, 0, "float", "attr", 1),
+    "random_int": (RANDOM, 0, "int", "attr", 1),
+    "random_bernoulli": (RANDOM, 0, "any", "attr", 1),
+}
+
+OpKind = StrEnum(  # type: ignore[misc]
+    "OpKind",
+    {name.upper(): name for name in [*UNARY_OPS, *BINARY_OPS, *REDUCE_OPS, *ARG_REDUCE_OPS, *_METHODS]},
+)
+OpKind.__doc__ = "Every op a backend runs, by the name the backend tables use (``OpKind.EXP == 'exp'``)."
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """One op of the vocabulary.
+
+    ``method``: the ``Backend`` method that runs it; ``op_arg``: whether the kind's name is that
+    method's first argument (``unary("exp", x)``). ``family``: creation, elementwise, reduce, layout,
+    index, linalg, module, random or sort. ``arity``: tensor inputs (-1: a sequence of tensors).
+    ``accepts``: "float", "num" (ints and floats), "int" (ints and bool) or "any". ``result``: "same",
+    "bool", "int" (the backend's default int), "attr" (from a dtype argument), "value" (the value
+    operands'), or "pair" (values keep the dtype, indices are default int). ``outputs``: result count.
+    """
+
+    kind: OpKind
+    method: str
+    op_arg: bool
+    family: str
+    arity: int
+    accepts: str
+    result: str
+    outputs: int = 1
+
+    @property
+    def elementwise(self) -> bool:
+        return self.family == ELEMENTWISE
+
+
+def _rows() -> dict[OpKind, OpDef]:
+    rows: dict[OpKind, OpDef] = {}
+    for name, accepts in UNARY_OPS.items():
+        result = "bool" if name in UNARY_BOOL_RESULT else "same"
+        rows[OpKind(name)] = OpDef(OpKind(name), "unary", True, ELEMENTWISE, 1, accepts, result)
+    for name, accepts in BINARY_OPS.items():
+        result = "bool" if name in COMPARISON_OPS else "same"
+        rows[OpKind(name)] = OpDef(OpKind(name), "binary", True, ELEMENTWISE, 2, accepts, result)
+    for name, accepts in REDUCE_OPS.items():
+        result = "bool" if name in ("all", "any") else "same"
+        rows[OpKind(name)] = OpDef(OpKind(name), "reduce", True, REDUCE, 1, accepts, result)
+    for name in ARG_REDUCE_OPS:
+        rows[OpKind(name)] = OpDef(OpKind(name), "arg_reduce", True, REDUCE, 1, "num", "int")
+    for name, (family, arity, accepts, result, outputs) in _METHODS.items():
+        rows[OpKind(name)] = OpDef(OpKind(name), name, False, family, arity, accepts, result, outputs)
+    return rows
+
+
+OPS: dict[OpKind, OpDef] = _rows()
+
+
+def op_def(kind: str) -> OpDef:
+    """The row of ``kind`` (an ``OpKind`` or its name); ``KeyError`` naming it when unknown."""
+    try:
+        return OPS[OpKind(kind)]
+    except ValueError:
+        raise KeyError(f"unknown op kind {kind!r}") from None
