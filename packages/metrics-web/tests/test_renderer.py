@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 import re
-import types
 
 import pytest
 from burn.autotune import AutotuneEvent
 from burn_metrics_web import WebRenderer
 from burn_metrics_web._format import bar, fmt_duration, render_html
-from burn_train.renderer import make_renderer
+from burn_train import Progress
+from burn_train.metric import MetricEntry
+from burn_train.renderer import Snapshot, SplitView, make_renderer
 
 from ._fakes import FakeDocument, FakeElement
 from ._stream import MeanLoss, run_stream
@@ -133,27 +134,24 @@ def test_no_document_in_a_worker(browser) -> None:
 
 
 def test_html_escapes_user_text() -> None:
-    entry = types.SimpleNamespace(name="<b>", formatted="1 & 2", value=1.0, numeric=True)
-    view = types.SimpleNamespace(
-        progress=types.SimpleNamespace(items_total=4, items_processed=2, fraction=0.5),
+    entry = MetricEntry(name="<b>", value=1.0, epoch_value=1.0, formatted="1 & 2")
+    view = SplitView(Progress(2, 4), epoch=1, iteration=3, started_at=0.0, entries={"<b>": entry})
+    snap = Snapshot(
+        now=5.0,  # 2 of 4 items in 5 s: 5 s left
+        elapsed=1.0,
+        mode="train<",
         epoch=1,
-        iteration=3,
-        entries={"<b>": entry},
-        eta_seconds=lambda now: 5.0,
+        epoch_total=2,
+        splits={"train": view, "valid": SplitView()},
+        numeric=("<b>",),
+        history={},
+        epochs={"<b>": {"train": ((1, 0.5),)}},
+        autotune_active=(),
+        autotune_recent=(),
+        autotune_count=0,
+        status=("a<b",),
+        version=0,
     )
-    empty = types.SimpleNamespace(progress=types.SimpleNamespace(items_total=0), entries={})
-    snap = {
-        "mode": "train<",
-        "epoch": 1,
-        "epoch_total": 2,
-        "elapsed": 1.0,
-        "now": 0.0,
-        "splits": {"train": view, "valid": empty},
-        "numeric": ["<b>"],
-        "epochs": {"<b>": {"train": [(1, 0.5)]}},
-        "autotune_active": [],
-        "status": ["a<b"],
-    }
     html = render_html(snap, lambda name, value: f"{value}<")
     assert "<b>" not in html.replace('<div class="burn-dashboard"', "")
     for part in (

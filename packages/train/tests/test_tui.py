@@ -104,9 +104,9 @@ def test_keys_switch_metric_and_plot_and_q_stops_training():
     hub, proc = _start(renderer, [a, b])
     proc.submit(item_event(0))
     proc.flush()
-    assert renderer.selected_metric(hub.state.snapshot()["numeric"]) == "Count"
+    assert renderer.selected_metric(hub.state.snapshot().numeric) == "Count"
     renderer.handle_key("right")
-    assert renderer.selected_metric(hub.state.snapshot()["numeric"]) == "Other"
+    assert renderer.selected_metric(hub.state.snapshot().numeric) == "Other"
     renderer.handle_key("up")
     assert renderer.plot_kind == "full"
     renderer.handle_key("q")
@@ -139,7 +139,7 @@ def test_end_epoch_values_reach_the_state():
     proc.submit(item_event(0))
     proc.submit(EndEpochEvent("train", 1))
     proc.close()
-    assert hub.state.snapshot()["epochs"]["Count"]["train"] == [(1, 1.0)]
+    assert hub.state.snapshot().epochs["Count"]["train"] == ((1, 1.0),)
 
 
 def _digits_metrics():
@@ -172,7 +172,7 @@ def test_metric_title_and_key_hints_fit_standard_terminals(width, height):
         frame = renderer.last_frame
         lines = frame.splitlines()
         assert len(lines) <= height and all(len(line) <= width for line in lines)
-        selected = renderer.selected_metric(hub.state.snapshot()["numeric"])
+        selected = renderer.selected_metric(hub.state.snapshot().numeric)
         assert selected in lines[0], (selected, lines[0])  # the title names the plotted metric
         hints = [line for line in lines if "←→ metric" in line and "↑↓ plot: recent" in line]
         assert hints and hints[0].startswith("╰"), frame  # on the plot panel's bottom border
@@ -196,7 +196,7 @@ def test_chart_axis_labels_carry_the_unit():
     labels = {}
     for _ in range(7):
         renderer.draw()
-        name = renderer.selected_metric(hub.state.snapshot()["numeric"])
+        name = renderer.selected_metric(hub.state.snapshot().numeric)
         labels[name] = [line.split("│")[1].strip() for line in renderer.last_frame.splitlines()[1:4]]
         renderer.handle_key("right")
     proc.close()

@@ -98,15 +98,15 @@ class WebRenderer(Renderer):
             self._draw(force=True)
             return
         snap = state.snapshot()
-        names = ", ".join(snap["numeric"]) or "none"
-        self._print(f"[start] {snap['epoch_total']} epoch(s) from epoch {snap['epoch']}; metrics: {names}")
+        names = ", ".join(snap.numeric) or "none"
+        self._print(f"[start] {snap.epoch_total} epoch(s) from epoch {snap.epoch}; metrics: {names}")
 
     def on_item(self, split: str) -> None:
         if self.mode == "html":
             self._draw()
             return
         snap = self.state.snapshot()
-        fraction = snap["splits"][split].progress.fraction
+        fraction = snap.splits[split].progress.fraction
         last = self._last_fraction.get(split, -1.0)
         now = time.monotonic()
         due = (
@@ -125,7 +125,7 @@ class WebRenderer(Renderer):
         if self.mode == "html":
             self._draw(force=True)
         else:
-            total = self.state.snapshot()["epoch_total"]
+            total = self.state.snapshot().epoch_total
             self._print(epoch_line(split, epoch, total, values, self.state.format))
 
     def on_autotune(self, event: Any) -> None:
@@ -169,5 +169,5 @@ class WebRenderer(Renderer):
             self.mode, self.reason = "console", f"writing #{self.element_id} failed: {describe(exc)}"
             self._print(f"[status] {self.reason}; continuing with console lines")
             return
-        self._drawn_version, self._last_draw = snap["version"], now
+        self._drawn_version, self._last_draw = snap.version, now
         self.frames += 1

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from burn import Gradients
+from burn.optim import GradientsParams
+
 
 def _is_tensor(value: Any) -> bool:
     return hasattr(value, "_b") and hasattr(value, "_p") and hasattr(value, "numpy")
@@ -75,7 +78,7 @@ class RegressionOutput(_Item):
 
 
 def _is_gradients(value: Any) -> bool:
-    return type(value).__name__ in {"Gradients", "GradientsParams"}
+    return isinstance(value, (Gradients, GradientsParams))
 
 
 class TrainOutput:

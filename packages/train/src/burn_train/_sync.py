@@ -70,12 +70,3 @@ def make_lock() -> Any:
     except ImportError:
         return _NullLock()
     return threading.Lock()
-
-
-def make_rlock() -> Any:
-    """A ``threading.RLock`` where threading imports, else a no-op lock."""
-    try:
-        import threading
-    except ImportError:
-        return _NullLock()
-    return threading.RLock()

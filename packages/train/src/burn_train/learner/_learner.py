@@ -14,11 +14,10 @@ from typing import Any
 
 from .._events import EndEpochEvent, EndEvent, ItemEvent, Progress, StartEvent, StatusEvent, TrainingProgress
 from .._interrupter import sigint_deferred
-from .._output import TrainOutput
 from ..processor import MetricsHub, MetricSlot, make_processor
 from ..renderer import make_renderer
 from ._builder import LearnerConfig
-from ._data_parallel import DataParallel
+from ._strategy import DataParallel, SingleDevice, Strategy
 from ._summary import LearnerSummary
 
 log = logging.getLogger("burn_train")
@@ -40,14 +39,21 @@ class _Sizes:
         return min((batch_index + 1) * self.batch_size, self.total) if self.total else batch_index + 1
 
 
+def _point(loader: Any, device: Any) -> None:
+    """Make ``loader`` batch onto ``device`` (loaders with a ``device`` attribute: burn.data's)."""
+    if loader is not None and hasattr(loader, "device") and loader.device != device:
+        log.info("pointing a data loader at %s (was %s)", device, loader.device)
+        loader.device = device
+
+
 def _host_rng_state() -> Any:
-    from burn.backend._random import host_rng
+    from burn.backend import host_rng
 
     return host_rng().bit_generator.state
 
 
 def _set_host_rng_state(state: Any) -> None:
-    from burn.backend._random import host_rng
+    from burn.backend import host_rng
 
     host_rng().bit_generator.state = state
 
@@ -65,7 +71,7 @@ class Learner:
         self.store: Any = None
         self.processor: Any = None
         self.checkpointer: Any = None
-        self.parallel: DataParallel | None = None  # set by fit when training on several devices
+        self.strategy: Strategy | None = None  # set by fit: SingleDevice, or DataParallel on several devices
 
     @property
     def interrupter(self) -> Any:
@@ -111,34 +117,24 @@ class Learner:
 
         return [CsvMetricLogger(self.config.directory)]
 
-    def _sync_on_train_thread(self, device: Any = None) -> bool:
-        where = self.config.sync_items
-        if where != "auto":
-            return where == "train"
-        if device is None and self.config.devices:
-            device = self.config.devices[0]
-        if device is None and hasattr(self.model, "devices"):
-            found = self.model.devices()
-            device = found[0] if found else None
-        # numpy arrays are immutable once made: reading them from the worker is safe. Device backends
-        # batch commands in Python state, so their reads stay on the training thread.
-        return getattr(device, "kind", "ndarray") != "ndarray"
-
-    def _to_device(self, train_loader: Any, valid_loader: Any) -> None:
-        if not self.config.devices:
-            return
-        device = self.config.devices[0]
+    def _strategy(self, train_loader: Any, valid_loader: Any) -> Strategy:
+        """Move the model to the main device, point the loaders at it, and pick the strategy."""
+        c = self.config
+        if not c.devices:  # the model stays where it is
+            found = self.model.devices() if hasattr(self.model, "devices") else []
+            return SingleDevice(found[0] if found else None, train_loader, c.sync_items)
+        device = c.devices[0]
         if hasattr(self.model, "devices") and hasattr(self.model, "to") and self.model.devices() != [device]:
             moved = self.model.to(device)
             self.model = self.model if moved is None else moved
-        if len(self.config.devices) > 1:
+        if len(c.devices) > 1:
             # the user's loader stays as it is: each device gets a part of it, batching onto that device
-            self.parallel = DataParallel(self.config.devices, train_loader)
-            train_loader = None
-        for loader, dev in ((train_loader, device), (valid_loader, getattr(device, "inner", device))):
-            if loader is not None and hasattr(loader, "device") and loader.device != dev:
-                log.info("pointing a data loader at %s (was %s)", dev, loader.device)
-                loader.device = dev
+            strategy: Strategy = DataParallel(c.devices, train_loader, c.sync_items)
+        else:
+            _point(train_loader, device)
+            strategy = SingleDevice(device, train_loader, c.sync_items)
+        _point(valid_loader, device.inner)
+        return strategy
 
     def _resume(self) -> int:
         epoch = self.config.resume_epoch
@@ -158,6 +154,7 @@ class Learner:
         from ..logger import read_epochs_csv
 
         scales = {name: scale for name, (_, scale) in self.hub.units().items()}
+        values: dict[str, dict[str, dict[int, float]]] = {}
         for split in ("train", "valid"):
             path = os.path.join(self.config.directory, split, "epochs.csv")
             if not os.path.exists(path):
@@ -165,8 +162,8 @@ class Learner:
             for name, series in read_epochs_csv(path, scales).items():
                 for e, value in series.items():
                     if e <= epoch:
-                        self.store.record(split, e, name, value)
-                        self.hub.state.epochs.setdefault(name, {}).setdefault(split, []).append((e, value))
+                        values.setdefault(split, {}).setdefault(name, {})[e] = value
+        self.store.restore(values)
 
     # ---------------------------------------------------------------- fit
     def fit(self, train_loader: Any, valid_loader: Any = None) -> Any:
@@ -202,20 +199,19 @@ class Learner:
             self.checkpointer = FileCheckpointer(os.path.join(c.directory, "checkpoint"), c.policy)
         reason, trained = "failed", False
         try:
-            self._to_device(train_loader, valid_loader)
+            self.strategy = self._strategy(train_loader, valid_loader)
             first = self._resume()
             log.info(
                 "training epochs %d..%d with the %s event processor", first, c.num_epochs, self.processor.mode
             )
             self.processor.start()
-            loaders = self.parallel.loaders if self.parallel is not None else [train_loader]
-            sizes = {"train": sum(_Sizes(loader).total for loader in loaders)}
+            sizes = {"train": sum(_Sizes(loader).total for loader in self.strategy.loaders)}
             if valid_loader is not None:
                 sizes["valid"] = _Sizes(valid_loader).total
             self.processor.submit(StartEvent(c.num_epochs, first, sizes))
             trained = True  # from here on, the summary and plots describe this run
             self.processor.flush()  # the first frame is drawn now, before the first batch
-            reason = self._epochs(first, train_loader, valid_loader)
+            reason = self._epochs(first, valid_loader)
         except KeyboardInterrupt:
             killed = c.interrupter.reason.startswith("killed")
             reason = "killed" if killed else "interrupted by Ctrl-C"
@@ -225,10 +221,10 @@ class Learner:
                 self._finish(reason, started, app_log, trained)
         return self.model
 
-    def _epochs(self, first: int, train_loader: Any, valid_loader: Any) -> str:
+    def _epochs(self, first: int, valid_loader: Any) -> str:
         c = self.config
         for epoch in range(first, c.num_epochs + 1):
-            self._train_epoch(epoch, train_loader)
+            self._train_epoch(epoch)
             if c.interrupter.should_stop():
                 self.processor.submit(StatusEvent(f"interrupted in epoch {epoch}: {c.interrupter.reason}"))
                 log.info("training interrupted in epoch %d: %s", epoch, c.interrupter.reason)
@@ -252,45 +248,31 @@ class Learner:
     def _next_lr(self) -> float:
         return float(self.scheduler.step()) if self.scheduler is not None else self.lr
 
-    def _train_epoch(self, epoch: int, loader: Any) -> None:
+    def _train_epoch(self, epoch: int) -> None:
         c = self.config
-        parallel = self.parallel
-        parts = parallel.loaders if parallel is not None else [loader]
-        for part in parts:
-            if hasattr(part, "set_epoch"):
-                part.set_epoch(epoch - 1)  # epoch e's order depends on e only: resuming replays it exactly
-        sizes = [_Sizes(part) for part in parts]
+        strategy = self.strategy
+        strategy.set_epoch(epoch - 1)  # epoch e's order depends on e only: resuming replays it exactly
+        sizes = [_Sizes(part) for part in strategy.loaders]
         total = sum(s.total for s in sizes)
-        sync_here = (
-            [self._sync_on_train_thread(d) for d in c.devices] if parallel else [self._sync_on_train_thread()]
-        )
         accumulator = None
         if c.grads_accumulation > 1:
             from burn.optim import GradientsAccumulator
 
             accumulator = GradientsAccumulator()
-        batches = [0] * len(parts)  # batches done per device, for progress
+        batches = [0] * len(sizes)  # batches done per device, for progress
         iteration = 0
-        steps = parallel.steps() if parallel is not None else ([(0, batch)] for batch in loader)
-        for step in steps:
+        for step in strategy.steps():
             lr = self._next_lr()
-            if parallel is None:
-                out = self.model.train_step(step[0][1])
-                if not isinstance(out, TrainOutput):
-                    raise TypeError(f"train_step must return a TrainOutput, got {type(out).__name__}")
-                outs, model, grads = [(0, out)], out.model, out.grads
-            else:
-                outs = parallel.train_steps(self.model, step)
-                # the main replica's returned model carries its running states; others only give grads
-                model = next((out.model for k, out in outs if k == 0), self.model)
-                grads = parallel.reduce(model, outs)
-            if self._optimize(lr, model, grads, accumulator) and parallel is not None:
-                parallel.invalidate()  # params changed: replicas are copied again before their next step
+            outs, model, grads = strategy.train_step(self.model, step)
+            if self._optimize(lr, model, grads, accumulator):
+                strategy.stepped()
             for k, out in outs:
                 batches[k] += 1
                 iteration += 1
                 done = sum(s.done_after(b - 1) for s, b in zip(sizes, batches) if b)
-                self._emit("train", out.item, Progress(done, total), iteration, epoch, lr, sync_here[k])
+                self._emit(
+                    "train", out.item, Progress(done, total), iteration, epoch, lr, strategy.sync_here[k]
+                )
             if c.interrupter.should_stop():
                 break
         self.processor.submit(EndEpochEvent("train", epoch))
@@ -311,7 +293,7 @@ class Learner:
         if hasattr(loader, "set_epoch"):
             loader.set_epoch(epoch - 1)
         sizes = _Sizes(loader)
-        sync_here = self._sync_on_train_thread()
+        sync_here = self.strategy.sync_here[0]  # validation runs on the main device
         model = self.model.valid() if hasattr(self.model, "valid") else self.model
         if not hasattr(model, "valid_step"):
             raise TypeError(f"the model ({type(model).__name__}) must define valid_step(batch) to validate")
@@ -385,8 +367,8 @@ class Learner:
         self.processor.submit(StatusEvent("writing plots…"))
         self.processor.flush(raise_errors=False)  # on screen before the ~1 s matplotlib takes
         history = {}
-        for name in self.hub.state.numeric:
-            history.update(self.hub.state.snapshot(history_of=name)["history"])
+        for name in self.hub.state.snapshot().numeric:
+            history.update(self.hub.state.snapshot(history_of=name).history)
         folder = os.path.join(self.config.directory, "plots")
         paths = save_plots(self.store, history, folder, units=self.hub.state.units)
         self.processor.submit(StatusEvent(f"plots written to {folder}"))

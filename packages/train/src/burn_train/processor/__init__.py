@@ -4,7 +4,8 @@ numpy-free and thread-optional: ``make_processor(hub)`` picks a worker thread wh
 inline processing where they don't (Pyodide).
 """
 
-from ._hub import EventStore, MetricsHub, MetricSlot
+from .._store import EventStore
+from ._hub import MetricsHub, MetricSlot
 from ._processors import EventProcessor, InlineProcessor, ThreadedProcessor, make_processor
 
 __all__ = [

@@ -1,5 +1,5 @@
-"""What the event processor does with each event: sync the item, update metrics, feed the dashboard
-state, the renderer and the metric loggers, and keep the epoch values (the event store).
+"""What the event processor does with each event: sync the item, update metrics, record the epoch
+values in the event store, feed the dashboard state, the renderer and the metric loggers.
 
 Dispatch is a table from event type to handler. This module imports no numpy; metrics import it
 when they update.
@@ -7,10 +7,9 @@ when they update.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .._events import (
@@ -35,32 +34,6 @@ class MetricSlot:
     numeric: bool = True
 
 
-@dataclass
-class EventStore:
-    """Epoch values per split and metric: ``values[split][name][epoch] = value``."""
-
-    values: dict[str, dict[str, dict[int, float]]] = field(default_factory=lambda: {s: {} for s in SPLITS})
-    higher_is_better: dict[str, bool] = field(default_factory=dict)
-
-    def record(self, split: str, epoch: int, name: str, value: float) -> None:
-        self.values.setdefault(split, {}).setdefault(name, {})[epoch] = value
-
-    def value(self, split: str, name: str, epoch: int) -> float | None:
-        return self.values.get(split, {}).get(name, {}).get(epoch)
-
-    def metric_names(self, split: str) -> list[str]:
-        return list(self.values.get(split, {}))
-
-    def best(self, split: str, name: str) -> tuple[int, float] | None:
-        """(epoch, value) of the best finite epoch value, by the metric's direction."""
-        series = {e: v for e, v in self.values.get(split, {}).get(name, {}).items() if not math.isnan(v)}
-        if not series:
-            return None
-        pick = max if self.higher_is_better.get(name, False) else min
-        epoch = pick(series, key=lambda e: (series[e], -e) if pick is max else (series[e], e))
-        return epoch, series[epoch]
-
-
 class MetricsHub:
     """Handles events one at a time (the processor guarantees that): see ``handle``."""
 
@@ -77,7 +50,7 @@ class MetricsHub:
         self.loggers = list(loggers or [])
         self.interrupter = interrupter
         self.state = state or DashboardState()
-        self.store = EventStore()
+        self.store = self.state.store  # the epoch values: recorded here, shown by the state's snapshots
         for slots in self.metrics.values():
             for slot in slots:
                 self.store.higher_is_better[slot.metric.name] = slot.metric.higher_is_better
@@ -122,7 +95,6 @@ class MetricsHub:
         self.state.start(
             event.epoch_total, event.starting_epoch, numeric, text, formatters, event.items_total, units
         )
-        self.state.higher_is_better.update(self.store.higher_is_better)
         self.renderer.start(self.state, self.interrupter)
 
     def _on_item(self, event: ItemEvent) -> None:
@@ -147,7 +119,7 @@ class MetricsHub:
             values[slot.metric.name] = value = slot.metric.epoch_value()
             self.store.record(event.split, event.epoch, slot.metric.name, value)
             slot.metric.clear()
-        self.state.end_epoch(event.split, event.epoch, values, time.monotonic())
+        self.state.end_epoch(event.split, time.monotonic())
         for logger in self.loggers:
             logger.end_epoch(event.split, event.epoch, values)
         self.renderer.on_epoch_end(event.split, event.epoch, values)

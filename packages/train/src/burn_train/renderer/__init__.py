@@ -1,6 +1,7 @@
 """burn_train.renderer: the dashboard (TUI), plain CLI log lines, and none. numpy-free.
 
-``make_renderer("auto")`` picks the TUI when stdout is a terminal and CLI lines otherwise.
+``make_renderer("auto")`` picks the TUI when stdout is a terminal and CLI lines otherwise. Renderers
+draw from ``DashboardState.snapshot()``: a frozen, typed ``Snapshot``.
 """
 
 from ._base import NoneRenderer, Renderer, fmt_duration
@@ -8,7 +9,7 @@ from ._cli import CliRenderer
 from ._keys import KeyReader, parse_keys
 from ._plot import braille_chart, chart_text
 from ._select import make_renderer
-from ._state import DashboardState
+from ._state import DashboardState, Snapshot, SplitView
 
 
 def __getattr__(name: str):
@@ -25,6 +26,8 @@ __all__ = [
     "KeyReader",
     "NoneRenderer",
     "Renderer",
+    "Snapshot",
+    "SplitView",
     "TuiRenderer",
     "braille_chart",
     "chart_text",

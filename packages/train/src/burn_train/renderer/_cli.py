@@ -28,14 +28,14 @@ class CliRenderer(Renderer):
     def start(self, state: Any, interrupter: Any) -> None:
         super().start(state, interrupter)
         snap = state.snapshot()
-        names = ", ".join(snap["numeric"]) or "none"
+        names = ", ".join(snap.numeric) or "none"
         self._print(
-            f"[start] training for {snap['epoch_total']} epoch(s) from epoch {snap['epoch']}; metrics: {names}"
+            f"[start] training for {snap.epoch_total} epoch(s) from epoch {snap.epoch}; metrics: {names}"
         )
 
     def on_item(self, split: str) -> None:
         snap = self.state.snapshot()
-        view = snap["splits"][split]
+        view = snap.splits[split]
         fraction = view.progress.fraction
         last = self._last_fraction.get(split, -1.0)
         new_epoch = fraction < last
@@ -45,17 +45,17 @@ class CliRenderer(Renderer):
         self._last_fraction[split] = fraction
         self._last_time = time.monotonic()
         metrics = "  ".join(f"{e.name} {e.formatted}" for e in view.entries.values())
-        eta = fmt_duration(view.eta_seconds(snap["now"]))
+        eta = fmt_duration(view.eta_seconds(snap.now))
         self._print(
-            f"[{split}] epoch {view.epoch}/{snap['epoch_total']} iter {view.iteration} "
+            f"[{split}] epoch {view.epoch}/{snap.epoch_total} iter {view.iteration} "
             f"{view.progress.items_processed}/{view.progress.items_total} ({100 * fraction:.1f}%)  "
             f"{metrics}  eta {eta}"
         )
 
     def on_epoch_end(self, split: str, epoch: int, values: dict[str, float]) -> None:
-        snap = self.state.snapshot()
+        total = self.state.snapshot().epoch_total
         parts = [f"{name} {self.state.format(name, value)}" for name, value in values.items()]
-        self._print(f"[{split}] epoch {epoch}/{snap['epoch_total']} done  " + "  ".join(parts))
+        self._print(f"[{split}] epoch {epoch}/{total} done  " + "  ".join(parts))
         self._last_fraction[split] = -1.0
 
     def on_autotune(self, event: Any) -> None:

@@ -1,32 +1,49 @@
 """What the dashboard shows, kept by the event processor and read by renderers (numpy-free).
 
-The processor writes under ``lock``; the TUI's timer thread takes a consistent ``snapshot()`` under
-the same lock, so a redraw never sees a half-applied update. Histories are thinned as they grow so a
-long run keeps a bounded amount of points.
+The processor writes under ``lock``; renderers read a ``Snapshot``, a frozen copy that
+``snapshot()`` takes under the same lock, so a redraw on the TUI's timer thread never sees a
+half-applied update. Epoch values are not kept here: they live in the ``EventStore`` the state is
+given, and a snapshot copies them from there. Histories are thinned as they grow so a long run keeps
+a bounded amount of points.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from .._events import Progress, TrainingProgress
+from .._store import EventStore
 from .._sync import make_lock
+
+if TYPE_CHECKING:
+    from burn.autotune import AutotuneEvent
+
+    from ..metric import MetricEntry
 
 MAX_POINTS = 4000  # per metric and split; older points are thinned 2:1 past this
 
+Points = tuple[tuple[float, float], ...]  # (x in epochs, value) of each batch
+EpochPoints = tuple[tuple[int, float], ...]  # (epoch, value) of each epoch
 
-@dataclass
+
+@dataclass(frozen=True)
 class SplitView:
-    """One split's live numbers: progress, the latest entry of each metric, timing for the ETA."""
+    """One split's live numbers: progress, the latest entry of each metric, timing for the ETA.
+
+    Immutable: the state replaces a split's view on every update, so a ``Snapshot`` shares views
+    without copying them.
+    """
 
     progress: Progress = field(default_factory=lambda: Progress(0, 0))
     epoch: int = 0
     iteration: int = 0
     started_at: float | None = None  # monotonic time of this epoch's first item
-    entries: dict[str, Any] = field(default_factory=dict)  # name -> MetricEntry
+    entries: Mapping[str, MetricEntry] = field(default_factory=lambda: MappingProxyType({}))  # name -> latest
     epoch_seconds: float | None = None  # duration of the last complete epoch of this split
 
     def eta_seconds(self, now: float) -> float | None:
@@ -37,11 +54,41 @@ class SplitView:
         return max(0.0, (now - self.started_at) * (total - done) / done)
 
 
-class DashboardState:
-    """Everything a renderer draws. Written by the processor, read through ``snapshot()``."""
+@dataclass(frozen=True)
+class Snapshot:
+    """What one frame draws: a consistent, read-only copy of the dashboard state.
 
-    def __init__(self) -> None:
+    ``splits`` maps ``"train"``/``"valid"`` to their ``SplitView``; ``numeric`` names the plotted
+    metrics in registration order; ``history`` holds the batch points of the metric asked for
+    (``{name: {split: ((x, value), ...)}}``, x in epochs); ``epochs`` every epoch value
+    (``{name: {split: ((epoch, value), ...)}}``); ``version`` changes whenever anything shown does.
+    """
+
+    now: float  # time.monotonic() when the snapshot was taken
+    elapsed: float  # seconds since the state was made
+    mode: str  # starting | train | valid | done | interrupted | ...
+    epoch: int
+    epoch_total: int
+    splits: Mapping[str, SplitView]
+    numeric: tuple[str, ...]
+    history: Mapping[str, Mapping[str, Points]]
+    epochs: Mapping[str, Mapping[str, EpochPoints]]
+    autotune_active: tuple[AutotuneEvent, ...]
+    autotune_recent: tuple[AutotuneEvent, ...]
+    autotune_count: int
+    status: tuple[str, ...]
+    version: int
+
+
+class DashboardState:
+    """Everything a renderer draws. Written by the processor, read through ``snapshot()``.
+
+    ``store`` holds the epoch values (the hub records them there); a new one when not given.
+    """
+
+    def __init__(self, store: EventStore | None = None) -> None:
         self.lock = make_lock()
+        self.store = store if store is not None else EventStore()
         self.started_at = time.monotonic()
         self.mode = "starting"  # starting | train | valid | done | interrupted
         self.epoch_total = 0
@@ -50,15 +97,18 @@ class DashboardState:
         self.numeric: list[str] = []  # metric names that get plots, in registration order
         self.text_only: set[str] = set()
         self.history: dict[str, dict[str, list[tuple[float, float]]]] = {}  # name -> split -> (x, y)
-        self.epochs: dict[str, dict[str, list[tuple[int, float]]]] = {}  # name -> split -> (epoch, y)
         self.autotune_active: dict[tuple[str, str], Any] = {}  # (kernel, key) -> latest AutotuneEvent
         self.autotune_recent: deque[Any] = deque(maxlen=6)
         self.autotune_count = 0
         self.status: deque[str] = deque(maxlen=4)
         self.formatters: dict[str, Any] = {}  # metric name -> value formatter (percent, units)
         self.units: dict[str, tuple[str, float]] = {}  # metric name -> (unit, scale), see display_unit
-        self.higher_is_better: dict[str, bool] = {}
-        self.version = 0  # bumps on every change so renderers can skip identical frames
+        self._changes = 0  # bumps on every change of this state (the store counts its own)
+
+    @property
+    def version(self) -> int:
+        """Changes whenever anything a frame shows does, so renderers can skip identical frames."""
+        return self._changes + self.store.version
 
     # ---------------------------------------------------------------- writers (processor side)
     def start(
@@ -76,24 +126,24 @@ class DashboardState:
             self.units.update(units or {})
             for split, total in (items_total or {}).items():
                 if split in self.splits:
-                    self.splits[split].progress = Progress(0, total)
+                    self.splits[split] = replace(self.splits[split], progress=Progress(0, total))
             self.epoch_total, self.epoch = epoch_total, starting_epoch
             for name in numeric:
                 if name not in self.numeric:
                     self.numeric.append(name)
             self.text_only.update(text_only)
-            self.version += 1
+            self._changes += 1
 
     def item(self, split: str, tp: TrainingProgress, entries: list[Any], now: float) -> None:
         with self.lock:
             view = self.splits[split]
-            if view.started_at is None or tp.epoch != view.epoch:
-                view.started_at, view.entries = now, {}
-            view.progress, view.epoch, view.iteration = tp.progress, tp.epoch, tp.iteration
+            new_epoch = view.started_at is None or tp.epoch != view.epoch
+            started_at = now if new_epoch else view.started_at
+            latest = {} if new_epoch else dict(view.entries)
             self.mode, self.epoch, self.epoch_total = split, tp.epoch, tp.epoch_total
             x = (tp.epoch - 1) + tp.progress.fraction
             for entry in entries:
-                view.entries[entry.name] = entry
+                latest[entry.name] = entry
                 if entry.numeric and entry.name not in self.text_only:
                     if entry.name not in self.numeric:
                         self.numeric.append(entry.name)
@@ -101,17 +151,23 @@ class DashboardState:
                     points.append((x, entry.value))
                     if len(points) > MAX_POINTS:
                         points[:] = points[::2]
-            self.version += 1
+            self.splits[split] = replace(
+                view,
+                progress=tp.progress,
+                epoch=tp.epoch,
+                iteration=tp.iteration,
+                started_at=started_at,
+                entries=MappingProxyType(latest),
+            )
+            self._changes += 1
 
-    def end_epoch(self, split: str, epoch: int, values: dict[str, float], now: float) -> None:
+    def end_epoch(self, split: str, now: float) -> None:
+        """``split`` finished an epoch (its values are in the store): time it for the ETA."""
         with self.lock:
             view = self.splits[split]
-            if view.started_at is not None:
-                view.epoch_seconds = now - view.started_at
-            view.started_at = None
-            for name, value in values.items():
-                self.epochs.setdefault(name, {}).setdefault(split, []).append((epoch, value))
-            self.version += 1
+            seconds = view.epoch_seconds if view.started_at is None else now - view.started_at
+            self.splits[split] = replace(view, started_at=None, epoch_seconds=seconds)
+            self._changes += 1
 
     def autotune(self, event: Any) -> None:
         with self.lock:
@@ -122,17 +178,17 @@ class DashboardState:
                 self.autotune_active[key] = event
             self.autotune_recent.append(event)
             self.autotune_count += 1
-            self.version += 1
+            self._changes += 1
 
     def add_status(self, text: str) -> None:
         with self.lock:
             self.status.append(text)
-            self.version += 1
+            self._changes += 1
 
     def set_mode(self, mode: str) -> None:
         with self.lock:
             self.mode = mode
-            self.version += 1
+            self._changes += 1
 
     # ---------------------------------------------------------------- readers (renderer side)
     def format(self, name: str, value: float) -> str:
@@ -155,35 +211,35 @@ class DashboardState:
         text = f"{value:.4g}" if abs(value) < 1e4 else f"{value:.2e}"
         return f"{text} {unit}".rstrip()
 
-    def snapshot(self, history_of: str | None = None) -> dict[str, Any]:
-        """A consistent copy of what a frame needs (plain containers, safe to use without the lock).
+    def snapshot(self, history_of: str | None = None) -> Snapshot:
+        """A consistent, frozen copy of what a frame needs, safe to use without the lock.
 
         Only the history of metric ``history_of`` is copied (the one the chart shows).
         """
         with self.lock:
-            return {
-                "now": time.monotonic(),
-                "elapsed": time.monotonic() - self.started_at,
-                "mode": self.mode,
-                "epoch": self.epoch,
-                "epoch_total": self.epoch_total,
-                "splits": {
-                    name: SplitView(
-                        v.progress, v.epoch, v.iteration, v.started_at, dict(v.entries), v.epoch_seconds
-                    )
-                    for name, v in self.splits.items()
-                },
-                "numeric": list(self.numeric),
-                "history": {
-                    n: {s: list(p) for s, p in d.items()} for n, d in self.history.items() if n == history_of
-                },
-                "epochs": {n: {s: list(p) for s, p in d.items()} for n, d in self.epochs.items()},
-                "autotune_active": list(self.autotune_active.values()),
-                "autotune_recent": list(self.autotune_recent),
-                "autotune_count": self.autotune_count,
-                "status": list(self.status),
-                "version": self.version,
+            now = time.monotonic()
+            history = {
+                name: MappingProxyType({s: tuple(p) for s, p in per_split.items()})
+                for name, per_split in self.history.items()
+                if name == history_of
             }
+            epochs = {name: MappingProxyType(per_split) for name, per_split in self.store.by_metric().items()}
+            return Snapshot(
+                now=now,
+                elapsed=now - self.started_at,
+                mode=self.mode,
+                epoch=self.epoch,
+                epoch_total=self.epoch_total,
+                splits=MappingProxyType(dict(self.splits)),
+                numeric=tuple(self.numeric),
+                history=MappingProxyType(history),
+                epochs=MappingProxyType(epochs),
+                autotune_active=tuple(self.autotune_active.values()),
+                autotune_recent=tuple(self.autotune_recent),
+                autotune_count=self.autotune_count,
+                status=tuple(self.status),
+                version=self.version,
+            )
 
     def total_eta_seconds(self, now: float) -> float | None:
         """Rough time left for the whole run: this epoch's remainder plus the remaining epochs."""

@@ -19,6 +19,7 @@ from .._sync import threads_available
 from ._base import Renderer, fmt_duration
 from ._keys import KeyReader
 from ._plot import bounds, braille_chart
+from ._state import Snapshot
 
 SERIES_STYLE = {"train": "cyan", "valid": "magenta"}
 PLOT_KINDS = ("recent", "full")
@@ -202,7 +203,7 @@ class TuiRenderer(Renderer):
         """The current dashboard as a rich renderable."""
         from rich.layout import Layout
 
-        names = self.state.snapshot()["numeric"]
+        names = self.state.snapshot().numeric
         selected = self.selected_metric(names)
         snap = self.state.snapshot(history_of=selected)
         layout = Layout()
@@ -245,11 +246,11 @@ class TuiRenderer(Renderer):
 
         return Text(f"←→ metric  ↑↓ plot: {self.plot_kind}", style="dim")
 
-    def _plot_panel(self, snap: dict[str, Any], selected: str | None) -> Any:
+    def _plot_panel(self, snap: Snapshot, selected: str | None) -> Any:
         from rich.panel import Panel
         from rich.text import Text
 
-        names = snap["numeric"]
+        names = snap.numeric
         title = self._plot_title(names, selected)
         hints = self._plot_hints()
         if selected is None:
@@ -260,7 +261,7 @@ class TuiRenderer(Renderer):
                 subtitle=hints,
                 subtitle_align="right",
             )
-        series = snap["history"].get(selected, {})
+        series = snap.history.get(selected, {})
         if self.plot_kind == "recent":
             train = series.get("train", [])[-RECENT_POINTS:]
             x0 = train[0][0] if train else -float("inf")
@@ -280,7 +281,7 @@ class TuiRenderer(Renderer):
             subtitle_align="right",
         )
 
-    def _text_panel(self, snap: dict[str, Any]) -> Any:
+    def _text_panel(self, snap: Snapshot) -> Any:
         from rich.panel import Panel
         from rich.table import Table
         from rich.text import Text
@@ -289,74 +290,74 @@ class TuiRenderer(Renderer):
         table.add_column("Metric", style="bold", no_wrap=True)
         table.add_column("Train", style=SERIES_STYLE["train"])
         table.add_column("Valid", style=SERIES_STYLE["valid"])
-        train, valid = snap["splits"]["train"].entries, snap["splits"]["valid"].entries
+        train, valid = snap.splits["train"].entries, snap.splits["valid"].entries
         for name in list(dict.fromkeys([*train, *valid])):
             cells = [Text(getattr(split.get(name), "formatted", "")) for split in (train, valid)]
             table.add_row(Text(name), *cells)
         return Panel(table, title="Text metrics (batch value, epoch so far)", title_align="left")
 
-    def _status_panel(self, snap: dict[str, Any]) -> Any:
+    def _status_panel(self, snap: Snapshot) -> Any:
         from rich.panel import Panel
         from rich.text import Text
 
-        view = snap["splits"].get(snap["mode"]) or snap["splits"]["train"]
+        view = snap.splits.get(snap.mode) or snap.splits["train"]
         lines = [
-            f"Mode      : {snap['mode']}",
-            f"Epoch     : {snap['epoch']}/{snap['epoch_total']}",
+            f"Mode      : {snap.mode}",
+            f"Epoch     : {snap.epoch}/{snap.epoch_total}",
             f"Iteration : {view.iteration}",
             f"Items     : {view.progress.items_processed}/{view.progress.items_total}",
-            f"Elapsed   : {fmt_duration(snap['elapsed'])}",
+            f"Elapsed   : {fmt_duration(snap.elapsed)}",
         ]
-        lines += [f"» {text}" for text in snap["status"][-2:]]
+        lines += [f"» {text}" for text in snap.status[-2:]]
         return Panel(Text("\n".join(lines)), title="Status (q: quit)", title_align="left")
 
-    def _autotune_panel(self, snap: dict[str, Any]) -> Any:
+    def _autotune_panel(self, snap: Snapshot) -> Any:
         from rich.panel import Panel
         from rich.text import Text
 
         text = Text(no_wrap=True, overflow="ellipsis")
-        active = snap["autotune_active"]
+        active = snap.autotune_active
         for event in active:
             bar = ""
             if event.total:
                 filled = int(10 * event.step / event.total)
                 bar = " [" + "█" * filled + "·" * (10 - filled) + "]"
             text.append(f"⟳ {event.describe()}{bar}\n", style="yellow")
-        for event in reversed(snap["autotune_recent"]):
+        for event in reversed(snap.autotune_recent):
             if event.done:
                 text.append(f"✓ {event.describe()}\n", style="green")
-        if not snap["autotune_count"]:
+        if not snap.autotune_count:
             text.append("no kernel autotuning or compilation so far", style="dim")
         title = f"Autotune ({len(active)} active)"
         return Panel(
             text,
             title=title,
             title_align="left",
-            subtitle=f"{snap['autotune_count']} events",
+            subtitle=f"{snap.autotune_count} events",
             subtitle_align="right",
         )
 
-    def _progress_panel(self, snap: dict[str, Any]) -> Any:
+    def _progress_panel(self, snap: Snapshot) -> Any:
         from rich.panel import Panel
         from rich.progress_bar import ProgressBar
         from rich.table import Table
         from rich.text import Text
 
-        mode = snap["mode"] if snap["mode"] in snap["splits"] else "train"
-        view = snap["splits"][mode]
+        mode = snap.mode if snap.mode in snap.splits else "train"
+        view = snap.splits[mode]
         done, total = view.progress.items_processed, view.progress.items_total
         grid = Table.grid(expand=True, padding=(0, 1))
         grid.add_column(no_wrap=True)
         grid.add_column(ratio=1)
         grid.add_column(no_wrap=True)
         grid.add_row(
-            Text(f"[{mode}] epoch {snap['epoch']}/{snap['epoch_total']}"),
+            Text(f"[{mode}] epoch {snap.epoch}/{snap.epoch_total}"),
             ProgressBar(
                 total=max(total, 1), completed=done, style="grey23", complete_style=SERIES_STYLE.get(mode)
             ),
             Text(
-                f"{100 * view.progress.fraction:5.1f}%  ETA {fmt_duration(view.eta_seconds(snap['now']))}"
-                f"  total ETA {fmt_duration(self.state.total_eta_seconds(snap['now']))}"
+                f"{100 * view.progress.fraction:5.1f}%  ETA {fmt_duration(view.eta_seconds(snap.now))}"
+                f"  total ETA {fmt_duration(self.state.total_eta_seconds(snap.now))}"
             ),
         )
         return Panel(grid, title="Progress", title_align="left")
