@@ -33,9 +33,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 SUITES: dict[str, list[str]] = {
     "cuda": ["packages/backend-cuda", "packages/metrics-cuda"],
-    "cuda-conformance": ["tests/conformance", "--burn-backend", "cuda"],
+    "cuda-conformance": ["--pyargs", "burn.testing", "--burn-backend", "cuda"],
     "wgpu": ["packages/backend-wgpu"],
-    "wgpu-conformance": ["tests/conformance", "--burn-backend", "wgpu"],
+    "wgpu-conformance": ["--pyargs", "burn.testing", "--burn-backend", "wgpu"],
 }
 
 # The competing load: square fp32 matmuls in a loop, synchronising each time, until the parent exits

@@ -128,7 +128,8 @@ def test_wheel_metadata(built, dist):
     assert b.metadata["Summary"]
     module = EXPECTED[dist]
     assert f"{module}/__init__.py" in b.files and f"{module}/py.typed" in b.files
-    # only the module and its metadata: no tests, no sources of other packages
+    # only the module and its metadata: no package tests (the conformance suite is part of burn:
+    # burn.testing), no sources of other packages
     info_dir = next(f.split("/")[0] for f in b.files if f.endswith(".dist-info/METADATA"))
     assert {f.split("/")[0] for f in b.files} == {module, info_dir}
 
@@ -147,6 +148,7 @@ def test_plugin_packages_have_burn_entry_points(built):
     with_plugin = {d for d, b in built.items() if b.entry_points.has_section("burn")}
     assert with_plugin == {
         "burn-core",
+        "burn-autodiff",
         "burn-wgpu",
         "burn-cuda",
         "burn-train",
@@ -154,10 +156,29 @@ def test_plugin_packages_have_burn_entry_points(built):
         "burn-metrics-web",
     }
     assert dict(built["burn-core"].entry_points["burn"]) == {"ndarray": "burn._ndarray._plugin"}
+    assert dict(built["burn-autodiff"].entry_points["burn"]) == {"autodiff": "burn_autodiff._plugin"}
 
 
 def test_burn_core_console_script(built):
     assert dict(built["burn-core"].entry_points["console_scripts"]) == {"burn": "burn._cli:main"}
+
+
+def test_burn_core_ships_the_conformance_suite_as_a_pytest_plugin(built):
+    """``pytest --pyargs burn.testing --burn-backend NAME`` from the wheel: the plugin, the table and
+    the test modules are in it, and the ``pytest11`` entry point names the plugin (no other wheel has one)."""
+    core = built["burn-core"]
+    assert dict(core.entry_points["pytest11"]) == {"burn": "burn.testing._plugin"}
+    shipped = {f for f in core.files if f.startswith("burn/testing/")}
+    assert {
+        "burn/testing/__init__.py",
+        "burn/testing/_plugin.py",
+        "burn/testing/_specs.py",
+        "burn/testing/_core_only.py",
+        "burn/testing/_suite/__init__.py",
+        "burn/testing/_suite/test_conformance.py",
+        "burn/testing/_suite/test_index_errors.py",
+    } <= shipped
+    assert [d for d, b in built.items() if b.entry_points.has_section("pytest11")] == ["burn-core"]
 
 
 def test_burn_core_extras(built):

@@ -7,7 +7,8 @@ offline with the hatchling already installed) and installed into the venv with `
 third-party runtime dependencies (numpy, pluggy, and pytest for the template's own tests) are linked
 into the venv's site-packages by import name only, without their metadata, so no burn distribution or
 entry point can leak in. Everything runs in subprocesses: ``burn info --json`` there must show the
-template, and the broken plugins must be reported without hiding the good ones.
+template, the broken plugins must be reported without hiding the good ones, and the conformance suite
+must run from the burn-core wheel on the template's backend with the one command its README gives.
 """
 
 from __future__ import annotations
@@ -135,8 +136,8 @@ class Venv:
         }
         self.env["PYTHONNOUSERSITE"] = "1"
 
-    def run(self, *args: str, **env: str) -> subprocess.CompletedProcess:
-        return _run(list(args), {**self.env, **env})
+    def run(self, *args: str, cwd: Path = ROOT, **env: str) -> subprocess.CompletedProcess:
+        return _run(list(args), {**self.env, **env}, cwd=cwd)
 
     def info(self, **env: str) -> dict:
         return json.loads(_check(self.run(self.burn, "info", "--json", **env)).stdout)
@@ -179,9 +180,19 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
 
 def test_fresh_venv_sees_only_what_was_installed(venv: Venv) -> None:
     info = venv.info()
-    installed = {p["name"] for p in info["packages"] if p["installed"]}
-    assert installed == {"burn-core"}  # the workspace's editable burn packages did not leak in
-    assert len(info["packages"]) == 7
+    packages = {p["name"]: p for p in info["packages"]}
+    installed = {name for name, p in packages.items() if p["installed"]}
+    # the workspace's editable burn packages did not leak in; third parties are listed like ours
+    assert installed == {"burn-core", "burn-plugin-template", "burn-test-broken"}
+    assert info["packages"][0]["name"] == "burn-core"
+    template = packages["burn-plugin-template"]
+    assert (template["version"], template["module"], template["install"]) == (
+        "0.1.0",
+        "burn_plugin_template",
+        "",
+    )
+    not_installed = {name: p["install"] for name, p in packages.items() if not p["installed"]}
+    assert len(not_installed) == 6 and not_installed["burn-autodiff"] == "pip install 'burn-core[autodiff]'"
 
 
 def test_template_plugin_is_discovered(venv: Venv) -> None:
@@ -264,3 +275,28 @@ def test_template_own_tests_pass_in_the_venv(venv: Venv) -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert " passed" in proc.stdout
+
+
+def test_conformance_suite_runs_from_the_wheel_on_the_template_backend(venv: Venv, tmp_path: Path) -> None:
+    """The third-party path: burn-core from its wheel, the template's backend, and the one command of the
+    template's README, run in an empty folder (no checkout, pytest config or conftest of burn-py around).
+    burn-core's ``pytest11`` entry point brings the plugin; ``--pyargs`` collects the shipped suite.
+    The whole suite runs: about 960 cases, a few seconds on a numpy-based backend."""
+    command = ["pytest", "--pyargs", "burn.testing", "--burn-backend", "trace"]  # the README's
+    proc = venv.run(
+        venv.python,
+        *("-m", *command, "-q", "-rA", "-p", "no:cacheprovider"),  # -rA: a "PASSED <test id>" line each
+        cwd=tmp_path,
+        BURN_DISABLE_PLUGINS="burn-test-broken",  # the broken plugins would only add warnings here
+    )
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr
+    summary = proc.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and not any(w in summary for w in ("failed", "error", "skipped")), summary
+    ran = [line.split(" ")[1] for line in proc.stdout.splitlines() if line.startswith("PASSED ")]
+    assert all(test.startswith("_suite/test_") for test in ran), ran[:3]  # ids relative to burn/testing
+    cases = [test.split("[", 1)[1] for test in ran if "::test_op_matches_numpy_backend[" in test]
+    assert len(cases) > 500 and all(case.startswith("trace-") for case in cases), cases[:5]
+    assert any("test_index_errors.py::test_out_of_range_index_is_an_error[trace-gather]" in t for t in ran)
+    assert " ".join(command) in (TEMPLATE / "README.md").read_text()
+    where = _check(venv.run(venv.python, "-c", "import burn.testing; print(burn.testing.__file__)")).stdout
+    assert Path(where.strip()).is_relative_to(Path(venv.python).parents[1])  # the wheel in the venv

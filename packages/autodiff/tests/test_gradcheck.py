@@ -10,7 +10,8 @@ from typing import Any
 import burn
 import numpy as np
 import pytest
-from burn._tensor import Tensor, _wrap
+from burn import Tensor
+from burn.backend import from_primitive
 from burn_autodiff import RULES, gradcheck
 
 
@@ -51,8 +52,8 @@ def distinct(*shape: int) -> np.ndarray:
 def bk(name: str, *args: Any) -> Tensor:
     """Call backend op ``name`` with tensors replaced by primitives; wrap the (first) result."""
     t = next(a for a in args if isinstance(a, Tensor))
-    out = getattr(t._b, name)(*(a._p if isinstance(a, Tensor) else a for a in args))
-    return _wrap(out[0] if isinstance(out, tuple) else out, t._b)
+    out = getattr(t.backend, name)(*(a.primitive if isinstance(a, Tensor) else a for a in args))
+    return from_primitive(out[0] if isinstance(out, tuple) else out, t.backend)
 
 
 def const(t: Tensor, value: Any, dtype: Any = None) -> Tensor:

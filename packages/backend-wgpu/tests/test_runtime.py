@@ -8,7 +8,7 @@ import gc
 import burn
 import numpy as np
 import pytest
-from burn._errors import DTypeError, ShapeError
+from burn import DTypeError, ShapeError
 
 
 def test_batching_one_submit_for_many_ops(backend, dev):

@@ -2,8 +2,8 @@
 comparison with the numpy references.
 
 - ``ndarray``: the numpy backend with its fast overrides (im2col + BLAS, col2im, strided windows);
-- ``core``: the conformance suite's ``CoreOnlyBackend``, which implements only the required core
-  (delegating to numpy), so every module op runs through the defaults in ``burn.backend``.
+- ``core``: the conformance suite's ``burn.testing.CoreOnlyBackend``, which implements only the
+  required core (delegating to numpy), so every module op runs through the defaults in ``burn.backend``.
 
 Tolerances: float64 1e-10, float32 1e-5 (relative to the output's scale); indices are compared exactly.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import burn
 import numpy as np
 from burn._tensor import _wrap
-from burn_conformance._core_only import CoreOnlyBackend
+from burn.testing import CoreOnlyBackend
 
 CORE = CoreOnlyBackend()
 BACKENDS = ["ndarray", "core"]

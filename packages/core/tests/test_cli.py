@@ -11,7 +11,7 @@ from importlib.metadata import EntryPoint
 import burn
 import pytest
 from burn import _cli, plugins
-from burn.plugins import BackendSpec, MetricCollectorSpec, _discovery, _manager, hookimpl
+from burn.plugins import BackendSpec, MetricCollectorSpec, _discovery, _known, _manager, hookimpl
 
 
 def _raise():
@@ -64,7 +64,12 @@ def _info(capsys, *args: str) -> tuple[int, dict]:
 def test_json_report_lists_packages_plugins_and_the_numpy_backend(clean, capsys):
     code, info = _info(capsys)
     assert code == 0
-    assert [p["name"] for p in info["packages"]] == [d for d, _ in _cli.PACKAGES]
+    # burn-core, then every distribution with a `burn` entry point and the first-party ones not installed
+    installed = {_discovery.normalize(d.name): d.name for d in _discovery.distributions()}
+    assert installed["burn-core"] == info["packages"][0]["name"]
+    expected = (set(installed.values()) | {k.dist for k in _known.KNOWN}) - {"burn-core"}
+    assert sorted(p["name"] for p in info["packages"][1:]) == sorted(expected)
+    assert {p["name"] for p in info["packages"] if p["installed"]} == set(installed.values())
     core = info["packages"][0]
     assert (core["installed"], core["version"]) == (True, burn.__version__)
     ndarray = next(b for b in info["backends"] if b["name"] == "ndarray")
@@ -130,6 +135,26 @@ def test_a_failing_registry_is_reported_not_raised(clean, monkeypatch, capsys):
     assert info["load_error"] == "loading plugins failed: RuntimeError: corrupt dist-info"
     assert _cli.main(["info", "--strict"]) == 1
     assert "ERROR: loading plugins failed" in capsys.readouterr().out
+
+
+def test_a_third_party_distribution_is_listed_like_ours(clean, monkeypatch, capsys, tmp_path):
+    info_dir = tmp_path / "burn_third_party-2.5.dist-info"
+    info_dir.mkdir()
+    (info_dir / "METADATA").write_text("Metadata-Version: 2.1\nName: burn-third-party\nVersion: 2.5\n")
+    (info_dir / "entry_points.txt").write_text("[burn]\nthird = burnfake_third_party._plugin\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugins.reload()
+    _, info = _info(capsys)  # its module does not exist: listed all the same, and reported broken
+    row = next(p for p in info["packages"] if p["name"] == "burn-third-party")
+    assert row == {
+        "name": "burn-third-party",
+        "module": "burnfake_third_party",
+        "installed": True,
+        "version": "2.5",
+        "note": "",
+        "install": "",
+    }
+    assert [b["dist"] for b in info["broken"]] == ["burn-third-party"]
 
 
 def test_package_version_falls_back_to_the_module(clean):

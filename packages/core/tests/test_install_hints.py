@@ -2,7 +2,7 @@
 
 A bare ``pip install burn-core`` is simulated on top of the workspace (where every package is
 installed): ``BURN_DISABLE_PLUGINS`` keeps a distribution's plugin out of the registry, and
-``_known._entry_point_names`` / ``_cli._package_version`` are patched to report it as absent. The table of
+``_known._entry_point_names`` / ``_discovery.distributions`` are patched to report it as absent. The table of
 first-party names (``burn.plugins._known.KNOWN``) is checked against what the real plugins register and
 against burn-core's extras.
 """
@@ -19,19 +19,9 @@ from pathlib import Path
 import burn
 import pytest
 from burn import _cli, plugins
-from burn.plugins import PluginWarning, _known, _manager
+from burn.plugins import PluginWarning, _discovery, _known
 
 CORE = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def clean(monkeypatch):
-    monkeypatch.delenv("BURN_DISABLE_PLUGINS", raising=False)
-    monkeypatch.delenv("BURN_DISABLE_PLUGIN_AUTOLOAD", raising=False)
-    plugins.reload()
-    yield monkeypatch
-    _manager._extra.clear()
-    plugins.reload()
 
 
 def _registry() -> plugins.Registry:
@@ -43,10 +33,10 @@ def _registry() -> plugins.Registry:
 def _uninstall(monkeypatch: pytest.MonkeyPatch, *dists: str) -> None:
     """Make ``dists`` look absent: their plugins are skipped and their metadata is not found."""
     monkeypatch.setenv("BURN_DISABLE_PLUGINS", ",".join(dists))
-    real_entry_points, real_version = _known._entry_point_names, _cli._package_version
+    real_entry_points, real_distributions = _known._entry_point_names, _discovery.distributions
     monkeypatch.setattr(_known, "_entry_point_names", lambda d: None if d in dists else real_entry_points(d))
     monkeypatch.setattr(
-        _cli, "_package_version", lambda d, m: (False, None, "") if d in dists else real_version(d, m)
+        _discovery, "distributions", lambda: [d for d in real_distributions() if d.name not in dists]
     )
     plugins.reload()
 
@@ -61,15 +51,13 @@ def test_table_matches_the_plugins_and_the_extras(clean):
         assert any(req.startswith(dist.dist) for req in extras[dist.extra]), (dist.extra, extras[dist.extra])
         for tag in dist.provides:
             kind, _, name = tag.partition(":")
-            if kind == "decorator":  # no plugin registers a decorator: the module must offer it
-                assert name == "autodiff" and dist.module == "burn_autodiff"
-                continue
             info = reg.provider(kind, name)
             assert info is not None and info.dist == dist.dist, tag
         provided = {t for p in reg.plugins if p.dist == dist.dist for t in p.provides}
         assert provided <= set(dist.provides), f"{dist.dist} registers names missing from KNOWN"
-    assert [d for d, _ in _cli.PACKAGES] == ["burn-core", *(k.dist for k in _known.KNOWN)]
-    assert _known.missing(reg) == []  # the workspace has everything
+    installed = {_discovery.normalize(d.name) for d in _discovery.distributions()}
+    assert {k.dist for k in _known.KNOWN} <= installed  # the workspace has everything
+    assert _known.missing(reg) == []
 
 
 # ---------------------------------------------------------------- burn.device and the registry
@@ -88,9 +76,27 @@ def test_device_of_a_backend_not_installed_names_the_extra(clean, name, dist):
 
 
 def test_autodiff_not_installed_names_the_extra(clean):
-    clean.setitem(sys.modules, "burn_autodiff", None)  # `import burn_autodiff` raises ImportError
+    _uninstall(clean, "burn-autodiff")
     (autodiff,) = [k for k in _known.KNOWN if "decorator:autodiff" in k.provides]
+    with pytest.raises(burn.BackendUnavailableError) as exc:
+        burn.device("cpu:7", autodiff=True)
+    assert str(exc.value) == (
+        f"device cpu:7: autodiff=True: decorator 'autodiff' is not installed: {autodiff.install}; "
+        "registered decorators: none"
+    )
     with pytest.raises(burn.BackendUnavailableError, match=re.escape(autodiff.install)):
+        burn.device("cpu", autodiff=True, checkpointing="balanced")
+
+
+@pytest.mark.filterwarnings("ignore::burn.plugins.PluginWarning")
+def test_autodiff_that_fails_to_import_says_so(clean):
+    for module in ("burn_autodiff", "burn_autodiff._plugin"):  # importing the entry point raises
+        clean.setitem(sys.modules, module, None)
+    plugins.reload()
+    with pytest.raises(
+        burn.BackendUnavailableError,
+        match=r"'autodiff' \(from burn-autodiff\) failed to load: ModuleNotFound",
+    ):
         burn.zeros((2,), device=burn.device("cpu:7", autodiff=True))
 
 
@@ -150,7 +156,7 @@ def test_burn_info_lists_what_is_not_installed_with_its_extra(clean, capsys):
     assert packages["burn-autodiff"]["install"] == "pip install 'burn-core[autodiff]'"
     assert packages["burn-core"]["install"] == "" and packages["burn-train"]["install"] == ""
     missing = {(m["kind"], m["name"]): m for m in info["missing"]}
-    assert set(missing) == {("backend", "wgpu"), ("collector", "cuda")}
+    assert set(missing) == {("backend", "wgpu"), ("collector", "cuda"), ("decorator", "autodiff")}
     assert missing["backend", "wgpu"] == {
         "kind": "backend",
         "name": "wgpu",
@@ -168,6 +174,10 @@ def test_burn_info_lists_what_is_not_installed_with_its_extra(clean, capsys):
     backends = out.split("Backends:")[1].split("Metric collectors:")[0]
     assert "wgpu not installed burn-wgpu pip install 'burn-core[wgpu]'" in {
         " ".join(line.split()) for line in backends.splitlines()
+    }
+    decorators = out.split("Decorators:")[1].split("Metric collectors:")[0]
+    assert "autodiff burn-autodiff not installed: pip install 'burn-core[autodiff]'" in {
+        " ".join(line.split()) for line in decorators.splitlines()
     }
     collectors = out.split("Metric collectors:")[1].split("Broken plugins:")[0]
     assert "cuda not installed - burn-metrics-cuda pip install 'burn-core[metrics-cuda]'" in {

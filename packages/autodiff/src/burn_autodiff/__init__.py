@@ -8,13 +8,45 @@ record the graph of ops on tensors that require grad, and ``loss.backward()`` re
 >>> (x * x).sum().backward()   # burn.Gradients; x.grad(grads) == 2 * x
 """
 
-from ._backend import CHECKPOINTING, Autodiff
-from ._engine import GraphFreedError
-from ._gradcheck import GradcheckReport, gradcheck, graph_rules
-from ._graph import ADPrim, Node
-from ._rule import Ctx, Rule
-from ._rules import RULES
+from typing import TYPE_CHECKING
+
 from ._version import __version__
+
+if TYPE_CHECKING:
+    from ._backend import CHECKPOINTING, Autodiff
+    from ._engine import GraphFreedError
+    from ._gradcheck import GradcheckReport, gradcheck, graph_rules
+    from ._graph import ADPrim, Node
+    from ._rule import Ctx, Rule
+    from ._rules import RULES
+
+# name -> submodule; loaded on first access so that the plugin entry point (burn_autodiff._plugin), which
+# loads with every registry, does not pull in the rule tables
+_LAZY = {
+    "CHECKPOINTING": "._backend",
+    "Autodiff": "._backend",
+    "GraphFreedError": "._engine",
+    "GradcheckReport": "._gradcheck",
+    "gradcheck": "._gradcheck",
+    "graph_rules": "._gradcheck",
+    "ADPrim": "._graph",
+    "Node": "._graph",
+    "Ctx": "._rule",
+    "Rule": "._rule",
+    "RULES": "._rules",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'burn_autodiff' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CHECKPOINTING",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from burn.backend import Backend
+from burn.backend import ACTIVATION_OPS, Backend
 
 from ._engine import retained_bytes, run_backward
 from ._graph import ADPrim, Node, leaf
@@ -36,6 +36,7 @@ class Autodiff(AutodiffModuleOps, Backend):
     """
 
     is_autodiff = True
+    native_activations = ACTIVATION_OPS  # recorded as one op each; the inner backend runs them its way
 
     def __init__(self, inner: Any, device: Any = None, checkpointing: str = "none") -> None:
         if getattr(inner, "is_autodiff", False):
@@ -88,7 +89,7 @@ class Autodiff(AutodiffModuleOps, Backend):
         """``burn.Gradients`` of every leaf behind p for the output gradient ``seed`` (ones when None).
 
         The graph behind p is freed afterwards; an untracked p gives empty gradients (as Burn)."""
-        from burn._gradients import Gradients
+        from burn.backend import Gradients
 
         if p.node is None:
             return Gradients(self.inner, {})
@@ -194,12 +195,14 @@ class Autodiff(AutodiffModuleOps, Backend):
     # ---------------------------------------------------------------- element-wise
     # unary and binary are the hottest ops: untracked operands take the shortest path
     def unary(self, op, x):
-        if x.node is None:
-            return ADPrim(self.inner.unary(op, x.inner))
-        rule = UNARY_RULES.get(op)
+        rule = UNARY_RULES.get(op) if x.node is not None else None
         if rule is None:
-            return ADPrim(self.inner.unary(op, x.inner))
+            inner = self.inner
+            return ADPrim(inner.activation(op, x.inner) if op in ACTIVATION_OPS else inner.unary(op, x.inner))
         return self._op(rule, (x,), op)
+
+    def activation(self, op, x):
+        return self.unary(op, x)  # one recorded op; its forward asks the inner backend's activation
 
     def binary(self, op, a, b):
         ta, tb = type(a) is ADPrim, type(b) is ADPrim

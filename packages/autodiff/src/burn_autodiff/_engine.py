@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from burn._errors import BurnError
+from burn import BurnError
 
 from ._graph import FREED, Node
 from ._rule import Ctx, unbroadcast

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from burn.backend import ACTIVATION_OPS
+
 from ._rule import Rule, masked, zeros
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -14,7 +16,7 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def _u(B, op, x):
-    return B.unary(op, x)
+    return B.activation(op, x) if op in ACTIVATION_OPS else B.unary(op, x)
 
 
 def _b(B, op, a, b):
@@ -28,7 +30,7 @@ def _mul(B, a, b):
 # ---------------------------------------------------------------- unary: d(op)/dx times g
 # Each entry: (what the derivative reads: "in" or "out" or "", derivative(B, g, v) where v is that value).
 def _sigmoid_of(B, x):
-    return B.unary("sigmoid", x)
+    return B.activation("sigmoid", x)
 
 
 def _gelu_d(B, g, x):

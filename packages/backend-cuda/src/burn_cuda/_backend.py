@@ -12,10 +12,10 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import burn
 import numpy as np
-from burn import _dtype as D
-from burn._errors import DeviceError
-from burn.backend import Backend
+from burn import DeviceError
+from burn.backend import ACTIVATION_OPS, Backend
 
 from . import _kernels, _matmul, _probe, _scan
 from ._dtypes import FROM_NP, TO_NP
@@ -31,9 +31,10 @@ class CudaBackend(CudaModuleOps, Backend):
 
     name = "cuda"
     dtypes = frozenset(TO_NP)
-    default_float = D.float32
-    default_int = D.int64
+    default_float = burn.float32
+    default_int = burn.int64
     host_memory = False
+    native_activations = ACTIVATION_OPS  # unary() has a kernel for each
 
     def __init__(self, index: int = 0) -> None:
         cupy = _probe.require(f"device cuda:{index}")

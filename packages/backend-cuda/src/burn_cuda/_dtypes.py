@@ -1,7 +1,7 @@
 """burn dtypes <-> numpy/CuPy dtypes, and the C types the generated kernels compute in.
 
 CuPy arrays carry numpy dtypes, so the burn <-> numpy tables are the numpy backend's own
-(``burn._ndarray._backend``); this module adds the C types of the kernels.
+(``burn.backend.NUMPY_DTYPES`` / ``FROM_NUMPY``); this module adds the C types of the kernels.
 
 CuPy has no bfloat16 array dtype, so the backend offers every burn dtype except bfloat16 (like the numpy
 backend); bf16 is still available as a *matmul precision* (fp32 operands, bf16 tensor-core products).
@@ -9,12 +9,12 @@ backend); bf16 is still available as a *matmul precision* (fp32 operands, bf16 t
 
 from __future__ import annotations
 
+import burn
 import numpy as np
-from burn import _dtype as D
-from burn._ndarray._backend import FROM_NUMPY, NUMPY_DTYPES
+from burn.backend import FROM_NUMPY, NUMPY_DTYPES
 
-TO_NP: dict[D.DType, np.dtype] = NUMPY_DTYPES
-FROM_NP: dict[np.dtype, D.DType] = FROM_NUMPY
+TO_NP: dict[burn.DType, np.dtype] = NUMPY_DTYPES
+FROM_NP: dict[np.dtype, burn.DType] = FROM_NUMPY
 
 # C type of each element as CuPy declares it in kernels ("float16" is CuPy's half class)
 C_TYPE: dict[np.dtype, str] = {
@@ -32,8 +32,3 @@ C_TYPE: dict[np.dtype, str] = {
 
 # C type the arithmetic runs in: half computes in float (as PyTorch does), the rest in their own type
 COMPUTE_TYPE: dict[np.dtype, str] = {**C_TYPE, np.dtype(np.float16): "float"}
-
-
-def kind_of(dt: np.dtype) -> str:
-    """``"f"`` float, ``"i"`` signed int, ``"u"`` unsigned int, ``"b"`` bool (numpy's kind letters)."""
-    return dt.kind

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from burn._errors import DeviceError, DTypeError
+from burn import DeviceError, DTypeError
 
 
 def _cuda_backend(device: Any) -> Any:
@@ -28,7 +28,7 @@ def from_dlpack(obj: Any, device: Any = None) -> Any:
 
     >>> t = burn_cuda.from_dlpack(torch.ones(2, 3, device="cuda"))   # shape (2, 3), float32
     """
-    from burn._tensor import _wrap
+    from burn.backend import from_primitive
 
     from ._dtypes import FROM_NP
 
@@ -55,8 +55,8 @@ def from_dlpack(obj: Any, device: Any = None) -> Any:
         wrap_inner = getattr(backend, "from_inner", None)
         if wrap_inner is None:
             raise DeviceError(f"from_dlpack: this burn-autodiff cannot wrap an inner array; use {dev.inner}")
-        return _wrap(wrap_inner(arr), backend)
-    return _wrap(arr, backend)
+        return from_primitive(wrap_inner(arr), backend)
+    return from_primitive(arr, backend)
 
 
 def as_cupy(tensor: Any) -> Any:
@@ -67,7 +67,7 @@ def as_cupy(tensor: Any) -> Any:
     if getattr(inner, "name", None) != "cuda":
         raise DeviceError(f"as_cupy: expected a tensor on a CUDA device, got one on {tensor.device}")
     inner._on()
-    return tensor._inner_prim()
+    return backend.inner_prim(tensor.primitive) if backend.is_autodiff else tensor.primitive
 
 
 def to_dlpack(tensor: Any) -> Any:

@@ -15,10 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from burn import _dtype as D
-from burn._errors import DTypeError
-from burn.backend import Backend
-from burn.backend._optable import COMPARISON_OPS, UNARY_BOOL_RESULT
+import burn
+from burn import DTypeError
+from burn.backend import ACTIVATION_OPS, COMPARISON_OPS, UNARY_BOOL_RESULT, Backend
 
 from . import _elementwise as EW
 from ._buffer import BufferPool
@@ -45,9 +44,10 @@ class WgpuBackend(WgpuOps, Backend):
 
     name = "wgpu"
     dtypes = frozenset(BASE_DTYPES)
-    default_float = D.float32
-    default_int = D.int32
+    default_float = burn.float32
+    default_int = burn.int32
     host_memory = False
+    native_activations = ACTIVATION_OPS  # unary() has a kernel for each
 
     def __init__(self, index: int = 0, context: GpuContext | None = None) -> None:
         self.ctx = context or create_context(index)
@@ -58,13 +58,13 @@ class WgpuBackend(WgpuOps, Backend):
         self.ex = Executor(self.ctx.device, self.pool, OPTIONS.batch_size)
         self.index_checks = IndexChecker(self)
         if "shader-f16" in self.ctx.features:
-            self.dtypes = frozenset(BASE_DTYPES | {D.float16})
+            self.dtypes = frozenset(BASE_DTYPES | {burn.float16})
 
     def __repr__(self) -> str:
         return f"<WgpuBackend {self.device} {self.ctx.label}{' portable' if self.ctx.portable else ''}>"
 
     # ------------------------------------------------------------------ data
-    def _check_dtype(self, op: str, dtype: D.DType) -> None:
+    def _check_dtype(self, op: str, dtype: burn.DType) -> None:
         if dtype not in self.dtypes:
             names = ", ".join(sorted(d.name for d in self.dtypes))
             hint = " (WGSL has no 64-bit types)" if dtype.itemsize == 8 else ""
@@ -72,17 +72,17 @@ class WgpuBackend(WgpuOps, Backend):
                 f"{op}: dtype {dtype.name} is not supported by backend 'wgpu'{hint} (supported: {names})"
             )
 
-    def empty(self, shape: tuple[int, ...], dtype: D.DType) -> WgpuTensor:
+    def empty(self, shape: tuple[int, ...], dtype: burn.DType) -> WgpuTensor:
         """An uninitialised dense tensor from the pool."""
         storage = self.pool.storage(numel(shape) * ELEM_BYTES[dtype], "alloc", shape)
         return WgpuTensor(storage, tuple(shape), dtype)
 
-    def from_numpy(self, array: Any, dtype: D.DType) -> WgpuTensor:
+    def from_numpy(self, array: Any, dtype: burn.DType) -> WgpuTensor:
         import numpy as np
 
         self._check_dtype("from_numpy", dtype)
         arr = np.asarray(array)
-        if dtype is D.bool_:
+        if dtype is burn.bool_:
             host = np.ascontiguousarray(arr != 0, dtype=np.uint32)
         else:
             host = np.ascontiguousarray(arr, dtype=np_storage(dtype))
@@ -110,7 +110,7 @@ class WgpuBackend(WgpuOps, Backend):
         out = []
         for r, blob in zip(ready, blobs):
             arr = np.frombuffer(blob, dtype=np_storage(r.dtype)).reshape(r.shape)
-            out.append(arr.astype(bool) if r.dtype is D.bool_ else arr.copy())
+            out.append(arr.astype(bool) if r.dtype is burn.bool_ else arr.copy())
         return out
 
     def to_numpy(self, x: WgpuTensor) -> Any:
@@ -119,7 +119,7 @@ class WgpuBackend(WgpuOps, Backend):
     def shape_of(self, x: WgpuTensor) -> tuple[int, ...]:
         return x.shape
 
-    def dtype_of(self, x: WgpuTensor) -> D.DType:
+    def dtype_of(self, x: WgpuTensor) -> burn.DType:
         return x.dtype
 
     def sync(self) -> None:
@@ -151,21 +151,21 @@ class WgpuBackend(WgpuOps, Backend):
 
     # ------------------------------------------------------------------ element-wise
     def unary(self, op, x):
-        out = D.bool_ if op in UNARY_BOOL_RESULT else x.dtype
+        out = burn.bool_ if op in UNARY_BOOL_RESULT else x.dtype
         return EW.run(self, "unary", op, x.dtype, out, [x], x.shape)
 
     def binary(self, op, a, b):
         ref = a if isinstance(a, WgpuTensor) else b
         shape = _broadcast(*(t.shape for t in (a, b) if isinstance(t, WgpuTensor)))
-        out = D.bool_ if op in COMPARISON_OPS else ref.dtype
+        out = burn.bool_ if op in COMPARISON_OPS else ref.dtype
         return EW.run(self, "binary", op, ref.dtype, out, [a, b], shape)
 
     def where(self, cond, a, b):
         tensors = [t for t in (a, b) if isinstance(t, WgpuTensor)]
         if not tensors:  # two scalars: the frontend gives the dtype by value kinds
-            dt = D.float32 if isinstance(a, float) or isinstance(b, float) else D.int32
+            dt = burn.float32 if isinstance(a, float) or isinstance(b, float) else burn.int32
             if isinstance(a, bool) and isinstance(b, bool):
-                dt = D.bool_
+                dt = burn.bool_
             return EW.run(self, "ternary", "where", dt, dt, [cond, a, b], cond.shape)
         dt = tensors[0].dtype
         shape = _broadcast(cond.shape, *(t.shape for t in tensors))

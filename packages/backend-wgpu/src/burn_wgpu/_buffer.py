@@ -13,7 +13,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from burn._errors import ShapeError
+from burn import ShapeError
 
 _MIN_CLASS = 256  # bytes; also keeps every binding a multiple of 4 and >= 4
 

@@ -8,31 +8,31 @@ backend's defaults); an explicit ``dtype=burn.float64`` request is a ``DTypeErro
 
 from __future__ import annotations
 
-from burn import _dtype as D
+import burn
 
 # burn dtype -> WGSL storage type
-WGSL = {D.float32: "f32", D.float16: "f16", D.int32: "i32", D.uint32: "u32", D.bool_: "u32"}
+WGSL = {burn.float32: "f32", burn.float16: "f16", burn.int32: "i32", burn.uint32: "u32", burn.bool_: "u32"}
 # burn dtype -> bytes per element in storage
-ELEM_BYTES = {D.float32: 4, D.float16: 2, D.int32: 4, D.uint32: 4, D.bool_: 4}
+ELEM_BYTES = {burn.float32: 4, burn.float16: 2, burn.int32: 4, burn.uint32: 4, burn.bool_: 4}
 # burn dtype -> expression-table class ("f" float, "i" signed, "u" unsigned and bool)
-CLASS = {D.float32: "f", D.float16: "f", D.int32: "i", D.uint32: "u", D.bool_: "u"}
-BASE_DTYPES = frozenset({D.float32, D.int32, D.uint32, D.bool_})
+CLASS = {burn.float32: "f", burn.float16: "f", burn.int32: "i", burn.uint32: "u", burn.bool_: "u"}
+BASE_DTYPES = frozenset({burn.float32, burn.int32, burn.uint32, burn.bool_})
 
 
-def np_storage(dtype: D.DType):
+def np_storage(dtype: burn.DType):
     """The numpy dtype of the storage representation."""
     import numpy as np
 
     return {
-        D.float32: np.float32,
-        D.float16: np.float16,
-        D.int32: np.int32,
-        D.uint32: np.uint32,
-        D.bool_: np.uint32,
+        burn.float32: np.float32,
+        burn.float16: np.float16,
+        burn.int32: np.int32,
+        burn.uint32: np.uint32,
+        burn.bool_: np.uint32,
     }[dtype]
 
 
-def scalar_bits(dtype: D.DType, value: float | int | bool) -> int:
+def scalar_bits(dtype: burn.DType, value: float | int | bool) -> int:
     """A scalar as the u32 bit pattern the kernels read from metadata (f16 scalars travel as f32)."""
     import struct
 
@@ -43,12 +43,12 @@ def scalar_bits(dtype: D.DType, value: float | int | bool) -> int:
     return int(value) & 0xFFFFFFFF
 
 
-def scalar_load(dtype: D.DType, expr: str) -> str:
+def scalar_load(dtype: burn.DType, expr: str) -> str:
     """WGSL that turns a metadata u32 back into a value of ``dtype``."""
     return {
-        D.float32: f"bitcast<f32>({expr})",
-        D.float16: f"f16(bitcast<f32>({expr}))",
-        D.int32: f"bitcast<i32>({expr})",
-        D.uint32: expr,
-        D.bool_: expr,
+        burn.float32: f"bitcast<f32>({expr})",
+        burn.float16: f"f16(bitcast<f32>({expr}))",
+        burn.int32: f"bitcast<i32>({expr})",
+        burn.uint32: expr,
+        burn.bool_: expr,
     }[dtype]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from burn._dtype import DType
+from burn import DType
 
 from ._dtypes import ELEM_BYTES, scalar_bits
 from ._kernels import elementwise as K

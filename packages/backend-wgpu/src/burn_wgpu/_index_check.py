@@ -14,7 +14,7 @@ import struct
 from functools import lru_cache
 from typing import Any
 
-from burn import _dtype as D
+import burn
 
 from ._executor import Kernel
 from ._kernels.elementwise import WG, grid
@@ -84,7 +84,7 @@ class IndexChecker:
             b.sync()
         check_id = self._next_id
         self._next_id = self._next_id + 1 if self._next_id < 0xFFFFFFFF else 1
-        signed = index.dtype is not D.uint32
+        signed = index.dtype is not burn.uint32
         self._messages[check_id] = (message, signed)
         dense = b.contiguous(index)
         out = b.empty(index.shape, index.dtype)

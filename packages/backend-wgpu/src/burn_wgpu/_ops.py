@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from burn import _dtype as D
+import burn
 
 from . import _elementwise as EW
 from ._kernels import index as KI
@@ -25,8 +25,8 @@ def _pack(*words: int) -> bytes:
     return struct.pack(f"<{len(words)}I", *words)
 
 
-def _acc_dtype(dtype: D.DType) -> D.DType:
-    return D.float32 if dtype is D.float16 else dtype
+def _acc_dtype(dtype: burn.DType) -> burn.DType:
+    return burn.float32 if dtype is burn.float16 else dtype
 
 
 class WgpuOps:
@@ -66,7 +66,7 @@ class WgpuOps:
             y = self.cast(y, x.dtype)
         return self.reshape(y, kept) if kept != y.shape else y
 
-    def _reduce_rows(self, op: str, x: WgpuTensor, rows: int, n: int, out_dt: D.DType) -> WgpuTensor:
+    def _reduce_rows(self, op: str, x: WgpuTensor, rows: int, n: int, out_dt: burn.DType) -> WgpuTensor:
         if n <= _SHORT_ROW or rows == 0:
             out = self.empty((rows,), out_dt)
             if rows:
@@ -95,7 +95,7 @@ class WgpuOps:
             else tuple(s for d, s in enumerate(shape) if d != dim)
         )
         dense, _, rows, n = self._rows(x, (dim,))
-        out = self.empty((rows,), D.int32)
+        out = self.empty((rows,), burn.int32)
         if rows:
             per_thread = n <= _SHORT_ROW
             kernel = KR.render_arg(op, dense.dtype, per_thread)
@@ -136,7 +136,7 @@ class WgpuOps:
 
     # ------------------------------------------------------------------ indexing
     def _index_int(self, index: WgpuTensor) -> WgpuTensor:
-        return index if index.dtype in (D.int32, D.uint32) else self.cast(index, D.int32)
+        return index if index.dtype in (burn.int32, burn.uint32) else self.cast(index, burn.int32)
 
     def gather(self, x, dim, index):
         return self._gather(x, dim, self._index_int(index), index.shape, index.strides, index.offset)
@@ -168,8 +168,8 @@ class WgpuOps:
         return self._scatter(x, dim, indices, values, values.shape, strides, indices.offset)
 
     def _scatter(self, x, dim, index, src, shape, idx_strides, idx_offset):
-        native = {D.float32: D.float32, D.int32: D.int32, D.uint32: D.uint32}
-        work = native.get(x.dtype, D.float32 if x.dtype.is_float else D.int32)
+        native = {burn.float32: burn.float32, burn.int32: burn.int32, burn.uint32: burn.uint32}
+        work = native.get(x.dtype, burn.float32 if x.dtype.is_float else burn.int32)
         if work is not x.dtype:  # no 16-bit or bool atomics: accumulate in a wider type
             out = self._scatter(
                 self.cast(x, work), dim, index, self.cast(src, work), shape, idx_strides, idx_offset
@@ -197,20 +197,20 @@ class WgpuOps:
 
     # ------------------------------------------------------------------ sort and scans
     def sort(self, x, dim, descending):
-        if x.dtype is D.float16:
-            values, indices = self.sort(self.cast(x, D.float32), dim, descending)
-            return self.cast(values, D.float16), indices
+        if x.dtype is burn.float16:
+            values, indices = self.sort(self.cast(x, burn.float32), dim, descending)
+            return self.cast(values, burn.float16), indices
         dense, perm, rows, n = self._rows(x, (dim,))
         moved = tuple(x.shape[d] for d in perm)
         if rows * n == 0:
             return self._unmove(self.empty(moved, x.dtype), perm), self._unmove(
-                self.empty(moved, D.int32), perm
+                self.empty(moved, burn.int32), perm
             )
         p = 1
         while p < n:
             p *= 2
         keys = self.empty((rows * p,), x.dtype)
-        idx = self.empty((rows * p,), D.uint32)
+        idx = self.empty((rows * p,), burn.uint32)
         total = rows * p
         self.ex.dispatch(
             KSORT.render_init(x.dtype),
@@ -228,7 +228,7 @@ class WgpuOps:
             k *= 2
         strides = contiguous_strides(moved[:-1] + (p,))
         values = WgpuTensor(keys.storage, moved, x.dtype, strides, 0)
-        indices = WgpuTensor(idx.storage, moved, D.int32, strides, 0)  # u32 bits of values < 2^31
+        indices = WgpuTensor(idx.storage, moved, burn.int32, strides, 0)  # u32 bits of values < 2^31
         return self._unmove(values, perm), self._unmove(indices, perm)
 
     def _scan(self, op: str, x: WgpuTensor, dim: int) -> WgpuTensor:

@@ -7,7 +7,7 @@ one with a strided-copy kernel (``contiguous``).
 
 from __future__ import annotations
 
-from burn._dtype import DType
+from burn import DType
 
 from ._buffer import Storage
 from ._dtypes import ELEM_BYTES

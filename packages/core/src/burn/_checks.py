@@ -126,16 +126,3 @@ def infer_reshape(op: str, old: tuple[int, ...], new: tuple[int, ...]) -> tuple[
             f"{op}: cannot reshape a tensor of shape {old} ({numel} elements) to {new} ({known} elements)"
         )
     return new
-
-
-def pair_tuple(op: str, value: int | Sequence[int], n: int, arg: str, minimum: int = 0) -> tuple[int, ...]:
-    """An int or a length-n sequence of ints, each >= minimum, as a tuple of n ints."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        out = (value,) * n
-    else:
-        out = tuple(value)
-        if len(out) != n or not all(isinstance(v, int) and not isinstance(v, bool) for v in out):
-            raise ValueError(f"{op}: {arg} must be an int or {n} ints, got {value!r}")
-    if any(v < minimum for v in out):
-        raise ValueError(f"{op}: {arg} must be >= {minimum}, got {value!r}")
-    return out

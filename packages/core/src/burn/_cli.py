@@ -1,9 +1,11 @@
 """The ``burn`` command (also ``python -m burn``).
 
-``burn info`` prints the installed burn packages, the plugins and the distributions they come from, every
-backend with its devices (or the reason it cannot run here), every metric collector with its
-availability, and the plugins that failed to load with their error. A first-party package, backend or
-collector that is not installed is listed with the ``pip install 'burn-core[extra]'`` that adds it.
+``burn info`` prints the installed burn packages (every distribution with a ``burn`` entry point, ours
+and third parties' alike), the plugins and the distributions they come from, every backend with its
+devices (or the reason it cannot run here), the backend decorators, every metric collector with its
+availability, and the plugins that failed to load with their error. A first-party package, backend,
+decorator or collector that is not installed is listed with the ``pip install 'burn-core[extra]'`` that
+adds it.
 ``--json`` prints the same as one JSON object. Output is plain text from the standard library only, so
 it works on any terminal, in CI logs and in bug reports.
 
@@ -23,17 +25,13 @@ from typing import Any
 
 from . import plugins
 from ._version import __version__
-from .plugins import _known
-
-# every distribution of the burn-py family, with the module it installs
-PACKAGES: tuple[tuple[str, str], ...] = (("burn-core", "burn"), *((k.dist, k.module) for k in _known.KNOWN))
-_INSTALL = {k.dist: k.install for k in _known.KNOWN}
+from .plugins import _discovery, _known
 
 DEFAULT_TIMEOUT = 20.0  # seconds per availability probe; GPU drivers can take a few seconds to answer
 
 
 def _package_version(dist: str, module: str) -> tuple[bool, str | None, str]:
-    """``(installed, version, note)``; falls back to ``<module>._version`` when metadata is missing."""
+    """``(installed, version, note)``; falls back to ``<module>.__version__`` when metadata is missing."""
     from importlib import metadata, util
 
     try:
@@ -45,27 +43,41 @@ def _package_version(dist: str, module: str) -> tuple[bool, str | None, str]:
             return False, None, ""
         from importlib import import_module
 
-        version = getattr(import_module(f"{module}._version"), "__version__", None)
+        version = getattr(import_module(module), "__version__", None)
         return True, version, "importable, but no installed metadata"
     except Exception as exc:  # a half-installed package: say so, keep going
         return False, None, f"{type(exc).__name__}: {exc}"
 
 
+def _package_row(
+    name: str, module: str, installed: bool, version: str | None, note: str = "", install: str = ""
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "module": module,
+        "installed": installed,
+        "version": version,
+        "note": note,
+        "install": install,
+    }
+
+
 def _packages() -> list[dict[str, Any]]:
-    rows = []
-    for dist, module in PACKAGES:
-        installed, version, note = _package_version(dist, module)
-        rows.append(
-            {
-                "name": dist,
-                "module": module,
-                "installed": installed,
-                "version": version,
-                "note": note,
-                "install": "" if installed else _INSTALL.get(dist, ""),
-            }
-        )
-    return rows
+    """burn-core, every distribution with a ``burn`` entry point (ours and third parties'), and the
+    first-party ones that are not installed, with the command that installs them."""
+    found = {_discovery.normalize(d.name): d for d in _discovery.distributions()}
+    core = found.pop(_discovery.CORE_DIST, None)
+    if core is not None:
+        first = _package_row(core.name, core.module, True, core.version)
+    else:  # a source checkout without metadata: burn-core's built-ins still load
+        first = _package_row(_discovery.CORE_DIST, "burn", *_package_version(_discovery.CORE_DIST, "burn"))
+    rows = [_package_row(d.name, d.module, True, d.version) for d in found.values()]
+    rows += [
+        _package_row(k.dist, k.module, False, None, install=k.install)
+        for k in _known.KNOWN
+        if _discovery.normalize(k.dist) not in found
+    ]
+    return [first, *sorted(rows, key=lambda row: _discovery.normalize(row["name"]))]
 
 
 def _load_registry() -> tuple[plugins.Registry, str]:
@@ -109,6 +121,18 @@ def _backends(reg: plugins.Registry, timeout: float) -> list[dict[str, Any]]:
     return rows
 
 
+def _decorators(reg: plugins.Registry) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": spec.name,
+            "options": list(spec.options),
+            "description": spec.description,
+            **_origin(reg, "decorator", spec.name),
+        }
+        for spec in reg.decorators.values()
+    ]
+
+
 def _collectors(reg: plugins.Registry, timeout: float) -> list[dict[str, Any]]:
     rows = []
     for spec in reg.collectors.values():
@@ -140,6 +164,7 @@ def collect_info(timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
             for p in reg.plugins
         ],
         "backends": _backends(reg, timeout),
+        "decorators": _decorators(reg),
         "collectors": _collectors(reg, timeout),
         "renderers": sorted(reg.renderers),
         "missing": _known.missing(reg),
@@ -220,6 +245,14 @@ def render_text(info: dict[str, Any], verbose: bool = False) -> str:
             for b in info["backends"]
         ]
         + _missing_rows(info, "backend")
+    )
+    lines += ["", "Decorators:"]
+    lines += _table(
+        [
+            [d["name"], _from(d), ("options: " + ", ".join(d["options"])) if d["options"] else ""]
+            for d in info["decorators"]
+        ]
+        + [[r[0], r[2], f"{r[1]}: {r[3]}"] for r in _missing_rows(info, "decorator")]
     )
     lines += ["", "Metric collectors:"]
     lines += _table(

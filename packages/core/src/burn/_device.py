@@ -1,7 +1,10 @@
-"""Devices: ``burn.device("cpu" | "wgpu" | "wgpu:1" | "cuda:0" | "auto", autodiff=False)``.
+"""Devices: ``burn.device("cpu" | "wgpu" | "wgpu:1" | "cuda:0" | "auto", autodiff=False, **decorators)``.
 
-A device names a backend and an index; its backend instance is built on first use (through the plugin
-registry) and cached, so every tensor on one device shares one backend object.
+A device names a backend, an index and the backend decorators it sits behind; its backend instance is
+built on first use (through the plugin registry) and cached, so every tensor on one device shares one
+backend object. Decorators (``autodiff``, and any a plugin registers with ``burn_register_decorators``)
+are switched on by keyword and take their own keyword options (``checkpointing="balanced"``); burn-core
+imports none of them, it finds them in the registry.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from typing import Any
 
 from ._errors import BackendUnavailableError, DeviceError
 from .plugins import probe, probe_devices, registry
+
+AUTODIFF = "autodiff"  # the decorator behind ``autodiff=True``; it always wraps outermost
 
 
 @dataclass(frozen=True)
@@ -29,12 +34,17 @@ class BackendInfo:
 
 @dataclass(frozen=True, eq=False)
 class Device:
-    """A device: a backend name, an index, and whether it sits behind the Autodiff decorator."""
+    """A device: a backend name, an index, and the backend decorators it sits behind.
+
+    ``autodiff`` says whether the Autodiff decorator wraps it; ``decorators`` names the other decorators
+    (innermost first), and ``options`` holds the decorators' keyword options, sorted by name.
+    """
 
     kind: str
     index: int = 0
     autodiff: bool = False
     options: tuple[tuple[str, Any], ...] = field(default=())
+    decorators: tuple[str, ...] = field(default=())
 
     @property
     def backend(self) -> Any:
@@ -47,12 +57,12 @@ class Device:
         return backend
 
     def _key(self) -> tuple:
-        return (self.kind, self.index, self.autodiff, self.options)
+        return (self.kind, self.index, self.autodiff, self.options, self.decorators)
 
     @property
     def inner(self) -> Device:
         """The same device without the Autodiff decorator."""
-        return Device(self.kind, self.index) if self.autodiff else self
+        return _below(self, AUTODIFF) if self.autodiff else self
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Device) and self._key() == other._key()
@@ -65,7 +75,8 @@ class Device:
             base = f"cpu:{self.index}" if self.index else "cpu"
         else:
             base = f"{self.kind}:{self.index}"
-        return f"{base}+autodiff" if self.autodiff else base
+        names = (*self.decorators, AUTODIFF) if self.autodiff else self.decorators
+        return "".join((base, *(f"+{name}" for name in names)))
 
     def __repr__(self) -> str:
         return f"Device({str(self)!r})"
@@ -76,15 +87,33 @@ _backends: dict[tuple, Any] = {}
 # keeps one backend instance (two instances of one GPU device would not share buffers).
 
 
+def _decorator(name: str, dev: Any, reg: Any = None) -> Any:
+    """The registered DecoratorSpec ``name``; a missing one names the extra that installs it."""
+    try:
+        return (reg or registry()).decorator(name)
+    except KeyError as exc:
+        raise BackendUnavailableError(f"device {dev}: {name}=True: {exc.args[0]}") from None
+
+
+def _below(dev: Device, name: str) -> Device:
+    """``dev`` without its outermost decorator ``name``, keeping the options of the decorators left."""
+    rest = tuple(d for d in dev.decorators if d != name)
+    if not dev.options:
+        options = dev.options
+    elif not rest:
+        options = ()
+    else:  # only devices with several decorators need the registry to know whose options are whose
+        owners = registry().decorator_keywords()
+        options = tuple((k, v) for k, v in dev.options if owners.get(k) in rest)
+    return Device(dev.kind, dev.index, False, options, rest)
+
+
 def _build_backend(dev: Device) -> Any:
-    if dev.autodiff:
-        try:
-            from burn_autodiff import Autodiff
-        except ImportError as exc:
-            raise BackendUnavailableError(
-                f"device {dev}: autodiff=True needs burn-autodiff (pip install 'burn-core[autodiff]')"
-            ) from exc
-        return Autodiff(dev.inner.backend, device=dev, **dict(dev.options))
+    if dev.autodiff or dev.decorators:
+        name = AUTODIFF if dev.autodiff else dev.decorators[-1]
+        spec = _decorator(name, dev)
+        options = {k: v for k, v in dev.options if k in spec.options}
+        return spec.factory(_below(dev, name).backend, dev, **options)
     spec = registry().backend(dev.kind)
     ok, reason = probe(spec.is_available)
     if not ok:
@@ -103,13 +132,56 @@ def _parse(spec: str) -> tuple[str, int | None]:
     return name, int(idx)
 
 
+def _decorate(
+    reg: Any,
+    label: str,
+    autodiff: bool,
+    keywords: dict[str, Any],
+    base: Device | None = None,
+) -> tuple[bool, tuple[tuple[str, Any], ...], tuple[str, ...]]:
+    """``burn.device()``'s keywords as Device fields ``(autodiff, options, decorators)``, checked: every
+    decorator switched on is registered, every option belongs to one of them. A ``base`` device's
+    decorators and options carry over (its options only while their decorator stays on)."""
+    owners = reg.decorator_keywords()
+    on = set(base.decorators if base else ()) | ({AUTODIFF} if autodiff else set())
+    options: dict[str, Any] = {}
+    unknown = []
+    for key, value in keywords.items():
+        if owners.get(key) == key:  # a decorator's own name: a switch
+            if not isinstance(value, bool):
+                raise TypeError(f"device: {key}= switches the {key!r} decorator on or off, got {value!r}")
+            (on.add if value else on.discard)(key)
+        elif key in owners:
+            options[key] = value
+        else:
+            unknown.append(key)
+    for name in sorted(on):  # first: a decorator that is not installed says which extra installs it
+        _decorator(name, label, reg)
+    if unknown:
+        offered = "; ".join(
+            f"{d.name}=True" + (f" with {', '.join(d.options)}" if d.options else "")
+            for d in sorted(reg.decorators.values(), key=lambda d: d.name)
+        )
+        raise ValueError(
+            f"device: unknown keyword {unknown[0]!r}; the registered decorators take "
+            f"{offered or 'nothing (none is registered)'}"
+        )
+    for owner in sorted({owners[k] for k in options} - on):
+        mine = sorted(k for k in options if owners[k] == owner)
+        raise ValueError(f"device: options {mine} apply to the {owner} decorator; pass {owner}=True")
+    if base is not None:
+        options = {k: v for k, v in base.options if owners.get(k) in on} | options
+    return AUTODIFF in on, tuple(sorted(options.items())), tuple(sorted(on - {AUTODIFF}))
+
+
 def device(spec: str | Device | None = None, autodiff: bool = False, **options: Any) -> Device:
     """Pick a device by name.
 
     ``"cpu"`` is the numpy backend (the default, overridable with ``BURN_DEVICE``); ``"wgpu"``,
     ``"wgpu:1"``, ``"cuda:0"`` name plugin backends; ``"auto"`` takes the available backend with the
-    highest priority. ``autodiff=True`` puts the device behind the Autodiff decorator; ``options``
-    (``checkpointing="balanced"``) go to the decorator.
+    highest priority. ``autodiff=True`` puts the device behind the Autodiff decorator (burn-autodiff,
+    ``pip install 'burn-core[autodiff]'``); other registered decorators are switched on the same way
+    (``name=True``), and ``options`` (``checkpointing="balanced"``) go to the decorator that declares them.
 
     >>> burn.device("cpu", autodiff=True)
     Device('cpu+autodiff')
@@ -117,15 +189,12 @@ def device(spec: str | Device | None = None, autodiff: bool = False, **options: 
     if isinstance(spec, Device):
         if not autodiff and not options:
             return spec
-        return Device(spec.kind, spec.index, autodiff or spec.autodiff, tuple(sorted(options.items())))
+        flags = _decorate(registry(), str(spec), autodiff or spec.autodiff, options, spec)
+        return Device(spec.kind, spec.index, *flags)
     if spec is None:
         spec = os.environ.get("BURN_DEVICE", "cpu")
     if not isinstance(spec, str):
         raise TypeError(f"device: expected a device name such as 'cpu' or 'cuda:0', got {spec!r}")
-    if options and not autodiff:
-        raise ValueError(
-            f"device: options {sorted(options)} apply to the autodiff decorator; pass autodiff=True"
-        )
     name, index = _parse(spec.strip().lower())
     reg = registry()
     if name == "auto":
@@ -134,7 +203,7 @@ def device(spec: str | Device | None = None, autodiff: bool = False, **options: 
         kind = reg.backend(name).name
     except KeyError as exc:
         raise DeviceError(f"device: {exc.args[0]}") from None
-    return Device(kind, index or 0, bool(autodiff), tuple(sorted(options.items())))
+    return Device(kind, index or 0, *_decorate(reg, spec, bool(autodiff), options))
 
 
 def _best_available(reg: Any) -> str:

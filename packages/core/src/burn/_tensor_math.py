@@ -14,7 +14,7 @@ from . import _dtype as D
 from . import _tensor as _T
 from ._checks import broadcast_shapes, norm_dim, norm_dims
 from ._errors import DeviceError, DTypeError, ShapeError
-from .backend._optable import UNARY_BOOL_RESULT, UNARY_OPS
+from .backend._optable import ACTIVATION_OPS, UNARY_BOOL_RESULT, UNARY_OPS
 
 if TYPE_CHECKING:
     from ._tensor import Tensor
@@ -70,7 +70,8 @@ class MathOps:
             raise DTypeError(f"{op}: expected a numeric tensor, got bool (cast it with .int() or .float())")
         elif kind == "int" and dt.is_float:
             raise DTypeError(f"{op}: expected a bool or integer tensor, got {dt.name}")
-        return _T._wrap(b.unary(op, x), b, D.bool_ if op in UNARY_BOOL_RESULT else dt)
+        y = b.activation(op, x) if op in ACTIVATION_OPS else b.unary(op, x)
+        return _T._wrap(y, b, D.bool_ if op in UNARY_BOOL_RESULT else dt)
 
     abs = _un("abs", "Absolute value.")
     neg = _un("neg", "Negation.")

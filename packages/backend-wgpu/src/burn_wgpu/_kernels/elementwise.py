@@ -18,7 +18,7 @@ import re
 from functools import lru_cache
 from typing import TypeVar
 
-from burn._dtype import DType, bool_, float16
+from burn import DType, bool_, float16
 
 from .._dtypes import CLASS, WGSL, scalar_load
 from .._executor import Kernel

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from burn._dtype import DType, float16, float32, int32
+from burn import DType, float16, float32, int32
 
 from .._dtypes import WGSL
 from .._executor import Kernel

@@ -9,24 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import _dtype as D
-from ..backend import Backend
+from ..backend import ACTIVATION_OPS, Backend
+from ..backend._numpy_dtypes import FROM_NUMPY, NUMPY_DTYPES  # public as burn.backend.NUMPY_DTYPES
 from . import _module, _ops
-
-# burn dtype -> numpy dtype: every burn dtype but bfloat16 (numpy has none). CuPy arrays carry numpy
-# dtypes too, so burn_cuda uses these two tables as they are.
-NUMPY_DTYPES: dict[D.DType, np.dtype] = {
-    D.float16: np.dtype(np.float16),
-    D.float32: np.dtype(np.float32),
-    D.float64: np.dtype(np.float64),
-    D.int8: np.dtype(np.int8),
-    D.uint8: np.dtype(np.uint8),
-    D.int16: np.dtype(np.int16),
-    D.int32: np.dtype(np.int32),
-    D.uint32: np.dtype(np.uint32),
-    D.int64: np.dtype(np.int64),
-    D.bool_: np.dtype(np.bool_),
-}
-FROM_NUMPY: dict[np.dtype, D.DType] = {v: k for k, v in NUMPY_DTYPES.items()}
 
 
 def np_dtype(dtype: D.DType) -> np.dtype:
@@ -43,6 +28,7 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
     xp = np  # the array namespace; a CuPy-based backend can reuse these formulations with cupy
     binary_fns = _ops.BINARY
     host_memory = True  # primitives live in host memory: index checks read them for free
+    native_activations = ACTIVATION_OPS  # unary() has a kernel for each
 
     # ---- data
     def from_numpy(self, array, dtype):

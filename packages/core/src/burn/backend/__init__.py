@@ -1,11 +1,36 @@
-"""The backend contract (Burn's ``Backend`` trait) that every backend implements.
+"""The surface for backend and decorator authors: the backend contract (Burn's ``Backend`` trait) and
+what an implementation needs from burn-core.
 
-See ``Backend`` for the required core and the defaults built on it, and ``_optable`` for the shared
-element-wise and reduction op names.
+Other packages (burn's own backends and decorators as much as third parties') use these names and
+never burn-core's private modules.
+
+- ``Backend``, ``required``, ``Slices``: the contract. Subclass ``Backend``, implement the ``@required``
+  core; every other op has a default. Capability flags are class attributes of ``Backend``: ``dtypes``,
+  ``default_float``/``default_int``, ``is_autodiff`` (a decorator recording gradients: it also offers
+  ``inner_prim``/``from_inner``), ``host_memory`` (reads cost no device sync), ``binary_fns``.
+- ``ACTIVATION_OPS``: the activations in ``UNARY_OPS`` (relu, sigmoid, gelu, ...); ``Backend.activation``
+  runs them, from the core unless the backend lists them in ``native_activations``.
+- ``UNARY_OPS``, ``BINARY_OPS``, ``COMPARISON_OPS``, ``UNARY_BOOL_RESULT``, ``REDUCE_OPS``,
+  ``ARG_REDUCE_OPS``: the op tables every backend shares (op name -> dtype class it accepts).
+- ``DType``, ``ALL_DTYPES``, ``DEFAULT_FLOAT``, ``DEFAULT_INT``: dtype tables (the dtypes themselves
+  are ``burn.float32`` and friends). ``NUMPY_DTYPES`` / ``FROM_NUMPY``: burn dtype <-> numpy dtype for
+  every burn dtype numpy has (all but bfloat16); they import numpy on first use.
+- ``from_primitive``: a ``burn.Tensor`` around a backend primitive (``tensor.primitive`` is the inverse).
+- ``Gradients``: what a decorator's ``backward`` returns (``burn.Gradients``).
+- ``host_rng``: the process-wide numpy Generator ``burn.seed`` resets, for host-side random ops.
+
+Decorators register through ``burn.plugins`` (``DecoratorSpec``, hook ``burn_register_decorators``).
 """
 
+from __future__ import annotations
+
+from typing import Any
+
+from .._dtype import ALL_DTYPES, DEFAULT_FLOAT, DEFAULT_INT, DType
+from .._gradients import Gradients
 from ._base import Backend, Slices, required
 from ._optable import (
+    ACTIVATION_OPS,
     ARG_REDUCE_OPS,
     BINARY_OPS,
     COMPARISON_OPS,
@@ -14,16 +39,39 @@ from ._optable import (
     UNARY_OPS,
 )
 from ._random import host_rng
+from ._tensors import from_primitive
+
+_NUMPY_TABLES = ("NUMPY_DTYPES", "FROM_NUMPY")  # import numpy: loaded on first access
+
+
+def __getattr__(name: str) -> Any:
+    if name in _NUMPY_TABLES:
+        from . import _numpy_dtypes
+
+        value = getattr(_numpy_dtypes, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'burn.backend' has no attribute {name!r}")
+
 
 __all__ = [
+    "ACTIVATION_OPS",
+    "ALL_DTYPES",
     "ARG_REDUCE_OPS",
     "BINARY_OPS",
     "COMPARISON_OPS",
+    "DEFAULT_FLOAT",
+    "DEFAULT_INT",
+    "FROM_NUMPY",
+    "NUMPY_DTYPES",
     "REDUCE_OPS",
     "UNARY_BOOL_RESULT",
     "UNARY_OPS",
     "Backend",
+    "DType",
+    "Gradients",
     "Slices",
+    "from_primitive",
     "host_rng",
     "required",
 ]

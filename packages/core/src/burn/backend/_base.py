@@ -53,6 +53,8 @@ class Backend(_module_ops.ModuleOps, HostRandom):
     binary_fns: dict | None = None
     # Primitives live in host memory (numpy): reading one costs no device sync.
     host_memory: bool = False
+    # Activations ``unary`` runs with its own kernels; the others use ``activation``'s core compositions.
+    native_activations: frozenset[str] = frozenset()
 
     @classmethod
     def missing_core(cls) -> list[str]:
@@ -105,8 +107,18 @@ class Backend(_module_ops.ModuleOps, HostRandom):
     # ---------------------------------------------------------------- element-wise (required)
     @required
     def unary(self, op: str, x: Prim) -> Prim:
-        """Apply a ``UNARY_OPS`` op; result dtype is x's (bool for isnan/isinf)."""
+        """Apply a ``UNARY_OPS`` op; result dtype is x's (bool for isnan/isinf). Activations
+        (``ACTIVATION_OPS``) reach it only when listed in ``native_activations``."""
         raise NotImplementedError
+
+    def activation(self, op: str, x: Prim) -> Prim:
+        """Apply an ``ACTIVATION_OPS`` op (relu, sigmoid, gelu, ...): ``unary`` when the backend lists
+        it in ``native_activations``, else its composition from the core (Burn's ActivationOps)."""
+        if op in self.native_activations:
+            return self.unary(op, x)
+        from ._activation_defaults import ACTIVATION_DEFAULTS
+
+        return ACTIVATION_DEFAULTS[op](self, x)
 
     @required
     def binary(self, op: str, a: Prim | float | int | bool, b: Prim | float | int | bool) -> Prim:

@@ -47,6 +47,12 @@ UNARY_OPS: dict[str, str] = {
     "hard_sigmoid": "float",
 }
 
+# Burn's ActivationOps: element-wise, in the unary table for the frontend's dtype rules, but a backend
+# runs them through ``Backend.activation`` (its own kernel when native, else a core composition)
+ACTIVATION_OPS = frozenset(
+    {"relu", "sigmoid", "gelu", "gelu_tanh", "silu", "softplus", "mish", "hard_sigmoid"}
+)
+
 # ops whose result is bool whatever the input
 UNARY_BOOL_RESULT = frozenset({"isnan", "isinf"})
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import _dtype as D
 from .._device import Device
-from ..backend import Backend
+from ..backend import ACTIVATION_OPS, Backend
 from ..backend._pool_defaults import pool_out_size
 from ._graph import Graph, IrError, OpRecord, Ref, TensorRef
 from ._kinds import OpKind, op_def
@@ -161,6 +161,7 @@ class CaptureBackend(Backend):
 
     name = "capture"
     host_memory = False
+    native_activations = ACTIVATION_OPS  # each recorded as one op
 
     def __init__(self, like: Backend) -> None:
         inner = like.inner if getattr(like, "is_autodiff", False) else like

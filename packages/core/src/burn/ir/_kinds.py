@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ..backend._optable import (
+    ACTIVATION_OPS,
     ARG_REDUCE_OPS,
     BINARY_OPS,
     COMPARISON_OPS,
@@ -126,7 +127,8 @@ def _rows() -> dict[OpKind, OpDef]:
     rows: dict[OpKind, OpDef] = {}
     for name, accepts in UNARY_OPS.items():
         result = "bool" if name in UNARY_BOOL_RESULT else "same"
-        rows[OpKind(name)] = OpDef(OpKind(name), "unary", True, ELEMENTWISE, 1, accepts, result)
+        method = "activation" if name in ACTIVATION_OPS else "unary"
+        rows[OpKind(name)] = OpDef(OpKind(name), method, True, ELEMENTWISE, 1, accepts, result)
     for name, accepts in BINARY_OPS.items():
         result = "bool" if name in COMPARISON_OPS else "same"
         rows[OpKind(name)] = OpDef(OpKind(name), "binary", True, ELEMENTWISE, 2, accepts, result)

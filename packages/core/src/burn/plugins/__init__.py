@@ -1,4 +1,5 @@
-"""burn's plugin system: pluggy markers, hook specs, and the registry of backends and collectors.
+"""burn's plugin system: pluggy markers, hook specs, and the registry of backends, decorators and
+collectors.
 
 A third-party package adds a backend by exposing a module under the ``burn`` entry-point group::
 
@@ -12,6 +13,10 @@ A third-party package adds a backend by exposing a module under the ``burn`` ent
     @hookimpl
     def burn_register_backends(register):
         register(BackendSpec(name="mybackend", factory=make_backend, is_available=probe))
+
+A backend decorator (autodiff, fusion) registers a ``DecoratorSpec`` through
+``burn_register_decorators(register)``; ``burn.device(name, **{decorator: True})`` then wraps that device's
+backend in it. burn-core itself imports no other burn package: everything reaches it through these hooks.
 
 ``BURN_DISABLE_PLUGINS=a,b`` skips entry points (by entry-point or distribution name);
 ``BURN_DISABLE_PLUGIN_AUTOLOAD=1`` loads only burn-core's built-ins and plugins added with
@@ -35,7 +40,7 @@ from ._manager import (
 from ._markers import PROJECT, hookimpl, hookspec
 from ._probe import probe, probe_devices
 from ._registry import Registry
-from ._specs import BackendSpec, BrokenPlugin, MetricCollectorSpec, PluginInfo
+from ._specs import BackendSpec, BrokenPlugin, DecoratorSpec, MetricCollectorSpec, PluginInfo
 
 __all__ = [
     "BUILTINS",
@@ -43,6 +48,7 @@ __all__ = [
     "PROJECT",
     "BackendSpec",
     "BrokenPlugin",
+    "DecoratorSpec",
     "MetricCollectorSpec",
     "PluginError",
     "PluginInfo",

@@ -70,6 +70,32 @@ def _core_version() -> str:
     return __version__
 
 
+@dataclass(frozen=True)
+class PluginDist:
+    """An installed distribution that ships ``burn`` entry points: its name, version and import module."""
+
+    name: str
+    version: str
+    module: str
+
+
+def distributions() -> list[PluginDist]:
+    """Every installed distribution with an entry point in group ``burn``, burn-core first, then by name.
+
+    burn's own packages and third parties' are found the same way, whether or not ``BURN_DISABLE_PLUGINS``
+    skips their plugins (disabled is not uninstalled). ``module`` is the top-level module of the first
+    entry point (``burn_wgpu`` for ``burn_wgpu._plugin``).
+    """
+    found: dict[str, PluginDist] = {}
+    for ep in _entry_points():
+        dist = getattr(ep, "dist", None)
+        if dist is None or normalize(dist.name) in found:
+            continue
+        module = ep.value.partition(":")[0].strip().partition(".")[0]
+        found[normalize(dist.name)] = PluginDist(dist.name, dist.version, module)
+    return [found[key] for key in sorted(found, key=lambda key: (key != CORE_DIST, key))]
+
+
 def discover(autoload: bool, disabled: frozenset[str]) -> tuple[list[Candidate], list[str]]:
     """The plugins to load, in order, and the names that ``BURN_DISABLE_PLUGINS`` skipped.
 

@@ -3,12 +3,17 @@
 from collections.abc import Callable
 
 from ._markers import hookspec
-from ._specs import BackendSpec, MetricCollectorSpec
+from ._specs import BackendSpec, DecoratorSpec, MetricCollectorSpec
 
 
 @hookspec
 def burn_register_backends(register: Callable[[BackendSpec], None]) -> None:
     """Register tensor backends: call ``register(BackendSpec(...))`` once per backend."""
+
+
+@hookspec
+def burn_register_decorators(register: Callable[[DecoratorSpec], None]) -> None:
+    """Register backend decorators (autodiff, fusion): call ``register(DecoratorSpec(...))`` once each."""
 
 
 @hookspec

@@ -3,7 +3,9 @@
 A first-party name that is missing from the registry (``burn.device("wgpu")`` in a bare ``pip install
 burn-core``) is then reported with the command that installs it, or with why its installed plugin did not
 load, instead of as an unknown name. Third-party plugins are found through their entry points only and
-never listed here. Keep this the one table of first-party names (a test checks it against the plugins).
+never listed here, and the installed packages ``burn info`` lists come from the entry points' distributions,
+not from this table: it is only for hints about what is *not* installed. Keep this the one table of
+first-party names (a test checks it against the plugins).
 """
 
 from __future__ import annotations
@@ -20,8 +22,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class KnownDist:
     """A first-party distribution: its import module, its burn-core extra, and the ``kind:name`` tags it
-    provides (as in ``PluginInfo.provides``; ``decorator:`` for device decorators, which no plugin
-    registers)."""
+    provides (as in ``PluginInfo.provides``)."""
 
     dist: str
     module: str
@@ -90,18 +91,19 @@ def missing_reason(kind: str, name: str, reg: Registry) -> str | None:
     return None  # installed and loaded, yet it did not register this name (a version mismatch)
 
 
+def _registered(reg: Registry, kind: str) -> dict[str, Any] | None:
+    return {"backend": reg.backends, "collector": reg.collectors, "decorator": reg.decorators}.get(kind)
+
+
 def missing(reg: Registry) -> list[dict[str, Any]]:
-    """Every first-party backend and collector that ``reg`` lacks, with why (not installed: the command
-    that installs it; disabled, broken, or autoload off)."""
+    """Every first-party backend, decorator and collector that ``reg`` lacks, with why (not installed:
+    the command that installs it; disabled, broken, or autoload off)."""
     rows = []
     for dist in KNOWN:
         for tag in dist.provides:
             kind, _, name = tag.partition(":")
-            if kind not in ("backend", "collector"):
-                continue
-            if (kind == "backend" and name in reg.backends) or (
-                kind == "collector" and name in reg.collectors
-            ):
+            registered = _registered(reg, kind)
+            if registered is None or name in registered:
                 continue
             reason = missing_reason(kind, name, reg)
             if reason is not None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 import traceback
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import pluggy
@@ -38,7 +37,6 @@ _lock = threading.RLock()
 _state: tuple[pluggy.PluginManager, Registry] | None = None  # replaced whole, so readers need no lock
 _loading = threading.local()
 _extra: list[tuple[str, object]] = []  # (name, plugin) added by register_plugin, in order
-_reload_hooks: list[Callable[[], None]] = []
 IN_CODE = "(registered in code)"  # the dist shown for plugins added by register_plugin
 
 
@@ -54,6 +52,7 @@ def _run_hooks(pm: pluggy.PluginManager, plugin: object, batch: _Batch) -> None:
     for hook, register in (
         ("burn_register_backends", batch.add_backend),
         ("burn_register_metric_collectors", batch.add_collector),
+        ("burn_register_decorators", batch.add_decorator),
         ("burn_register_renderers", batch.add_renderer),
     ):
         pm.subset_hook_caller(hook, others)(register=register)
@@ -165,13 +164,6 @@ def reload() -> None:
     global _state
     with _lock:
         _state = None
-    for hook in list(_reload_hooks):
-        hook()
-
-
-def on_reload(hook: Callable[[], None]) -> None:
-    """Call ``hook()`` whenever the registry is reloaded (device caches use this)."""
-    _reload_hooks.append(hook)
 
 
 def _plugin_name(plugin: object, name: str | None) -> str:

@@ -11,7 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._specs import BackendSpec, BrokenPlugin, MetricCollectorSpec, PluginInfo
+from ._specs import BackendSpec, BrokenPlugin, DecoratorSpec, MetricCollectorSpec, PluginInfo
+
+# burn.device(spec, autodiff=False, **keywords): the decorator named "autodiff" is switched by the
+# parameter of that name; no other decorator name or option may take either name
+_DEVICE_PARAMETERS = frozenset({"spec", "autodiff"})
 
 
 @dataclass
@@ -21,6 +25,7 @@ class Registry:
     backends: dict[str, BackendSpec] = field(default_factory=dict)
     collectors: dict[str, MetricCollectorSpec] = field(default_factory=dict)
     renderers: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    decorators: dict[str, DecoratorSpec] = field(default_factory=dict)
     plugins: list[PluginInfo] = field(default_factory=list)
     broken: list[BrokenPlugin] = field(default_factory=list)
     disabled: list[str] = field(default_factory=list)  # entry points skipped by BURN_DISABLE_PLUGINS
@@ -38,25 +43,44 @@ class Registry:
         for candidate in self.backends.values():
             if name in candidate.aliases:
                 return candidate
-        from ._known import missing_reason  # only on this error path: keeps `import burn` light
-
-        known = ", ".join(sorted(self.backends)) or "none"
-        why = missing_reason("backend", name, self) or f"unknown backend {name!r}"
-        raise KeyError(f"{why}; registered backends: {known}")
+        raise self._missing("backend", "backends", name, self.backends)
 
     def collector(self, name: str) -> MetricCollectorSpec:
         """The metric collector registered under ``name`` (KeyError as for ``backend``)."""
         spec = self.collectors.get(name)
         if spec is None:
-            from ._known import missing_reason
-
-            known = ", ".join(sorted(self.collectors)) or "none"
-            why = missing_reason("collector", name, self) or f"unknown metric collector {name!r}"
-            raise KeyError(f"{why}; registered collectors: {known}")
+            raise self._missing("collector", "collectors", name, self.collectors, "metric collector")
         return spec
 
+    def decorator(self, name: str) -> DecoratorSpec:
+        """The backend decorator registered under ``name`` (KeyError as for ``backend``: ``decorator
+        'autodiff' is not installed: pip install 'burn-core[autodiff]'``)."""
+        spec = self.decorators.get(name)
+        if spec is None:
+            raise self._missing("decorator", "decorators", name, self.decorators)
+        return spec
+
+    def _missing(self, kind: str, plural: str, name: str, table: dict, noun: str = "") -> KeyError:
+        """The KeyError for a name not in ``table``: why (for a first-party name: not installed, with
+        the extra to install, or not loaded) and what is registered."""
+        from ._known import missing_reason  # only on this error path: keeps `import burn` light
+
+        known = ", ".join(sorted(table)) or "none"
+        why = missing_reason(kind, name, self) or f"unknown {noun or kind} {name!r}"
+        return KeyError(f"{why}; registered {plural}: {known}")
+
+    def decorator_keywords(self) -> dict[str, str]:
+        """Every keyword the registered decorators add to ``burn.device()``: the decorator names
+        themselves and their options, each mapped to the decorator it belongs to."""
+        words = {}
+        for spec in self.decorators.values():
+            words[spec.name] = spec.name
+            words.update(dict.fromkeys(spec.options, spec.name))
+        return words
+
     def provider(self, kind: str, name: str) -> PluginInfo | None:
-        """The plugin that registered ``kind`` (``"backend"``, ``"collector"``, ``"renderer"``) ``name``."""
+        """The plugin that registered ``kind`` (``"backend"``, ``"collector"``, ``"decorator"``,
+        ``"renderer"``) ``name``."""
         tag = f"{kind}:{name}"
         for info in self.plugins:
             if tag in info.provides:
@@ -79,6 +103,7 @@ class _Batch:
         self.backends: dict[str, BackendSpec] = {}
         self.collectors: dict[str, MetricCollectorSpec] = {}
         self.renderers: dict[str, Callable[..., Any]] = {}
+        self.decorators: dict[str, DecoratorSpec] = {}
 
     def _taken_by(self, kind: str, name: str) -> str:
         info = self._registry.provider(kind, name)
@@ -126,13 +151,32 @@ class _Batch:
             raise ValueError(f"renderer {name!r} registered twice by the same plugin")
         self.renderers[name] = factory
 
+    def add_decorator(self, spec: DecoratorSpec) -> None:
+        if not isinstance(spec, DecoratorSpec):
+            raise TypeError(f"burn_register_decorators: register() expects a DecoratorSpec, got {spec!r}")
+        taken = self._registry.decorator_keywords()
+        for word in (spec.name, *spec.options):
+            if word in _DEVICE_PARAMETERS and not (word == spec.name == "autodiff"):
+                raise ValueError(f"decorator {spec.name!r}: {word!r} is a parameter of burn.device() itself")
+            owner = taken.get(word)
+            if owner is not None:
+                raise ValueError(
+                    f"decorator keyword {word!r} is already used by decorator {owner!r} of "
+                    f"{self._taken_by('decorator', owner)}; disable one with BURN_DISABLE_PLUGINS"
+                )
+            if any(word == mine.name or word in mine.options for mine in self.decorators.values()):
+                raise ValueError(f"decorator keyword {word!r} registered twice by the same plugin")
+        self.decorators[spec.name] = spec
+
     def commit(self) -> list[str]:
         """Add everything to the registry; return the ``kind:name`` tags for ``PluginInfo.provides``."""
         self._registry.backends.update(self.backends)
         self._registry.collectors.update(self.collectors)
         self._registry.renderers.update(self.renderers)
+        self._registry.decorators.update(self.decorators)
         return (
             [f"backend:{n}" for n in self.backends]
             + [f"collector:{n}" for n in self.collectors]
+            + [f"decorator:{n}" for n in self.decorators]
             + [f"renderer:{n}" for n in self.renderers]
         )

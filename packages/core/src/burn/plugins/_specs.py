@@ -100,6 +100,47 @@ class MetricCollectorSpec:
             _check_callable("MetricCollectorSpec", name, getattr(self, name))
 
 
+_OPTION_NAME = re.compile(r"[a-z_][a-z0-9_]*\Z")
+
+
+@dataclass(frozen=True)
+class DecoratorSpec:
+    """A backend decorator a plugin offers: a backend that wraps another one (autodiff, fusion).
+
+    ``burn.device(name, **{spec.name: True})`` puts a device behind it; the decorator's own keyword
+    options (``options``, such as ``("checkpointing",)``) are accepted by ``burn.device()`` alongside.
+    ``factory(inner, device, **options)`` builds the decorated backend, lazily and once per device:
+    ``inner`` is the backend of the same device without this decorator, ``device`` the ``burn.Device``
+    being built, and ``options`` the values given for the names in ``options`` (defaults otherwise).
+    Autodiff always wraps outermost; other decorators stack in name order beneath it. For example::
+
+        DecoratorSpec(name="trace", factory=lambda inner, device: TraceDecorator(inner))
+    """
+
+    name: str
+    factory: Callable[..., Any]
+    options: tuple[str, ...] = ()
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _OPTION_NAME.match(self.name):
+            raise ValueError(
+                "DecoratorSpec.name: expected a lowercase identifier (it is a keyword of burn.device()), "
+                f"got {self.name!r}"
+            )
+        if isinstance(self.options, str) or not isinstance(self.options, (tuple, list)):
+            raise TypeError(f"DecoratorSpec.options: expected a tuple of keyword names, got {self.options!r}")
+        object.__setattr__(self, "options", tuple(self.options))
+        for option in self.options:
+            if not isinstance(option, str) or not option.isidentifier():
+                raise ValueError(f"DecoratorSpec.options: expected keyword names, got {option!r}")
+        if len({self.name, *self.options}) != 1 + len(self.options):
+            raise ValueError(
+                f"DecoratorSpec.options: {self.options!r} repeats a name or the decorator's own {self.name!r}"
+            )
+        _check_callable("DecoratorSpec", "factory", self.factory)
+
+
 @dataclass
 class BrokenPlugin:
     """An entry point that failed to load or register, with the error that stopped it.
@@ -120,7 +161,7 @@ class BrokenPlugin:
 @dataclass
 class PluginInfo:
     """A plugin that loaded, with the distribution that provides it and what it registered
-    (``"backend:<name>"``, ``"collector:<name>"``, ``"renderer:<name>"``)."""
+    (``"backend:<name>"``, ``"collector:<name>"``, ``"decorator:<name>"``, ``"renderer:<name>"``)."""
 
     name: str
     value: str

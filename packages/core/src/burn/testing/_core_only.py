@@ -2,7 +2,8 @@
 default method of ``burn.backend.Backend`` (flip, repeat, tril, one_hot, pad, topk, softmax, var,
 stack, clamp, ...) runs in the conformance suite exactly as a third-party backend would get it.
 
-Registered from code by the suite's conftest as backend ``core-only``.
+The suite's pytest plugin (``burn.testing._plugin``) registers it from code as backend ``core-only``
+when a test asks for the backends under test.
 """
 
 from __future__ import annotations

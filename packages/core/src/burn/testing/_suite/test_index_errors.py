@@ -7,9 +7,10 @@ bad value and the size, nothing outside the tensors is touched, and the device w
 
 from __future__ import annotations
 
-import burn
 import numpy as np
 import pytest
+
+import burn
 
 X = np.arange(12, dtype=np.float32).reshape(3, 4)
 
@@ -59,8 +60,8 @@ CASES = list(_cases(None))
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_out_of_range_index_is_an_error(case, backend_device):
-    dev = backend_device
+def test_out_of_range_index_is_an_error(case, burn_device):
+    dev = burn_device
     guard = burn.tensor(np.full(64, 7.0, np.float32), device=dev)
     call, message = _cases(dev)[case]
     with pytest.raises(burn.IndexOutOfRangeError, match=message):
@@ -73,8 +74,8 @@ def test_out_of_range_index_is_an_error(case, backend_device):
     np.testing.assert_array_equal(got, np.take_along_axis(X, np.array([[3, 0, 3, 1]] * 3), 1))
 
 
-def test_error_surfaces_at_sync(backend_device):
-    dev = backend_device
+def test_error_surfaces_at_sync(burn_device):
+    dev = burn_device
     x = burn.tensor(X, device=dev)
     with pytest.raises(burn.IndexOutOfRangeError, match=r"select: indices value 5 out of range"):
         x.select(1, burn.tensor([5], device=dev))
@@ -82,8 +83,8 @@ def test_error_surfaces_at_sync(backend_device):
     dev.backend.sync()  # reported once: a second sync is clean
 
 
-def test_first_failing_op_is_reported(backend_device):
-    dev = backend_device
+def test_first_failing_op_is_reported(burn_device):
+    dev = burn_device
     x = burn.tensor(X, device=dev)
     with pytest.raises(burn.IndexOutOfRangeError, match=r"value 8 out of range for dim 1") as info:
         a = x.select(1, burn.tensor([8], device=dev))
@@ -92,8 +93,8 @@ def test_first_failing_op_is_reported(backend_device):
     assert "value 9" not in str(info.value)
 
 
-def test_valid_negative_indices_wrap(backend_device):
-    dev = backend_device
+def test_valid_negative_indices_wrap(burn_device):
+    dev = burn_device
     x = burn.tensor(X, device=dev)
     got = x.select(0, burn.tensor([-1, 0, -3], device=dev)).numpy()
     np.testing.assert_array_equal(got, X[[2, 0, 0]])

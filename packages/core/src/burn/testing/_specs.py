@@ -16,8 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import burn
 import numpy as np
+
+import burn
 
 F16, F32, F64 = "float16", "float32", "float64"
 FLOATS = (F32, F64, F16)

@@ -1,13 +1,15 @@
-"""Every row of the op table (``_specs.py``), for every dtype it lists, on the backend under test,
-compared with the numpy backend: same shape, same dtype, values within the dtype's tolerance."""
+"""Every row of the op table (``burn.testing.SPECS``), for every dtype it lists, on the backend under
+test, compared with the numpy backend: same shape, same dtype, values within the dtype's tolerance."""
 
 from __future__ import annotations
 
 import zlib
 
-import burn
 import numpy as np
 import pytest
+
+import burn
+from burn.testing._specs import TOL, Ctx
 
 
 def _flat(out):
@@ -19,15 +21,16 @@ def _run(spec, ctx_cls, device, dtype, arrays):
     return _flat(spec.call(ctx_cls(device, dtype), *tensors))
 
 
-def test_op_matches_numpy_backend(op_case, backend_device, reference_device, specs):
-    spec, dtype_name = op_case
+def test_op_matches_numpy_backend(burn_op_case, burn_device, burn_reference_device):
+    spec, dtype_name = burn_op_case
+    backend_device, reference_device = burn_device, burn_reference_device
     dtype = burn.dtype(dtype_name)
     backend = backend_device.backend
     rng = np.random.default_rng(zlib.crc32(f"{spec.name}/{dtype_name}".encode()))  # stable across runs
     arrays = spec.inputs(rng, dtype_name)
-    expected = _run(spec, specs.Ctx, reference_device, dtype, arrays)
+    expected = _run(spec, Ctx, reference_device, dtype, arrays)
     try:
-        got = _run(spec, specs.Ctx, backend_device, dtype, arrays)
+        got = _run(spec, Ctx, backend_device, dtype, arrays)
     except burn.DTypeError as exc:  # e.g. cast_to_float64 on a backend without float64
         # asking for a dtype the backend does not declare must be this clear error, and only then
         assert f"is not supported by backend {backend.name!r}" in str(exc), str(exc)
@@ -48,8 +51,8 @@ def test_op_matches_numpy_backend(op_case, backend_device, reference_device, spe
         gv, ev = g.numpy(), e.numpy()
         assert gv.shape == ev.shape, f"{spec.name} output {i}: shape {gv.shape} != {ev.shape}"
         tol = (
-            max(rtol, specs.TOL.get(g.dtype.name, (0, 0))[0]),
-            max(atol, specs.TOL.get(g.dtype.name, (0, 0))[1]),
+            max(rtol, TOL.get(g.dtype.name, (0, 0))[0]),
+            max(atol, TOL.get(g.dtype.name, (0, 0))[1]),
         )
         np.testing.assert_allclose(
             gv, ev, rtol=tol[0], atol=tol[1], equal_nan=True, err_msg=f"{spec.name} output {i}"
@@ -68,12 +71,12 @@ def expected_dtypes(outputs):
     return [t.dtype for t in outputs]
 
 
-def test_undeclared_dtypes_are_clear_errors(backend_device):
+def test_undeclared_dtypes_are_clear_errors(burn_device):
     """Creating a tensor of a dtype the backend does not declare fails with a DTypeError naming it."""
-    backend = backend_device.backend
+    backend = burn_device.backend
     for dt in (d for d in burn._dtype.ALL_DTYPES if d not in backend.dtypes):
         with pytest.raises(burn.DTypeError, match=f"{dt.name} is not supported by backend"):
-            burn.zeros(2, dtype=dt, device=backend_device)
+            burn.zeros(2, dtype=dt, device=burn_device)
 
 
 def test_unavailable_backends_give_reasons():

@@ -1,0 +1,1 @@
+"""The conformance suite's test modules, collected by ``pytest --pyargs burn.testing``."""
