@@ -259,17 +259,16 @@ class IndexOps:
             raise DTypeError(f"one_hot: expected an integer tensor, got {self.dtype}")
         if not isinstance(num_classes, int) or num_classes <= 0:
             raise ValueError(f"one_hot: num_classes must be a positive int, got {num_classes!r}")
-        if self.numel():
-            lo, hi = int(self.min().item()), int(self.max().item())
-            if lo < 0 or hi >= num_classes:
-                bad = lo if lo < 0 else hi
-                raise IndexOutOfRangeError(
-                    f"one_hot: class index {bad} out of range for num_classes={num_classes} "
-                    f"(expected 0..{num_classes - 1})"
-                )
         dt = self._b.default_int if dtype is None else D.dtype(dtype)
         _T._check_supported("one_hot", self._b, dt)
-        return _w(self._b.one_hot(self._p, num_classes, dt), self._b, dt)
+        x = self._p
+        if self.numel():  # at once on host backends, at the next read on device backends
+            message = (
+                f"one_hot: class index {{value}} out of range for num_classes={num_classes} "
+                f"(expected 0..{num_classes - 1})"
+            )
+            x = self._b.check_index(x, num_classes, False, message)
+        return _w(self._b.one_hot(x, num_classes, dt), self._b, dt)
 
 
 def _check_index_tensor(op: str, index: Tensor, x: Tensor) -> None:

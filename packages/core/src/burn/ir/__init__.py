@@ -12,7 +12,7 @@
 [0.0, 1.0, 4.0]
 """
 
-from ._capture import CaptureBackend, Sym, capture
+from ._capture import CaptureBackend, Sym, capture, capture_device
 from ._graph import FORMAT_VERSION, Graph, IrError, OpRecord, Ref, TensorRef
 from ._kinds import OPS, OpDef, OpKind, op_def
 from ._replay import replay
@@ -30,6 +30,7 @@ __all__ = [
     "Sym",
     "TensorRef",
     "capture",
+    "capture_device",
     "op_def",
     "replay",
 ]

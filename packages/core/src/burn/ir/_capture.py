@@ -343,6 +343,15 @@ def capture(
     return backend.graph
 
 
+def capture_device() -> Device:
+    """The device of the capture running in this thread (to create tensors on it inside the captured
+    function, as graph constants); ``IrError`` when no capture runs."""
+    backend = getattr(_active, "backend", None)
+    if backend is None:
+        raise IrError("capture_device: no capture is running in this thread")
+    return backend.device
+
+
 class _CaptureDevice(Device):
     """The device of captured tensors: tensors created on it (literals, ``.to(x.device)``) become
     constants of the graph. Each capture has its own; it equals only itself."""

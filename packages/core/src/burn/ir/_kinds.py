@@ -107,6 +107,7 @@ class OpDef:
     ``accepts``: "float", "num" (ints and floats), "int" (ints and bool) or "any". ``result``: "same",
     "bool", "int" (the backend's default int), "attr" (from a dtype argument), "value" (the value
     operands'), or "pair" (values keep the dtype, indices are default int). ``outputs``: result count.
+    ``differentiable``: a gradient flows through it (False for bool/int results, creation, random).
     """
 
     kind: OpKind
@@ -117,6 +118,13 @@ class OpDef:
     accepts: str
     result: str
     outputs: int = 1
+    differentiable: bool = True
+
+    def __post_init__(self) -> None:
+        # no gradient flows through bool/int results, host data, random draws or index checks
+        nondiff = self.result in ("bool", "int") or self.family in (CREATION, RANDOM) or self.accepts == "int"
+        if nondiff or self.kind in ("argsort", "one_hot", "check_index"):
+            object.__setattr__(self, "differentiable", False)
 
     @property
     def elementwise(self) -> bool:

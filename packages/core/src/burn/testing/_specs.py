@@ -392,6 +392,10 @@ def _creation_rows() -> list[OpSpec]:
         burn.seed(13)
         return burn.randint(-3, 7, (3, 4), dtype=c.dtype, device=c.device)
 
+    def bernoulli(c: Ctx) -> Any:
+        burn.seed(14)
+        return burn.bernoulli((3, 4), 0.3, dtype=c.dtype, device=c.device)
+
     return [
         OpSpec("zeros", lambda c: burn.zeros(2, 3, dtype=c.dtype, device=c.device), NONE, ALL),
         OpSpec("ones", lambda c: burn.ones((2, 3), dtype=c.dtype, device=c.device), NONE, ALL),
@@ -404,6 +408,7 @@ def _creation_rows() -> list[OpSpec]:
         OpSpec("rand_seeded", rand, NONE, FLOATS),
         OpSpec("randn_seeded", randn, NONE, FLOATS),
         OpSpec("randint_seeded", randint, NONE, INTS),
+        OpSpec("bernoulli_seeded", bernoulli, NONE, ALL),
     ]
 
 
@@ -418,7 +423,11 @@ def _activation_rows() -> list[OpSpec]:
         OpSpec("softmax", softmax, gen(B3), FLOATS, tol={F16: (2e-2, 2e-2)}),
         OpSpec("log_softmax", log_softmax, gen(B3), FLOATS, tol={F16: (2e-2, 2e-2)}),
         OpSpec("gelu", lambda c, x: _module_fn("gelu")(x), gen(S), FLOATS),
+        OpSpec("gelu_tanh", lambda c, x: _module_fn("gelu")(x, approximate="tanh"), gen(S), FLOATS),
         OpSpec("silu", lambda c, x: _module_fn("silu")(x), gen(S), FLOATS),
+        OpSpec("softplus", lambda c, x: _module_fn("softplus")(x * 8.0), gen(S), FLOATS),
+        OpSpec("mish", lambda c, x: _module_fn("mish")(x * 4.0), gen(S), FLOATS),
+        OpSpec("hard_sigmoid", lambda c, x: _module_fn("hard_sigmoid")(x * 4.0), gen(S), FLOATS),
         OpSpec("leaky_relu", lambda c, x: _module_fn("leaky_relu")(x, 0.1), gen(S), FLOATS),
     ]
 
@@ -479,6 +488,22 @@ def _module_rows() -> list[OpSpec]:
             "adaptive_avg_pool2d",
             lambda c, x: _module_fn("adaptive_avg_pool2d")(x, (2, 3)),
             gen((1, 2, 7, 8)),
+            FLOATS,
+            None,
+            tol,
+        ),
+        OpSpec(
+            "adaptive_max_pool2d",
+            lambda c, x: _module_fn("adaptive_max_pool2d")(x, (3, 2), return_indices=True),
+            gen((1, 2, 7, 5)),
+            FLOATS,
+            None,
+            tol,
+        ),
+        OpSpec(
+            "unfold4d",
+            lambda c, x: _module_fn("unfold4d")(x, 3, stride=2, padding=1),
+            gen((2, 3, 6, 5)),
             FLOATS,
             None,
             tol,

@@ -49,6 +49,10 @@ def _cases(dev):
             lambda: burn.nn.functional.embedding(t([[-1]]), x),
             r"embedding: index -1 out of range for a weight with 3 rows",
         ),
+        "one_hot": (
+            lambda: t([0, 3, 1]).one_hot(3),
+            r"one_hot: class index 3 out of range for num_classes=3 \(expected 0..2\)",
+        ),
         "tensor_index": (
             lambda: x[:, t([0, 4])],
             r"index: index value 4 out of range for dim 1 of size 4",
