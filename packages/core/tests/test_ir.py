@@ -172,3 +172,23 @@ def test_docstring_examples_run():
     for module in (ir, _capture, _replay):
         result = doctest.testmod(module, extraglobs={"burn": burn})
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+def test_rows_hold_the_dtype_rules():
+    """The frontend's casts come from the rows: float ops widen ints, arithmetic widens bools."""
+    f32, i64, i32 = burn.float32, burn.int64, burn.int32
+    assert ir.op_def("exp").operand_dtype(i64, f32, i64) is f32
+    assert ir.op_def("add").operand_dtype(burn.bool_, f32, i32) is i32
+    assert ir.op_def("maximum").operand_dtype(burn.bool_, f32, i64) is burn.bool_
+    assert ir.op_def("sum").operand_dtype(burn.bool_, f32, i64) is i64
+    assert ir.op_def("any").operand_dtype(f32, f32, i64) is burn.bool_
+    assert ir.op_def("mean").operand_dtype(burn.int8, f32, i64) is f32
+    assert ir.op_def("lt").result_dtype(f32) is burn.bool_
+    with pytest.raises(burn.DTypeError, match=r"neg: expected a numeric tensor, got bool"):
+        ir.op_def("neg").operand_dtype(burn.bool_, f32, i64)
+    with pytest.raises(burn.DTypeError, match=r"and: expected bool or integer tensors, got float32"):
+        ir.op_def("and").operand_dtype(f32, f32, i64)
+    assert ir.op_def("exp").as_is == {burn.float16, burn.float32, burn.float64, burn.bfloat16}
+    # the frontend applies them
+    assert burn.tensor([1, 2]).exp().dtype is f32
+    assert (burn.tensor([True, False]) + burn.tensor([True, True])).dtype is i64

@@ -21,6 +21,7 @@ from ._errors import DeviceError, DTypeError, ShapeError
 from ._tensor_math import MathOps
 from ._tensor_shape import ShapeOps
 from .backend._optable import BINARY_OPS, COMPARISON_OPS
+from .backend._vocabulary import ROWS
 
 Scalar = int | float | bool
 _SCALARS = (int, float, bool)
@@ -442,15 +443,9 @@ def _scalar_dtype(op: str, kind: str, dt: D.DType, value: Scalar, b: Any) -> D.D
 
 
 def _op_dtype(op: str, kind: str, dt: D.DType, b: Any) -> D.DType:
-    if kind == "float" and not dt.is_float:
-        return b.default_float
-    if kind == "num" and dt.is_bool:
-        if op in ("maximum", "minimum", "mul"):
-            return dt  # well defined on bool (or/and)
-        return b.default_int
-    if kind == "int" and dt.is_float:
-        raise DTypeError(f"{op}: expected bool or integer tensors, got {dt.name}")
-    return dt
+    """The dtype ``op`` computes in for operands of ``dt`` (its row in the op vocabulary)."""
+    row = ROWS[op]
+    return dt if dt in row.as_is else row.operand_dtype(dt, b.default_float, b.default_int)
 
 
 def _check_supported(op: str, b: Any, dt: D.DType) -> None:

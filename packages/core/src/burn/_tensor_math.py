@@ -14,7 +14,8 @@ from . import _dtype as D
 from . import _tensor as _T
 from ._checks import broadcast_shapes, norm_dim, norm_dims
 from ._errors import DeviceError, DTypeError, ShapeError
-from .backend._optable import ACTIVATION_OPS, UNARY_BOOL_RESULT, UNARY_OPS
+from .backend._optable import ACTIVATION_OPS, UNARY_BOOL_RESULT
+from .backend._vocabulary import ROWS
 
 if TYPE_CHECKING:
     from ._tensor import Tensor
@@ -60,18 +61,17 @@ class MathOps:
         dt = self.dtype
         if dt.is_int and op in _IDENTITY_ON_INT:
             return self
-        kind = UNARY_OPS[op]
+        row = ROWS[op]
         b, x = self._b, self._p
-        if op in UNARY_BOOL_RESULT and not dt.is_float:
+        if dt in row.as_is:
+            cdt = dt
+        elif op in UNARY_BOOL_RESULT:  # no int or bool is NaN or infinite
             return _T._wrap(b.full(tuple(b.shape_of(x)), False, D.bool_), b, D.bool_)
-        if kind == "float" and not dt.is_float:
-            x, dt = b.cast(x, b.default_float), b.default_float
-        elif kind == "num" and dt.is_bool:
-            raise DTypeError(f"{op}: expected a numeric tensor, got bool (cast it with .int() or .float())")
-        elif kind == "int" and dt.is_float:
-            raise DTypeError(f"{op}: expected a bool or integer tensor, got {dt.name}")
+        else:
+            cdt = row.operand_dtype(dt, b.default_float, b.default_int)
+            x = b.cast(x, cdt)
         y = b.activation(op, x) if op in ACTIVATION_OPS else b.unary(op, x)
-        return _T._wrap(y, b, D.bool_ if op in UNARY_BOOL_RESULT else dt)
+        return _T._wrap(y, b, D.bool_ if op in UNARY_BOOL_RESULT else cdt)
 
     abs = _un("abs", "Absolute value.")
     neg = _un("neg", "Negation.")
@@ -167,13 +167,10 @@ class MathOps:
         b, x, dt = self._b, self._p, self.dtype
         shape = tuple(b.shape_of(x))
         dims = norm_dims(op, dim, len(shape))
-        if op in ("all", "any"):
-            if not dt.is_bool:
-                x, dt = b.cast(x, D.bool_), D.bool_
-        elif op == "mean" and not dt.is_float:
-            x, dt = b.cast(x, b.default_float), b.default_float
-        elif op in ("sum", "prod") and dt.is_bool:
-            x, dt = b.cast(x, b.default_int), b.default_int
+        row = ROWS[op]
+        if dt not in row.as_is:
+            dt = row.operand_dtype(dt, b.default_float, b.default_int)
+            x = b.cast(x, dt)
         if not dims:  # a 0-d tensor: nothing to reduce
             return _T._wrap(x, b, dt)
         if op in ("max", "min") and any(shape[d] == 0 for d in dims):

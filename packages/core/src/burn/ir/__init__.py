@@ -12,9 +12,9 @@
 [0.0, 1.0, 4.0]
 """
 
+from ..backend._vocabulary import OPS, OpDef, OpKind, op_def
 from ._capture import CaptureBackend, Sym, capture, capture_device
 from ._graph import FORMAT_VERSION, Graph, IrError, OpRecord, Ref, TensorRef
-from ._kinds import OPS, OpDef, OpKind, op_def
 from ._replay import replay
 
 __all__ = [

@@ -18,8 +18,8 @@ from .. import _dtype as D
 from .._device import Device
 from ..backend import ACTIVATION_OPS, Backend
 from ..backend._pool_defaults import pool_out_size
+from ..backend._vocabulary import OpKind, op_def
 from ._graph import Graph, IrError, OpRecord, Ref, TensorRef
-from ._kinds import OpKind, op_def
 
 
 class Sym:

@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import _dtype as D
 from .._errors import BurnError
-from ._kinds import OpKind, op_def
+from ..backend._vocabulary import OpKind, op_def
 
 MAGIC = b"BURNIR"
 FORMAT_VERSION = 1

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..backend._vocabulary import op_def
 from ._graph import Graph, IrError, Ref
-from ._kinds import op_def
 
 
 def replay(

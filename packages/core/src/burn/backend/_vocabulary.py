@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ..backend._optable import (
+from .._dtype import ALL_DTYPES, DType, bool_, float32, float64, int32, int64
+from .._errors import DTypeError
+from ._optable import (
     ACTIVATION_OPS,
     ARG_REDUCE_OPS,
     BINARY_OPS,
@@ -119,6 +121,38 @@ class OpDef:
     result: str
     outputs: int = 1
     differentiable: bool = True
+    bool_operands: str = "int"  # a "num" op's bool operands: cast to the default "int", "keep", "error"
+    cast_to_bool: bool = False  # all/any: operands of any dtype become bool first
+
+    def operand_dtype(self, dt: DType, default_float: DType, default_int: DType) -> DType:
+        """The dtype the op computes in for operands of dtype ``dt``: the frontend casts them to it
+        (ints to the default float for float ops, bools to the default int for arithmetic), or a
+        ``DTypeError`` naming the op when it does not take ``dt``."""
+        if self.cast_to_bool:
+            return bool_
+        if self.accepts == "float":
+            return dt if dt.is_float else default_float
+        if self.accepts == "num" and dt.is_bool:
+            if self.bool_operands == "keep":
+                return dt
+            if self.bool_operands == "error":
+                raise DTypeError(
+                    f"{self.kind}: expected a numeric tensor, got bool (cast it with .int() or .float())"
+                )
+            return default_int
+        if self.accepts == "int" and dt.is_float:
+            what = "a bool or integer tensor" if self.arity == 1 else "bool or integer tensors"
+            raise DTypeError(f"{self.kind}: expected {what}, got {dt.name}")
+        return dt
+
+    def result_dtype(self, operand: DType) -> DType:
+        """The result dtype for operands of the (already cast) dtype ``operand``."""
+        return bool_ if self.result == "bool" else operand
+
+    @property
+    def as_is(self) -> frozenset[DType]:
+        """The operand dtypes the op takes without a cast (the frontend's fast path)."""
+        return _AS_IS[self.kind]
 
     def __post_init__(self) -> None:
         # no gradient flows through bool/int results, host data, random draws or index checks
@@ -136,13 +170,29 @@ def _rows() -> dict[OpKind, OpDef]:
     for name, accepts in UNARY_OPS.items():
         result = "bool" if name in UNARY_BOOL_RESULT else "same"
         method = "activation" if name in ACTIVATION_OPS else "unary"
-        rows[OpKind(name)] = OpDef(OpKind(name), method, True, ELEMENTWISE, 1, accepts, result)
+        rows[OpKind(name)] = OpDef(
+            OpKind(name), method, True, ELEMENTWISE, 1, accepts, result, bool_operands="error"
+        )
     for name, accepts in BINARY_OPS.items():
         result = "bool" if name in COMPARISON_OPS else "same"
-        rows[OpKind(name)] = OpDef(OpKind(name), "binary", True, ELEMENTWISE, 2, accepts, result)
+        on_bool = "keep" if name in ("maximum", "minimum", "mul") else "int"  # or / and on bools
+        rows[OpKind(name)] = OpDef(
+            OpKind(name), "binary", True, ELEMENTWISE, 2, accepts, result, bool_operands=on_bool
+        )
     for name, accepts in REDUCE_OPS.items():
-        result = "bool" if name in ("all", "any") else "same"
-        rows[OpKind(name)] = OpDef(OpKind(name), "reduce", True, REDUCE, 1, accepts, result)
+        any_all = name in ("all", "any")
+        on_bool = "keep" if name in ("max", "min") else "int"
+        rows[OpKind(name)] = OpDef(
+            OpKind(name),
+            "reduce",
+            True,
+            REDUCE,
+            1,
+            accepts,
+            "bool" if any_all else "same",
+            bool_operands=on_bool,
+            cast_to_bool=any_all,
+        )
     for name in ARG_REDUCE_OPS:
         rows[OpKind(name)] = OpDef(OpKind(name), "arg_reduce", True, REDUCE, 1, "num", "int")
     for name, (family, arity, accepts, result, outputs) in _METHODS.items():
@@ -151,6 +201,23 @@ def _rows() -> dict[OpKind, OpDef]:
 
 
 OPS: dict[OpKind, OpDef] = _rows()
+ROWS: dict[str, OpDef] = {str(k): d for k, d in OPS.items()}  # by plain name: the frontend's hot lookups
+
+
+def _as_is(d: OpDef) -> frozenset[DType]:
+    if d.cast_to_bool:
+        return frozenset({bool_})
+    taken = set()
+    for dt in ALL_DTYPES:
+        try:
+            if d.operand_dtype(dt, float32, int64) is dt and d.operand_dtype(dt, float64, int32) is dt:
+                taken.add(dt)
+        except DTypeError:
+            pass
+    return frozenset(taken)
+
+
+_AS_IS: dict[OpKind, frozenset[DType]] = {k: _as_is(d) for k, d in OPS.items()}
 
 
 def op_def(kind: str) -> OpDef:
