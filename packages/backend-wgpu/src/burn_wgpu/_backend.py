@@ -17,7 +17,7 @@ from typing import Any
 
 import burn
 from burn import DTypeError
-from burn.backend import ACTIVATION_OPS, COMPARISON_OPS, UNARY_BOOL_RESULT, Backend
+from burn.backend import ACTIVATION_OPS, COMPARISON_OPS, UNARY_BOOL_RESULT, Backend, broadcast_shape
 
 from . import _elementwise as EW
 from ._buffer import BufferPool
@@ -27,16 +27,6 @@ from ._executor import Executor
 from ._index_check import IndexChecker
 from ._ops import WgpuOps
 from ._primitive import WgpuTensor, contiguous_strides, numel
-
-
-def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    n = max(len(s) for s in shapes)
-    out = [1] * n
-    for s in shapes:
-        for i, v in enumerate(s, n - len(s)):
-            if v != 1:
-                out[i] = v
-    return tuple(out)
 
 
 class WgpuBackend(WgpuOps, Backend):
@@ -156,7 +146,7 @@ class WgpuBackend(WgpuOps, Backend):
 
     def binary(self, op, a, b):
         ref = a if isinstance(a, WgpuTensor) else b
-        shape = _broadcast(*(t.shape for t in (a, b) if isinstance(t, WgpuTensor)))
+        shape = broadcast_shape(*(t.shape for t in (a, b) if isinstance(t, WgpuTensor)))
         out = burn.bool_ if op in COMPARISON_OPS else ref.dtype
         return EW.run(self, "binary", op, ref.dtype, out, [a, b], shape)
 
@@ -168,7 +158,7 @@ class WgpuBackend(WgpuOps, Backend):
                 dt = burn.bool_
             return EW.run(self, "ternary", "where", dt, dt, [cond, a, b], cond.shape)
         dt = tensors[0].dtype
-        shape = _broadcast(cond.shape, *(t.shape for t in tensors))
+        shape = broadcast_shape(cond.shape, *(t.shape for t in tensors))
         return EW.run(self, "ternary", "where", dt, dt, [cond, a, b], shape)
 
     def clamp(self, x, lo, hi):

@@ -78,11 +78,5 @@ def run(
     return out
 
 
-def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    n = max(len(a), len(b))
-    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
-    return tuple(y if x == 1 else x for x, y in zip(pa, pb))
-
-
 def nbytes(shape: tuple[int, ...], dtype: DType) -> int:
     return numel(shape) * ELEM_BYTES[dtype]

@@ -7,6 +7,7 @@ import struct
 from typing import Any
 
 import burn
+from burn.backend import broadcast_shape
 
 from . import _elementwise as EW
 from ._kernels import index as KI
@@ -111,7 +112,7 @@ class WgpuOps:
     def matmul(self, a, b):
         *ba, m, k = a.shape
         *bb, _, n = b.shape
-        batch = EW._broadcast_shape(tuple(ba), tuple(bb))
+        batch = broadcast_shape(tuple(ba), tuple(bb))
         out = self.empty(batch + (m, n), a.dtype)
         count = numel(batch)
         if count == 0 or m == 0 or n == 0:

@@ -15,6 +15,7 @@ never burn-core's private modules.
 - ``DType``, ``ALL_DTYPES``, ``DEFAULT_FLOAT``, ``DEFAULT_INT``: dtype tables (the dtypes themselves
   are ``burn.float32`` and friends). ``NUMPY_DTYPES`` / ``FROM_NUMPY``: burn dtype <-> numpy dtype for
   every burn dtype numpy has (all but bfloat16); they import numpy on first use.
+- ``broadcast_shape(*shapes)``: NumPy broadcasting of shapes, the one rule the frontend checks with.
 - ``from_primitive``: a ``burn.Tensor`` around a backend primitive (``tensor.primitive`` is the inverse).
 - ``Gradients``: what a decorator's ``backward`` returns (``burn.Gradients``).
 - ``host_rng``: the process-wide numpy Generator ``burn.seed`` resets, for host-side random ops.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._checks import broadcast_shape
 from .._dtype import ALL_DTYPES, DEFAULT_FLOAT, DEFAULT_INT, DType
 from .._gradients import Gradients
 from ._base import Backend, Slices, required
@@ -71,6 +73,7 @@ __all__ = [
     "DType",
     "Gradients",
     "Slices",
+    "broadcast_shape",
     "from_primitive",
     "host_rng",
     "required",

@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import _dtype as D
 from .._device import Device
-from ..backend import ACTIVATION_OPS, Backend
+from ..backend import ACTIVATION_OPS, Backend, broadcast_shape
 from ..backend._pool_defaults import pool_out_size
 from ..backend._vocabulary import OpKind, op_def
 from ._graph import Graph, IrError, OpRecord, Ref, TensorRef
@@ -36,12 +36,6 @@ class Sym:
 
     def __repr__(self) -> str:
         return f"Sym(%{self.ref.id}, {self.ref.dtype.name}{list(self.ref.shape)})"
-
-
-def _bshape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    import numpy as np
-
-    return tuple(np.broadcast_shapes(*shapes))
 
 
 def _reduced(shape: tuple[int, ...], dims: Sequence[int], keepdim: bool) -> tuple[int, ...]:
@@ -90,15 +84,15 @@ def _conv_transpose_out(x, w, stride, padding, output_padding, dilation, groups)
 # shape (or both output shapes for two-output ops, which share one here)
 _SHAPES: dict[str, Callable[..., tuple[int, ...]]] = {
     "unary": lambda op, x: x,
-    "binary": lambda op, a, b: _bshape(*(s for s in (a, b) if isinstance(s, tuple))),
-    "where": lambda c, a, b: _bshape(*(s for s in (c, a, b) if isinstance(s, tuple))),
+    "binary": lambda op, a, b: broadcast_shape(*(s for s in (a, b) if isinstance(s, tuple))),
+    "where": lambda c, a, b: broadcast_shape(*(s for s in (c, a, b) if isinstance(s, tuple))),
     "clamp": lambda x, lo, hi: x,
     "leaky_relu": lambda x, slope: x,
     "cast": lambda x, dtype: x,
     "reduce": lambda op, x, dims, keepdim: _reduced(x, dims, keepdim),
     "arg_reduce": lambda op, x, dim, keepdim: _reduced(x, (dim,), keepdim),
     "var": lambda x, dims, correction, keepdim: _reduced(x, dims, keepdim),
-    "matmul": lambda a, b: _bshape(a[:-2], b[:-2]) + (a[-2], b[-1]),
+    "matmul": lambda a, b: broadcast_shape(a[:-2], b[:-2]) + (a[-2], b[-1]),
     "reshape": lambda x, shape: _reshape(x, shape),
     "permute": lambda x, dims: tuple(x[d] for d in dims),
     "expand": lambda x, shape: tuple(shape),
