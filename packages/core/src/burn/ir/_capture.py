@@ -158,7 +158,7 @@ class CaptureBackend(Backend):
     native_activations = ACTIVATION_OPS  # each recorded as one op
 
     def __init__(self, like: Backend) -> None:
-        inner = like.inner if getattr(like, "is_autodiff", False) else like
+        inner = like.inner if like.is_autodiff else like
         self.like = inner
         self.dtypes = inner.dtypes
         self.default_float = inner.default_float
