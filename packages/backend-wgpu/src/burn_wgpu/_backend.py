@@ -13,11 +13,11 @@ float32/int32 (the defaults; the frontend's ``_fallback_dtype`` mapping), and an
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import burn
 from burn import DTypeError
-from burn.backend import ACTIVATION_OPS, COMPARISON_OPS, UNARY_BOOL_RESULT, Backend, broadcast_shape
+from burn.backend import ACTIVATION_OPS, COMPARISON_OPS, UNARY_BOOL_RESULT, Backend, Slices, broadcast_shape
 
 from . import _elementwise as EW
 from ._buffer import BufferPool
@@ -27,6 +27,10 @@ from ._executor import Executor
 from ._index_check import IndexChecker
 from ._ops import WgpuOps
 from ._primitive import WgpuTensor, contiguous_strides, numel
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 
 class WgpuBackend(WgpuOps, Backend):
@@ -46,6 +50,7 @@ class WgpuBackend(WgpuOps, Backend):
             self.ctx.device, limits["max-storage-buffer-binding-size"], limits["max-buffer-size"]
         )
         self.ex = Executor(self.ctx.device, self.pool, OPTIONS.batch_size)
+        self.ex.label = f"wgpu:{index}"
         self.index_checks = IndexChecker(self)
         if "shader-f16" in self.ctx.features:
             self.dtypes = frozenset(BASE_DTYPES | {burn.float16})
@@ -67,7 +72,7 @@ class WgpuBackend(WgpuOps, Backend):
         storage = self.pool.storage(numel(shape) * ELEM_BYTES[dtype], "alloc", shape)
         return WgpuTensor(storage, tuple(shape), dtype)
 
-    def from_numpy(self, array: Any, dtype: burn.DType) -> WgpuTensor:
+    def from_numpy(self, array: npt.ArrayLike, dtype: burn.DType) -> WgpuTensor:
         import numpy as np
 
         self._check_dtype("from_numpy", dtype)
@@ -87,7 +92,7 @@ class WgpuBackend(WgpuOps, Backend):
             return x
         return self._copy(x)
 
-    def read_many(self, xs: Sequence[WgpuTensor]) -> list[Any]:
+    def read_many(self, xs: Sequence[WgpuTensor]) -> list[np.ndarray]:
         """numpy copies of many tensors: one staging buffer, one submit, one map."""
         import numpy as np
 
@@ -103,7 +108,7 @@ class WgpuBackend(WgpuOps, Backend):
             out.append(arr.astype(bool) if r.dtype is burn.bool_ else arr.copy())
         return out
 
-    def to_numpy(self, x: WgpuTensor) -> Any:
+    def to_numpy(self, x: WgpuTensor) -> np.ndarray:
         return self.read_many([x])[0]
 
     def shape_of(self, x: WgpuTensor) -> tuple[int, ...]:
@@ -118,14 +123,14 @@ class WgpuBackend(WgpuOps, Backend):
         else:
             self.ex.sync()
 
-    def check_index(self, index, size, negative, message):
+    def check_index(self, index: WgpuTensor, size: int, negative: bool, message: str) -> WgpuTensor:
         return self.index_checks.check(index, size, negative, message)
 
-    def full(self, shape, value, dtype):
+    def full(self, shape: tuple[int, ...], value: float | int | bool, dtype: burn.DType) -> WgpuTensor:
         self._check_dtype("full", dtype)
         return EW.run(self, "copy", "fill", dtype, dtype, [value], tuple(shape))
 
-    def cast(self, x, dtype):
+    def cast(self, x: WgpuTensor, dtype: burn.DType) -> WgpuTensor:
         if dtype is x.dtype:
             return x
         self._check_dtype("cast", dtype)
@@ -140,17 +145,22 @@ class WgpuBackend(WgpuOps, Backend):
         return x if x.is_contiguous else self._copy(x)
 
     # ------------------------------------------------------------------ element-wise
-    def unary(self, op, x):
+    def unary(self, op: str, x: WgpuTensor) -> WgpuTensor:
         out = burn.bool_ if op in UNARY_BOOL_RESULT else x.dtype
         return EW.run(self, "unary", op, x.dtype, out, [x], x.shape)
 
-    def binary(self, op, a, b):
+    def binary(
+        self, op: str, a: WgpuTensor | float | int | bool, b: WgpuTensor | float | int | bool
+    ) -> WgpuTensor:
         ref = a if isinstance(a, WgpuTensor) else b
+        assert isinstance(ref, WgpuTensor), "binary: one operand is a tensor (the frontend's contract)"
         shape = broadcast_shape(*(t.shape for t in (a, b) if isinstance(t, WgpuTensor)))
         out = burn.bool_ if op in COMPARISON_OPS else ref.dtype
         return EW.run(self, "binary", op, ref.dtype, out, [a, b], shape)
 
-    def where(self, cond, a, b):
+    def where(
+        self, cond: WgpuTensor, a: WgpuTensor | float | int | bool, b: WgpuTensor | float | int | bool
+    ) -> WgpuTensor:
         tensors = [t for t in (a, b) if isinstance(t, WgpuTensor)]
         if not tensors:  # two scalars: the frontend gives the dtype by value kinds
             dt = burn.float32 if isinstance(a, float) or isinstance(b, float) else burn.int32
@@ -161,13 +171,13 @@ class WgpuBackend(WgpuOps, Backend):
         shape = broadcast_shape(cond.shape, *(t.shape for t in tensors))
         return EW.run(self, "ternary", "where", dt, dt, [cond, a, b], shape)
 
-    def clamp(self, x, lo, hi):
+    def clamp(self, x: WgpuTensor, lo: float | int | None, hi: float | int | None) -> WgpuTensor:
         if lo is None or hi is None:
             return super().clamp(x, lo, hi)
         return EW.run(self, "ternary", "clamp", x.dtype, x.dtype, [x, lo, hi], x.shape)
 
     # ------------------------------------------------------------------ shape views
-    def reshape(self, x, shape):
+    def reshape(self, x: WgpuTensor, shape: tuple[int, ...]) -> WgpuTensor:
         shape = tuple(shape)
         if -1 in shape:
             known = numel(tuple(s for s in shape if s != -1))
@@ -177,14 +187,14 @@ class WgpuBackend(WgpuOps, Backend):
         src = x if x.is_contiguous else self._copy(x)
         return src.view(shape, contiguous_strides(shape), src.offset)
 
-    def permute(self, x, dims):
+    def permute(self, x: WgpuTensor, dims: tuple[int, ...]) -> WgpuTensor:
         return x.view(tuple(x.shape[d] for d in dims), tuple(x.strides[d] for d in dims), x.offset)
 
-    def expand(self, x, shape):
+    def expand(self, x: WgpuTensor, shape: tuple[int, ...]) -> WgpuTensor:
         strides = tuple(0 if s == 1 and n != 1 else st for s, st, n in zip(x.shape, x.strides, shape))
         return x.view(tuple(shape), strides, x.offset)
 
-    def slice(self, x, index):
+    def slice(self, x: WgpuTensor, index: Slices) -> WgpuTensor:
         offset = x.offset
         shape, strides = [], []
         for (start, stop, step), st in zip(index, x.strides):
@@ -195,14 +205,14 @@ class WgpuBackend(WgpuOps, Backend):
             strides.append(st * step)
         return x.view(tuple(shape), tuple(strides), offset)
 
-    def slice_assign(self, x, index, value):
+    def slice_assign(self, x: WgpuTensor, index: Slices, value: WgpuTensor) -> WgpuTensor:
         out = self._copy(x)
         region = self.slice(out, index)
         if region.numel:
             EW.run(self, "copy", "copy", value.dtype, value.dtype, [value], region.shape, region)
         return out
 
-    def cat(self, xs, dim):
+    def cat(self, xs: Sequence[WgpuTensor], dim: int) -> WgpuTensor:
         shape = list(xs[0].shape)
         shape[dim] = sum(x.shape[dim] for x in xs)
         out = self.empty(tuple(shape), xs[0].dtype)

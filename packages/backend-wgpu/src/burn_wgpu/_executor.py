@@ -12,7 +12,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from burn.autotune import AutotuneEvent, publish
+
+from ._buffer import GPUBuffer, GPUDevice
+
+if TYPE_CHECKING:
+    from ._buffer import BufferPool
 
 _META_ALIGN = 256  # WebGPU's default minStorageBufferOffsetAlignment
 _ARENA_BYTES = 1 << 20
@@ -30,7 +37,9 @@ class Kernel:
 
 
 class Executor:
-    def __init__(self, device: Any, pool: Any, batch_size: int) -> None:
+    label = "wgpu"  # the device name compile events carry (the backend sets it)
+
+    def __init__(self, device: GPUDevice, pool: BufferPool, batch_size: int) -> None:
         import wgpu
 
         self._wgpu = wgpu
@@ -40,7 +49,7 @@ class Executor:
         self.batch_size = batch_size
         self._pipelines: dict[str, tuple[Any, Any]] = {}
         self._layouts: dict[tuple[str, ...], Any] = {}
-        self._staging: dict[int, list[Any]] = {}
+        self._staging: dict[int, list[GPUBuffer]] = {}
         self._bind_groups: dict[tuple, Any] = {}
         self._encoder: Any = None
         self._pass: Any = None
@@ -77,6 +86,7 @@ class Executor:
             self.stats["pipeline_hits"] += 1
             return hit
         self.stats["pipeline_misses"] += 1
+        publish(AutotuneEvent(kernel.name, kind="compile", device=self.label))
         layout = self._layout(kernel.bindings)
         module = self.device.create_shader_module(label=kernel.name, code=kernel.source)
         pipeline = self.device.create_compute_pipeline(
@@ -85,6 +95,7 @@ class Executor:
             compute={"module": module, "entry_point": "main"},
         )
         hit = self._pipelines[kernel.source] = (pipeline, layout)
+        publish(AutotuneEvent(kernel.name, kind="compile", done=True, device=self.label))
         return hit
 
     # ------------------------------------------------------------------ recording
@@ -98,7 +109,9 @@ class Executor:
             self._pass.end()
             self._pass = None
 
-    def dispatch(self, kernel: Kernel, buffers: list[Any], meta: bytes, groups: tuple[int, int, int]) -> None:
+    def dispatch(
+        self, kernel: Kernel, buffers: list[GPUBuffer], meta: bytes, groups: tuple[int, int, int]
+    ) -> None:
         """Record one dispatch of ``kernel`` over ``groups`` workgroups with ``buffers`` at bindings 1..."""
         if len(buffers) != len(kernel.bindings):
             raise RuntimeError(f"{kernel.name}: {len(buffers)} buffers for {len(kernel.bindings)} bindings")
@@ -133,7 +146,7 @@ class Executor:
         if self._pending >= self.batch_size:
             self.flush()
 
-    def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, size: int) -> None:
+    def copy(self, src: GPUBuffer, src_offset: int, dst: GPUBuffer, dst_offset: int, size: int) -> None:
         """Record a buffer-to-buffer copy (offsets and size multiples of 4)."""
         self._end_pass()
         self._encoder_now().copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size)
@@ -165,7 +178,7 @@ class Executor:
         self.pool.trim()
 
     # ------------------------------------------------------------------ reads
-    def _staging_buffer(self, size: int) -> tuple[int, Any]:
+    def _staging_buffer(self, size: int) -> tuple[int, GPUBuffer]:
         cls = 256
         while cls < size:
             cls *= 2
@@ -177,7 +190,7 @@ class Executor:
             size=cls, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
         )
 
-    def read(self, ranges: list[tuple[Any, int, int]]) -> list[bytes]:
+    def read(self, ranges: list[tuple[GPUBuffer, int, int]]) -> list[bytes]:
         """Bytes of each (buffer, byte offset, byte size) range: one staging copy, one submit, one map.
         Offsets must be multiples of 4; sizes are rounded up to 4 inside the staging buffer."""
         slots, total = [], 0
@@ -201,7 +214,7 @@ class Executor:
         view = memoryview(data)
         return [bytes(view[dst : dst + size]) for (_, _, size), dst in zip(ranges, slots)]
 
-    def write(self, buffer: Any, data: bytes) -> None:
+    def write(self, buffer: GPUBuffer, data: bytes) -> None:
         """Upload host bytes into ``buffer`` (queue-ordered before the next submit)."""
         if len(data) % 4:
             data = bytes(data) + bytes(4 - len(data) % 4)

@@ -4,12 +4,13 @@ element-wise methods)."""
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import TYPE_CHECKING
 
 import burn
-from burn.backend import broadcast_shape
+from burn.backend import Backend, broadcast_shape
 
 from . import _elementwise as EW
+from . import _tuned
 from ._kernels import index as KI
 from ._kernels import matmul as KM
 from ._kernels import reduce as KR
@@ -17,6 +18,9 @@ from ._kernels import scan as KS
 from ._kernels import sort as KSORT
 from ._kernels.elementwise import grid
 from ._primitive import WgpuTensor, contiguous_strides, numel
+
+if TYPE_CHECKING:
+    from ._executor import Executor
 
 _EMPTY_REDUCE = {"sum": 0, "prod": 1, "all": True, "any": False, "mean": float("nan")}
 _SHORT_ROW = 64  # rows up to this long reduce one per thread; longer ones one per workgroup
@@ -30,8 +34,16 @@ def _acc_dtype(dtype: burn.DType) -> burn.DType:
     return burn.float32 if dtype is burn.float16 else dtype
 
 
-class WgpuOps:
-    ex: Any
+class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as for a plain mixin
+    ex: Executor
+
+    if TYPE_CHECKING:  # WgpuBackend's data methods
+
+        def empty(self, shape: tuple[int, ...], dtype: burn.DType) -> WgpuTensor: ...
+
+        def contiguous(self, x: WgpuTensor) -> WgpuTensor: ...
+
+        def _copy(self, x: WgpuTensor, out: WgpuTensor | None = None) -> WgpuTensor: ...
 
     # ------------------------------------------------------------------ helpers
     def _rows(self, x: WgpuTensor, dims: tuple[int, ...]) -> tuple[WgpuTensor, tuple[int, ...], int, int]:
@@ -48,7 +60,7 @@ class WgpuOps:
         return self.permute(y, inverse) if perm != tuple(range(len(perm))) else y
 
     # ------------------------------------------------------------------ reductions
-    def reduce(self, op, x, dims, keepdim):
+    def reduce(self, op: str, x: WgpuTensor, dims: tuple[int, ...], keepdim: bool) -> WgpuTensor:
         shape = x.shape
         kept = (
             tuple(1 if d in dims else s for d, s in enumerate(shape))
@@ -88,7 +100,7 @@ class WgpuOps:
             return self.reshape(part, (rows,))
         return self._reduce_rows(op, part, rows, chunks, out_dt)
 
-    def arg_reduce(self, op, x, dim, keepdim):
+    def arg_reduce(self, op: str, x: WgpuTensor, dim: int, keepdim: bool) -> WgpuTensor:
         shape = x.shape
         kept = (
             tuple(1 if d == dim else s for d, s in enumerate(shape))
@@ -109,7 +121,14 @@ class WgpuOps:
         return self.reshape(out, kept)
 
     # ------------------------------------------------------------------ matmul
-    def matmul(self, a, b):
+    def matmul(self, a: WgpuTensor, b: WgpuTensor) -> WgpuTensor:
+        """Batched matmul through the tile shape the autotuner chose for this case."""
+        if _tuned.should_tune(a, b):
+            return _tuned.tuner(self).run(_tuned.MATMUL, self, a, b)
+        return self.matmul_tiled(a, b, KM.TILE, KM.TK)
+
+    def matmul_tiled(self, a: WgpuTensor, b: WgpuTensor, tile: int, tk: int) -> WgpuTensor:
+        """Batched matmul with one tile shape (``_kernels.matmul.CONFIGS``)."""
         *ba, m, k = a.shape
         *bb, _, n = b.shape
         batch = broadcast_shape(tuple(ba), tuple(bb))
@@ -121,9 +140,9 @@ class WgpuOps:
         sb = EW.broadcast_strides(self._batch_view(b, len(bb)), batch)
         cshape, (sa, sb) = EW.collapse(batch, [sa, sb])
         nb = len(cshape)
-        kernel = KM.render(a.dtype, nb)
+        kernel = KM.render(a.dtype, nb, tile, tk)
         inner = (a.offset, b.offset, a.strides[-2], a.strides[-1], b.strides[-2], b.strides[-1])
-        gx, gy = -(-n // KM.TILE), -(-m // KM.TILE)
+        gx, gy = -(-n // tile), -(-m // tile)
         for base in range(0, count, 65535):
             meta = _pack(m, n, k, base, *inner, *cshape, *sa, *sb)
             self.ex.dispatch(
@@ -139,16 +158,24 @@ class WgpuOps:
     def _index_int(self, index: WgpuTensor) -> WgpuTensor:
         return index if index.dtype in (burn.int32, burn.uint32) else self.cast(index, burn.int32)
 
-    def gather(self, x, dim, index):
+    def gather(self, x: WgpuTensor, dim: int, index: WgpuTensor) -> WgpuTensor:
         return self._gather(x, dim, self._index_int(index), index.shape, index.strides, index.offset)
 
-    def select(self, x, dim, indices):
+    def select(self, x: WgpuTensor, dim: int, indices: WgpuTensor) -> WgpuTensor:
         indices = self._index_int(indices)
         shape = tuple(indices.shape[0] if d == dim else s for d, s in enumerate(x.shape))
         strides = tuple(indices.strides[0] if d == dim else 0 for d in range(len(x.shape)))
         return self._gather(x, dim, indices, shape, strides, indices.offset)
 
-    def _gather(self, x, dim, index, shape, idx_strides, idx_offset):
+    def _gather(
+        self,
+        x: WgpuTensor,
+        dim: int,
+        index: WgpuTensor,
+        shape: tuple[int, ...],
+        idx_strides: tuple[int, ...],
+        idx_offset: int,
+    ) -> WgpuTensor:
         out = self.empty(tuple(shape), x.dtype)
         n = numel(shape)
         if n == 0:
@@ -159,16 +186,25 @@ class WgpuOps:
         self.ex.dispatch(kernel, [out.buffer, x.buffer, index.buffer], meta, grid(n))
         return out
 
-    def scatter_add(self, x, dim, index, src):
+    def scatter_add(self, x: WgpuTensor, dim: int, index: WgpuTensor, src: WgpuTensor) -> WgpuTensor:
         index = self._index_int(index)
         return self._scatter(x, dim, index, src, index.shape, index.strides, index.offset)
 
-    def select_add(self, x, dim, indices, values):
+    def select_add(self, x: WgpuTensor, dim: int, indices: WgpuTensor, values: WgpuTensor) -> WgpuTensor:
         indices = self._index_int(indices)
         strides = tuple(indices.strides[0] if d == dim else 0 for d in range(len(values.shape)))
         return self._scatter(x, dim, indices, values, values.shape, strides, indices.offset)
 
-    def _scatter(self, x, dim, index, src, shape, idx_strides, idx_offset):
+    def _scatter(
+        self,
+        x: WgpuTensor,
+        dim: int,
+        index: WgpuTensor,
+        src: WgpuTensor,
+        shape: tuple[int, ...],
+        idx_strides: tuple[int, ...],
+        idx_offset: int,
+    ) -> WgpuTensor:
         native = {burn.float32: burn.float32, burn.int32: burn.int32, burn.uint32: burn.uint32}
         work = native.get(x.dtype, burn.float32 if x.dtype.is_float else burn.int32)
         if work is not x.dtype:  # no 16-bit or bool atomics: accumulate in a wider type
@@ -197,7 +233,7 @@ class WgpuOps:
         return out
 
     # ------------------------------------------------------------------ sort and scans
-    def sort(self, x, dim, descending):
+    def sort(self, x: WgpuTensor, dim: int, descending: bool) -> tuple[WgpuTensor, WgpuTensor]:
         if x.dtype is burn.float16:
             values, indices = self.sort(self.cast(x, burn.float32), dim, descending)
             return self.cast(values, burn.float16), indices
@@ -242,8 +278,8 @@ class WgpuOps:
             )
         return self._unmove(out, perm)
 
-    def cumsum(self, x, dim):
+    def cumsum(self, x: WgpuTensor, dim: int) -> WgpuTensor:
         return self._scan("cumsum", x, dim)
 
-    def cumprod(self, x, dim):
+    def cumprod(self, x: WgpuTensor, dim: int) -> WgpuTensor:
         return self._scan("cumprod", x, dim)

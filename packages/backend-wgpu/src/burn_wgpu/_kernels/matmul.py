@@ -1,10 +1,11 @@
 """Tiled batched matmul: ``out[b] = a[b] @ b[b]`` with strided operands and broadcast batch dims.
 
-A 16x16 workgroup computes a 64x64 output tile, each thread a 4x4 block (rows ``ly + 16 i``, cols
-``lx + 16 j``, so neighbouring threads write neighbouring columns); K advances in tiles of 16 through
-workgroup memory (2 x 4 KiB: well under WebGPU's 16 KiB default). Operands are read through their
-strides, so a transposed operand (``x @ w.T``) costs no copy. Batch dims beyond 65535 are split into
-several dispatches (``base`` in the metadata).
+A 16x16 workgroup computes a ``tile`` x ``tile`` output tile, each thread an ``r`` x ``r`` block
+(``r = tile / 16``; rows ``ly + 16 i``, cols ``lx + 16 j``, so neighbouring threads write neighbouring
+columns); K advances in steps of ``tk`` through workgroup memory (2 x tile x tk values: 8 KiB for the
+64/16 default, at most WebGPU's default 16 KiB). Operands are read through their strides, so a
+transposed operand (``x @ w.T``) costs no copy. Batch dims beyond 65535 are split into several
+dispatches (``base`` in the metadata). ``CONFIGS`` are the tile shapes the autotuner chooses among.
 """
 
 from __future__ import annotations
@@ -19,12 +20,24 @@ from .elementwise import compute_type
 
 TILE = 64
 TK = 16
+# (tile, tk): the default first; 128-wide tiles give each thread an 8x8 block, 32-wide ones more
+# workgroups for small outputs
+CONFIGS: tuple[tuple[int, int], ...] = ((64, 16), (128, 8), (128, 16), (64, 8), (32, 16))
 
 
-@lru_cache(maxsize=64)
-def render(dtype: DType, nb: int) -> Kernel:
+def workgroup_bytes(tile: int, tk: int) -> int:
+    """Workgroup memory of a config (two f32 tiles)."""
+    return 2 * tile * tk * 4
+
+
+@lru_cache(maxsize=256)
+def render(dtype: DType, nb: int, tile: int = TILE, tk: int = TK) -> Kernel:
     """Metadata: M, N, K, batch base, a_off, b_off, a_sm, a_sk, b_sk, b_sn, batch shape[nb], a batch
     strides[nb], b batch strides[nb]."""
+    r = tile // 16  # the register block per thread is r x r
+    loads_per_thread = tile * tk // 256
+    if tile % 16 or loads_per_thread < 1 or tile * tk % 256:
+        raise ValueError(f"matmul kernel: tile {tile} / tk {tk} does not fit a 16x16 workgroup")
     acc = compute_type(dtype)
     store = "f16(v)" if dtype is float16 else "v"
     batch = []
@@ -35,11 +48,11 @@ def render(dtype: DType, nb: int) -> Kernel:
             f"    ao += c{d} * info[{10 + nb + d}u];",
             f"    bo += c{d} * info[{10 + 2 * nb + d}u];",
         ]
-    fma = "\n".join(f"            acc[{i * 4 + j}] += ar{i} * br{j};" for i in range(4) for j in range(4))
+    fma = "\n".join(f"            acc[{i * r + j}] += ar{i} * br{j};" for i in range(r) for j in range(r))
     loads = "\n".join(
-        f"            let ar{i} = As[kk * {TILE}u + lid.y + {16 * i}u];\n"
-        f"            let br{i} = Bs[kk * {TILE}u + lid.x + {16 * i}u];"
-        for i in range(4)
+        f"            let ar{i} = As[kk * {tile}u + lid.y + {16 * i}u];\n"
+        f"            let br{i} = Bs[kk * {tile}u + lid.x + {16 * i}u];"
+        for i in range(r)
     )
     src = f"""{"enable f16;" if dtype is float16 else ""}
 @group(0) @binding(0) var<storage, read> info: array<u32>;
@@ -47,8 +60,8 @@ def render(dtype: DType, nb: int) -> Kernel:
 @group(0) @binding(2) var<storage, read> a: array<{WGSL[dtype]}>;
 @group(0) @binding(3) var<storage, read> b: array<{WGSL[dtype]}>;
 alias ACC = {acc};
-var<workgroup> As: array<ACC, {TILE * TK}>;
-var<workgroup> Bs: array<ACC, {TILE * TK}>;
+var<workgroup> As: array<ACC, {tile * tk}>;
+var<workgroup> Bs: array<ACC, {tile * tk}>;
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {{
@@ -64,43 +77,44 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     let a_sk = info[7];
     let b_sk = info[8];
     let b_sn = info[9];
-    let row0 = wid.y * {TILE}u;
-    let col0 = wid.x * {TILE}u;
+    let row0 = wid.y * {tile}u;
+    let col0 = wid.x * {tile}u;
     let tid = lid.y * 16u + lid.x;
-    var acc: array<ACC, 16>;
-    for (var i = 0u; i < 16u; i++) {{ acc[i] = ACC(0); }}
-    for (var k0 = 0u; k0 < K; k0 += {TK}u) {{
-        for (var l = 0u; l < 4u; l++) {{
+    var acc: array<ACC, {r * r}>;
+    for (var i = 0u; i < {r * r}u; i++) {{ acc[i] = ACC(0); }}
+    for (var k0 = 0u; k0 < K; k0 += {tk}u) {{
+        for (var l = 0u; l < {loads_per_thread}u; l++) {{
             let e = tid + l * 256u;
-            let am = e / {TK}u;
-            let ak = e % {TK}u;
+            let am = e / {tk}u;
+            let ak = e % {tk}u;
             var v = ACC(0);
             if (row0 + am < M && k0 + ak < K) {{ v = ACC(a[ao + (row0 + am) * a_sm + (k0 + ak) * a_sk]); }}
-            As[ak * {TILE}u + am] = v;
-            let bk = e / {TILE}u;
-            let bn = e % {TILE}u;
+            As[ak * {tile}u + am] = v;
+            let bk = e / {tile}u;
+            let bn = e % {tile}u;
             var w = ACC(0);
             if (k0 + bk < K && col0 + bn < N) {{ w = ACC(b[bo + (k0 + bk) * b_sk + (col0 + bn) * b_sn]); }}
-            Bs[bk * {TILE}u + bn] = w;
+            Bs[bk * {tile}u + bn] = w;
         }}
         workgroupBarrier();
-        for (var kk = 0u; kk < {TK}u; kk++) {{
+        for (var kk = 0u; kk < {tk}u; kk++) {{
 {loads}
 {fma}
         }}
         workgroupBarrier();
     }}
     let ob = bz * M * N;
-    for (var i = 0u; i < 4u; i++) {{
+    for (var i = 0u; i < {r}u; i++) {{
         let r = row0 + lid.y + 16u * i;
-        for (var j = 0u; j < 4u; j++) {{
+        for (var j = 0u; j < {r}u; j++) {{
             let c = col0 + lid.x + 16u * j;
             if (r < M && c < N) {{
-                let v = acc[i * 4u + j];
+                let v = acc[i * {r}u + j];
                 out[ob + r * N + c] = {store};
             }}
         }}
     }}
 }}
 """
-    return Kernel(f"matmul_{dtype.name}_{nb}b", src, ("rw", "read", "read"))
+    suffix = "" if (tile, tk) == (TILE, TK) else f"_t{tile}k{tk}"
+    return Kernel(f"matmul_{dtype.name}_{nb}b{suffix}", src, ("rw", "read", "read"))
