@@ -192,7 +192,9 @@ def test_fresh_venv_sees_only_what_was_installed(venv: Venv) -> None:
         "",
     )
     not_installed = {name: p["install"] for name, p in packages.items() if not p["installed"]}
-    assert len(not_installed) == 6 and not_installed["burn-autodiff"] == "pip install 'burn-core[autodiff]'"
+    # every first-party distribution (burn.plugins._known.KNOWN) is missing from this venv
+    assert len(not_installed) == 7 and not_installed["burn-autodiff"] == "pip install 'burn-core[autodiff]'"
+    assert not_installed["burn-onnx"] == "pip install 'burn-core[onnx]'"
 
 
 def test_template_plugin_is_discovered(venv: Venv) -> None:
@@ -240,7 +242,7 @@ def test_disable_env_vars_in_a_real_install(venv: Venv) -> None:
     assert sorted(info["disabled"]) == ["hook-error", "import-error"]
     assert venv.run(venv.burn, "info", "--strict", BURN_DISABLE_PLUGINS="burn-test-broken").returncode == 0
     info = venv.info(BURN_DISABLE_PLUGIN_AUTOLOAD="1")
-    assert [p["name"] for p in info["plugins"]] == ["ndarray"]  # burn-core's built-in still loads
+    assert [p["name"] for p in info["plugins"]] == ["ndarray", "autotune"]  # burn-core's built-ins load
     assert info["autoload"] is False
 
 

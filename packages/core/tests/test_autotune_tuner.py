@@ -193,3 +193,21 @@ class _no_warning:
 
     def __exit__(self, *exc):
         return self._ctx.__exit__(*exc)
+
+
+def test_cli_show_and_clear(cache, capsys):
+    from burn._cli import main
+
+    with pytest.warns(RuntimeWarning):
+        _tuner().run(_family(), np.ones(4))
+    assert main(["autotune", "show"]) == 0
+    text = capsys.readouterr().out
+    assert (
+        "test-device|driver 1" in text and "double|n=4: quick (" in text and "dropped: broken, wrong" in text
+    )
+    assert main(["autotune", "show", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["caches"][0]["entries"]["double|n=4"]["best"] == "quick"
+    assert main(["autotune", "clear"]) == 0
+    assert "removed 1 autotune cache file(s)" in capsys.readouterr().out
+    assert main(["autotune", "show"]) == 0 and "nothing tuned yet" in capsys.readouterr().out

@@ -75,7 +75,9 @@ def test_json_report_lists_packages_plugins_and_the_numpy_backend(clean, capsys)
     ndarray = next(b for b in info["backends"] if b["name"] == "ndarray")
     assert ndarray["available"] and ndarray["devices"] == ["cpu"]
     assert (ndarray["plugin"], ndarray["dist"]) == ("ndarray", "burn-core")
-    assert {"name": "ndarray", "value": "burn._ndarray._plugin"}.items() <= info["plugins"][0].items()
+    by_name = {p["name"]: p for p in info["plugins"]}
+    assert by_name["ndarray"]["value"] == "burn._ndarray._plugin"
+    assert by_name["autotune"]["value"] == "burn.autotune._commands"
     assert info["autoload"] is True and info["load_error"] == ""
 
 
@@ -118,7 +120,7 @@ def test_broken_plugins_traceback_and_strict(clean, monkeypatch, capsys):
     code, info = _info(capsys)
     assert code == 0
     assert info["broken"][0]["error"] == "ModuleNotFoundError: No module named 'burnfake_cli_no_such_module'"
-    assert [p["name"] for p in info["plugins"]] == ["ndarray"]  # built-in fallback still loads
+    assert [p["name"] for p in info["plugins"]] == ["ndarray", "autotune"]  # built-in fallback still loads
     assert _cli.main(["info", "--strict", "-v"]) == 1
     out = capsys.readouterr().out
     assert "missing  burnfake_cli_no_such_module" in out

@@ -9,6 +9,9 @@ adds it.
 ``--json`` prints the same as one JSON object. Output is plain text from the standard library only, so
 it works on any terminal, in CI logs and in bug reports.
 
+Plugins add subcommands (``burn onnx ...``) through the ``burn_register_commands`` hook; ``burn --help``
+lists the installed ones, and a first-party command that is not installed says which extra adds it.
+
 Every probe runs through ``burn.plugins.probe`` with a timeout: a plugin whose check raises, returns
 nonsense or hangs becomes a reason in the report, never a crash of the command.
 """
@@ -167,6 +170,10 @@ def collect_info(timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
         "decorators": _decorators(reg),
         "collectors": _collectors(reg, timeout),
         "renderers": sorted(reg.renderers),
+        "commands": [
+            {"name": spec.name, "help": spec.help, **_origin(reg, "command", spec.name)}
+            for spec in reg.commands.values()
+        ],
         "missing": _known.missing(reg),
         "broken": [
             {
@@ -268,6 +275,12 @@ def render_text(info: dict[str, Any], verbose: bool = False) -> str:
         ]
         + [[r[0], r[1], "-", r[2], r[3]] for r in _missing_rows(info, "collector")]
     )
+    lines += ["", "Commands (burn COMMAND --help):"]
+    lines += _table(
+        [["info", "burn-core", "versions, plugins, backends, devices and metric collectors"]]
+        + [[c["name"], _from(c), c["help"]] for c in info.get("commands", [])]
+        + [[r[0], r[2], f"{r[1]}: {r[3]}"] for r in _missing_rows(info, "command")]
+    )
     lines += ["", "Broken plugins:"]
     lines += _table([[b["name"], b["value"], _from(b), b["error"]] for b in info["broken"]])
     if verbose:
@@ -278,7 +291,8 @@ def render_text(info: dict[str, Any], verbose: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(commands: Sequence[plugins.CommandSpec] = ()) -> argparse.ArgumentParser:
+    """The ``burn`` parser: burn-core's ``info`` and the ``commands`` plugins registered."""
     parser = argparse.ArgumentParser(prog="burn", description="burn-py command line tools.")
     parser.add_argument("--version", action="version", version=f"burn-py {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -297,16 +311,45 @@ def _parser() -> argparse.ArgumentParser:
         help=f"give up on an availability probe after this long (default {DEFAULT_TIMEOUT:g})",
     )
     info.add_argument("--strict", action="store_true", help="exit with status 1 if a plugin is broken")
+    for spec in commands:
+        command = sub.add_parser(spec.name, help=spec.help, description=spec.description or spec.help)
+        command.set_defaults(_plugin_command=spec)
+        spec.configure(command)
     return parser
+
+
+def _plugin_commands() -> list[plugins.CommandSpec]:
+    """The commands plugins registered; none (and no crash) when plugin loading itself fails."""
+    reg, _ = _load_registry()
+    return list(reg.commands.values())
+
+
+def _missing_command(argv: Sequence[str], commands: Sequence[plugins.CommandSpec]) -> str | None:
+    """For ``burn onnx ...`` without burn-onnx: the line that says how to install it."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None or first == "info" or any(c.name == first for c in commands):
+        return None
+    reg, _ = _load_registry()
+    return _known.missing_reason("command", first, reg)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``burn`` console script; returns the exit status."""
-    parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = _plugin_commands()
+    missing = _missing_command(argv, commands)
+    if missing is not None:
+        sys.stderr.write(f"burn: {missing}\n")
+        return 2
+    parser = _parser(commands)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 0
+    spec = getattr(args, "_plugin_command", None)
+    if spec is not None:
+        status = spec.run(args)
+        return 0 if status is None else int(status)
     if args.timeout <= 0:
         parser.error(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")
     info = collect_info(timeout=args.timeout)

@@ -4,13 +4,14 @@
 - ``Autotuner``: one device's tuner; ``run(family, *args)`` uses the tuned candidate, tuning on first
   use of a key (checked against the reference, timed, cached under ``BURN_CACHE_DIR``).
 - ``mode()`` reads ``BURN_AUTOTUNE`` (``full`` | ``fast`` | ``cache-only`` | ``off``); ``bucket(n)`` rounds a
-  large dim to a power of two for keys; ``cache_dir()``, ``list_caches()``, ``clear_caches()``.
+  large dim to a power of two for keys; ``cache_dir()``, ``autotune_dir()``, ``list_caches()``,
+  ``clear_caches()`` (also ``burn autotune show|clear``).
 - ``subscribe(callback)`` / ``publish(event)`` carry ``AutotuneEvent``s (kinds autotune, compile, cache).
 
 Importing this package loads neither numpy nor threads beyond the standard library.
 """
 
-from ._cache import TuneCache, cache_dir, clear_caches, list_caches
+from ._cache import TuneCache, autotune_dir, cache_dir, clear_caches, list_caches
 from ._events import AutotuneEvent, publish, subscribe, subscribers, unsubscribe
 from ._tuner import MODES, Autotuner, Candidate, Family, bucket, fingerprint, median_timer, mode, tuner_for
 
@@ -21,6 +22,7 @@ __all__ = [
     "Candidate",
     "Family",
     "TuneCache",
+    "autotune_dir",
     "bucket",
     "cache_dir",
     "clear_caches",

@@ -16,7 +16,8 @@ A third-party package adds a backend by exposing a module under the ``burn`` ent
 
 A backend decorator (autodiff, fusion) registers a ``DecoratorSpec`` through
 ``burn_register_decorators(register)``; ``burn.device(name, **{decorator: True})`` then wraps that device's
-backend in it. burn-core itself imports no other burn package: everything reaches it through these hooks.
+backend in it. A subcommand of the ``burn`` command line (``burn onnx ...``) is a ``CommandSpec`` registered
+through ``burn_register_commands(register)``. burn-core itself imports no other burn package: everything reaches it through these hooks.
 
 ``BURN_DISABLE_PLUGINS=a,b`` skips entry points (by entry-point or distribution name);
 ``BURN_DISABLE_PLUGIN_AUTOLOAD=1`` loads only burn-core's built-ins and plugins added with
@@ -40,7 +41,7 @@ from ._manager import (
 from ._markers import PROJECT, hookimpl, hookspec
 from ._probe import probe, probe_devices
 from ._registry import Registry
-from ._specs import BackendSpec, BrokenPlugin, DecoratorSpec, MetricCollectorSpec, PluginInfo
+from ._specs import BackendSpec, BrokenPlugin, CommandSpec, DecoratorSpec, MetricCollectorSpec, PluginInfo
 
 __all__ = [
     "BUILTINS",
@@ -48,6 +49,7 @@ __all__ = [
     "PROJECT",
     "BackendSpec",
     "BrokenPlugin",
+    "CommandSpec",
     "DecoratorSpec",
     "MetricCollectorSpec",
     "PluginError",

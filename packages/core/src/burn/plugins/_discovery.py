@@ -11,17 +11,22 @@ The built-ins are also the fallback when burn-core runs without installed metada
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 ENTRY_POINT_GROUP = "burn"
 CORE_DIST = "burn-core"
 
 # entry-point name -> module of burn-core's own plugins; kept equal to [project.entry-points.burn] in
 # packages/core/pyproject.toml (a test checks it)
-BUILTINS: dict[str, str] = {"ndarray": "burn._ndarray._plugin"}
+BUILTINS: dict[str, str] = {"ndarray": "burn._ndarray._plugin", "autotune": "burn.autotune._commands"}
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 
@@ -53,7 +58,7 @@ def autoload_enabled() -> bool:
     return os.environ.get("BURN_DISABLE_PLUGIN_AUTOLOAD", "").strip().lower() not in _TRUE
 
 
-def _entry_points() -> Iterator[object]:
+def _entry_points() -> Iterator[EntryPoint]:
     # importlib.metadata costs ~25 ms to import; it loads on first registry use, not on `import burn`
     from importlib import metadata
 
@@ -107,8 +112,9 @@ def discover(autoload: bool, disabled: frozenset[str]) -> tuple[list[Candidate],
     if autoload:
         found = []
         for ep in _entry_points():
-            dist = ep.dist.name if getattr(ep, "dist", None) is not None else "?"
-            version = ep.dist.version if getattr(ep, "dist", None) is not None else ""
+            d = getattr(ep, "dist", None)
+            dist = d.name if d is not None else "?"
+            version = d.version if d is not None else ""
             found.append(Candidate(ep.name, ep.value, dist, version, ep.load))
         for cand in sorted(found, key=lambda c: (normalize(c.dist) != CORE_DIST, normalize(c.dist), c.name)):
             if _is_disabled(disabled, cand.name, cand.dist):
@@ -123,6 +129,6 @@ def discover(autoload: bool, disabled: frozenset[str]) -> tuple[list[Candidate],
             skipped.append(name)
             continue
         candidates.append(
-            Candidate(name, module, CORE_DIST, _core_version(), lambda module=module: import_module(module))
+            Candidate(name, module, CORE_DIST, _core_version(), functools.partial(import_module, module))
         )
     return candidates, skipped

@@ -3,7 +3,7 @@
 from collections.abc import Callable
 
 from ._markers import hookspec
-from ._specs import BackendSpec, DecoratorSpec, MetricCollectorSpec
+from ._specs import BackendSpec, CommandSpec, DecoratorSpec, MetricCollectorSpec
 
 
 @hookspec
@@ -24,3 +24,10 @@ def burn_register_metric_collectors(register: Callable[[MetricCollectorSpec], No
 @hookspec
 def burn_register_renderers(register: Callable[[str, Callable[..., object]], None]) -> None:
     """Register training renderers by name: ``register("name", factory)``."""
+
+
+@hookspec
+def burn_register_commands(register: Callable[[CommandSpec], None]) -> None:
+    """Register subcommands of the ``burn`` command line (``burn onnx ...``): call
+    ``register(CommandSpec(...))`` once each. ``burn --help`` lists them only where the plugin is
+    installed."""

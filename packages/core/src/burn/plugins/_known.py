@@ -48,6 +48,7 @@ KNOWN: tuple[KnownDist, ...] = (
         "metrics-web",
         (*(f"collector:{name}" for name in WEB_SOURCES), "renderer:web"),
     ),
+    KnownDist("burn-onnx", "burn_onnx", "onnx", ("command:onnx",)),
 )
 
 
@@ -92,11 +93,17 @@ def missing_reason(kind: str, name: str, reg: Registry) -> str | None:
 
 
 def _registered(reg: Registry, kind: str) -> dict[str, Any] | None:
-    return {"backend": reg.backends, "collector": reg.collectors, "decorator": reg.decorators}.get(kind)
+    tables: dict[str, dict[str, Any]] = {
+        "backend": reg.backends,
+        "collector": reg.collectors,
+        "decorator": reg.decorators,
+        "command": reg.commands,
+    }
+    return tables.get(kind)
 
 
 def missing(reg: Registry) -> list[dict[str, Any]]:
-    """Every first-party backend, decorator and collector that ``reg`` lacks, with why (not installed:
+    """Every first-party backend, decorator, collector and command that ``reg`` lacks, with why (not installed:
     the command that installs it; disabled, broken, or autoload off)."""
     rows = []
     for dist in KNOWN:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._specs import BackendSpec, BrokenPlugin, DecoratorSpec, MetricCollectorSpec, PluginInfo
+from ._specs import BackendSpec, BrokenPlugin, CommandSpec, DecoratorSpec, MetricCollectorSpec, PluginInfo
 
 # burn.device(spec, autodiff=False, **keywords): the decorator named "autodiff" is switched by the
 # parameter of that name; no other decorator name or option may take either name
@@ -26,6 +26,7 @@ class Registry:
     collectors: dict[str, MetricCollectorSpec] = field(default_factory=dict)
     renderers: dict[str, Callable[..., Any]] = field(default_factory=dict)
     decorators: dict[str, DecoratorSpec] = field(default_factory=dict)
+    commands: dict[str, CommandSpec] = field(default_factory=dict)
     plugins: list[PluginInfo] = field(default_factory=list)
     broken: list[BrokenPlugin] = field(default_factory=list)
     disabled: list[str] = field(default_factory=list)  # entry points skipped by BURN_DISABLE_PLUGINS
@@ -80,7 +81,7 @@ class Registry:
 
     def provider(self, kind: str, name: str) -> PluginInfo | None:
         """The plugin that registered ``kind`` (``"backend"``, ``"collector"``, ``"decorator"``,
-        ``"renderer"``) ``name``."""
+        ``"renderer"``, ``"command"``) ``name``."""
         tag = f"{kind}:{name}"
         for info in self.plugins:
             if tag in info.provides:
@@ -104,6 +105,7 @@ class _Batch:
         self.collectors: dict[str, MetricCollectorSpec] = {}
         self.renderers: dict[str, Callable[..., Any]] = {}
         self.decorators: dict[str, DecoratorSpec] = {}
+        self.commands: dict[str, CommandSpec] = {}
 
     def _taken_by(self, kind: str, name: str) -> str:
         info = self._registry.provider(kind, name)
@@ -168,15 +170,29 @@ class _Batch:
                 raise ValueError(f"decorator keyword {word!r} registered twice by the same plugin")
         self.decorators[spec.name] = spec
 
+    def add_command(self, spec: CommandSpec) -> None:
+        if not isinstance(spec, CommandSpec):
+            raise TypeError(f"burn_register_commands: register() expects a CommandSpec, got {spec!r}")
+        if spec.name in self._registry.commands:
+            raise ValueError(
+                f"command {spec.name!r} is already registered by {self._taken_by('command', spec.name)}; "
+                "disable one with BURN_DISABLE_PLUGINS"
+            )
+        if spec.name in self.commands:
+            raise ValueError(f"command {spec.name!r} registered twice by the same plugin")
+        self.commands[spec.name] = spec
+
     def commit(self) -> list[str]:
         """Add everything to the registry; return the ``kind:name`` tags for ``PluginInfo.provides``."""
         self._registry.backends.update(self.backends)
         self._registry.collectors.update(self.collectors)
         self._registry.renderers.update(self.renderers)
         self._registry.decorators.update(self.decorators)
+        self._registry.commands.update(self.commands)
         return (
             [f"backend:{n}" for n in self.backends]
             + [f"collector:{n}" for n in self.collectors]
             + [f"decorator:{n}" for n in self.decorators]
             + [f"renderer:{n}" for n in self.renderers]
+            + [f"command:{n}" for n in self.commands]
         )

@@ -13,7 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..backend import Backend
 
 # Backend names appear in device strings ("name:0") that burn.device() lower-cases before lookup, so
 # they must be lowercase and free of ':' and spaces. "auto" is burn.device()'s own keyword.
@@ -58,7 +61,7 @@ class BackendSpec:
     """
 
     name: str
-    factory: Callable[[int], Any]
+    factory: Callable[[int], Backend]
     is_available: Callable[[], tuple[bool, str]] = _always
     devices: Callable[[], list[str]] = _no_devices
     aliases: tuple[str, ...] = ()
@@ -118,7 +121,7 @@ class DecoratorSpec:
     """
 
     name: str
-    factory: Callable[..., Any]
+    factory: Callable[..., Backend]
     options: tuple[str, ...] = ()
     description: str = ""
 
@@ -141,6 +144,39 @@ class DecoratorSpec:
         _check_callable("DecoratorSpec", "factory", self.factory)
 
 
+_COMMAND_NAME = re.compile(r"[a-z][a-z0-9-]*\Z")
+_RESERVED_COMMANDS = frozenset({"info", "help"})  # burn-core's own command, and argparse's
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """A subcommand of the ``burn`` command line a plugin offers: ``burn NAME ...``.
+
+    ``configure(parser)`` adds the command's arguments (and sub-subcommands) to its ``argparse`` parser;
+    it runs whenever ``burn`` builds its parser, so it must stay import-light. ``run(args)`` does the work
+    (import heavy libraries here) and returns the exit status (None means 0). For example::
+
+        CommandSpec(name="onnx", configure=add_onnx_arguments, run=run_onnx, help="ONNX import tools")
+    """
+
+    name: str
+    configure: Callable[[Any], None]
+    run: Callable[[Any], int | None]
+    help: str = ""
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _COMMAND_NAME.match(self.name):
+            raise ValueError(
+                "CommandSpec.name: expected a lowercase word of letters, digits and '-' starting with a "
+                f"letter (it is typed after `burn`), got {self.name!r}"
+            )
+        if self.name in _RESERVED_COMMANDS:
+            raise ValueError(f"CommandSpec.name: {self.name!r} is a command of burn-core itself")
+        for name in ("configure", "run"):
+            _check_callable("CommandSpec", name, getattr(self, name))
+
+
 @dataclass
 class BrokenPlugin:
     """An entry point that failed to load or register, with the error that stopped it.
@@ -161,7 +197,8 @@ class BrokenPlugin:
 @dataclass
 class PluginInfo:
     """A plugin that loaded, with the distribution that provides it and what it registered
-    (``"backend:<name>"``, ``"collector:<name>"``, ``"decorator:<name>"``, ``"renderer:<name>"``)."""
+    (``"backend:<name>"``, ``"collector:<name>"``, ``"decorator:<name>"``, ``"renderer:<name>"``,
+    ``"command:<name>"``)."""
 
     name: str
     value: str

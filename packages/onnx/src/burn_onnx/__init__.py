@@ -1,0 +1,30 @@
+"""burn-onnx: run ONNX models as burn modules, on any burn backend.
+
+>>> import burn_onnx
+>>> model = burn_onnx.load("model.onnx", device=burn.device("cpu"))  # doctest: +SKIP
+>>> y = model(x)  # doctest: +SKIP
+
+``load`` returns an ``OnnxModel`` (a ``burn.nn.Module``: its float initializers are Params, so it can be
+fine-tuned and saved with ``burn.record``). ``supported_ops()`` lists the operators per opset; any node
+that cannot run is reported at load time, all at once, in an ``UnsupportedOnnxError``. The command line
+``burn onnx check model.onnx`` prints inputs, outputs, an op histogram and what is unsupported.
+"""
+
+from ._check import supported_ops
+from ._errors import OnnxError, OnnxLoadError, OnnxRuntimeError, UnsupportedNode, UnsupportedOnnxError
+from ._graph import ValueInfo
+from ._model import OnnxModel, load
+from ._version import __version__
+
+__all__ = [
+    "OnnxError",
+    "OnnxLoadError",
+    "OnnxModel",
+    "OnnxRuntimeError",
+    "UnsupportedNode",
+    "UnsupportedOnnxError",
+    "ValueInfo",
+    "__version__",
+    "load",
+    "supported_ops",
+]

@@ -1,0 +1,42 @@
+"""Entry point of burn_onnx (group ``burn``): registers the ``burn onnx`` command.
+
+Import-light: argparse set-up only; onnx, numpy and the op tables load when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from burn.plugins import CommandSpec, hookimpl
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="onnx_command", metavar="SUBCOMMAND", required=True)
+    check = sub.add_parser(
+        "check",
+        help="inputs, outputs, op histogram and what burn-onnx cannot run",
+        description="Read an ONNX file and report its inputs, outputs, operators and unsupported nodes "
+        "(exit status 1 when something is unsupported or the file is malformed).",
+    )
+    check.add_argument("model", help="path of the .onnx file")
+    check.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ._cli import run
+
+    return run(args)
+
+
+@hookimpl
+def burn_register_commands(register: Callable[[CommandSpec], None]) -> None:
+    register(
+        CommandSpec(
+            name="onnx",
+            configure=_configure,
+            run=_run,
+            help="ONNX tools: check a model (burn-onnx)",
+            description="ONNX tools of burn-onnx.",
+        )
+    )

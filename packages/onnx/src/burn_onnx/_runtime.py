@@ -1,0 +1,283 @@
+"""Running a parsed graph: the per-node context converters use, the host/device placement rule, and the
+cache of values resolved on the host.
+
+Placement: a node whose inputs all live on the host (constants, ``Shape`` outputs, and everything computed
+from them: the Shape -> Gather -> Concat -> Reshape chains of exported models) runs on the host, on
+burn's numpy backend; every other node runs on the model's device, with host inputs copied there. Values
+that depend only on constants and on the *shapes* of the inputs are "static": they are computed once per
+input signature (shapes and dtypes) and kept with their device copies, so later calls with the same
+shapes skip those nodes and transfer nothing.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import burn
+import numpy as np
+
+from ._dtypes import burn_dtype, on_backend
+from ._errors import OnnxError, OnnxRuntimeError
+from ._graph import Graph, Node
+from ._registry import OpSpec, ops
+
+CACHED_SIGNATURES = 8
+NON_STATIC_OPS = frozenset(
+    {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
+)
+_HOST: burn.Device | None = None
+
+
+def host() -> burn.Device:
+    """The device host values live on: burn's numpy backend."""
+    global _HOST
+    if _HOST is None:
+        _HOST = burn.device("cpu")
+    return _HOST
+
+
+def _subgraphs(node: Node) -> bool:
+    return any(
+        isinstance(v, Graph) or (isinstance(v, list) and v and isinstance(v[0], Graph))
+        for v in node.attrs.values()
+    )
+
+
+class Scope(dict):
+    """Values by name, falling back to the enclosing graph's (If/Loop bodies read outer values)."""
+
+    def __init__(self, parent: Scope | None = None) -> None:
+        super().__init__()
+        self.parent = parent
+
+    def __missing__(self, key: str) -> Any:
+        if self.parent is None:
+            raise KeyError(key)
+        return self.parent[key]
+
+
+class Ctx:
+    """What a converter sees besides its inputs: the opset, the device the node runs on, and helpers
+    to read host numbers, build constants and run subgraphs."""
+
+    __slots__ = ("device", "node", "opset", "raw", "runner", "scope")
+
+    def __init__(self, runner: Runner, node: Node, device: burn.Device, scope: Scope, raw: list[Any]) -> None:
+        self.raw = raw  # the inputs where they were before placement (host scalars stay readable for free)
+        self.runner = runner
+        self.node = node
+        self.device = device
+        self.opset = node.opset
+        self.scope = scope
+
+    # host numbers
+    def array(self, t: Any) -> np.ndarray:
+        """The values of ``t`` as a numpy array (free for host tensors; a device sync otherwise)."""
+        if isinstance(t, burn.Tensor):
+            return t.numpy()
+        return np.asarray(t)
+
+    def ints(self, t: Any) -> list[int]:
+        return [int(v) for v in self.array(t).reshape(-1)]
+
+    def scalar(self, t: Any, default: Any = None) -> Any:
+        if t is None:
+            return default
+        arr = self.array(t).reshape(-1)
+        if arr.size != 1:
+            raise ValueError(
+                f"{self.node.op_type} node {self.node.label!r}: expected a scalar, got {arr.size} values"
+            )
+        return arr[0].item()
+
+    # building tensors
+    @property
+    def backend(self) -> Any:
+        return self.device.backend
+
+    def dtype(self, elem_type: int) -> burn.DType:
+        """The dtype an ONNX element type computes in on this node's backend."""
+        return on_backend(burn_dtype(elem_type), self.backend)
+
+    def fit(self, dt: burn.DType) -> burn.DType:
+        return on_backend(dt, self.backend)
+
+    def tensor(self, data: Any, dtype: Any = None) -> burn.Tensor:
+        """A tensor on this node's device from numpy data (dtype narrowed to what the backend has)."""
+        arr = np.asarray(data)
+        if dtype is None:
+            dtype = burn.dtype(arr.dtype.name) if arr.dtype.kind != "b" else burn.bool_
+        dt = self.fit(burn.dtype(dtype))
+        return burn.from_numpy(np.asarray(arr, order="C"), device=self.device, dtype=dt)
+
+    def like(self, value: Any, ref: burn.Tensor) -> burn.Tensor:
+        """A tensor of ``ref``'s dtype and device holding ``value`` (a number or an array)."""
+        return burn.from_numpy(np.asarray(value), device=ref.device, dtype=ref.dtype)
+
+    def host_scalar(self, i: int) -> Any:
+        """Input ``i`` as a Python number when it is a one-element host tensor (free to read), else None."""
+        v = self.raw[i] if i < len(self.raw) else None
+        if isinstance(v, burn.Tensor) and v.device == host() and v.numel() == 1:
+            return v.item()
+        return None
+
+    def to_device(self, t: burn.Tensor) -> burn.Tensor:
+        return self.runner.place(t, self.device)
+
+    def run(self, graph: Graph, feeds: list[Any]) -> list[Any]:
+        """Run a subgraph (If branch, Loop body) with its inputs bound to ``feeds``; outer values visible."""
+        return self.runner.run_graph(graph, feeds, self.scope, self.device)
+
+
+class Runner:
+    """Runs one model's graph: placement, host resolution, and the per-signature static cache."""
+
+    def __init__(
+        self, graph: Graph, constants: dict[str, burn.Tensor], params: set[str], source: str
+    ) -> None:
+        self.graph = graph
+        self.constants = constants  # host tensors: integer initializers, shape-only weights
+        self.source = source
+        table = ops()
+        self.specs: dict[int, OpSpec] = {id(n): table[n.op_type] for n in graph.all_nodes()}
+        self.static = self._static_values(graph, set(constants), params)
+        self._cache: OrderedDict[Any, dict[str, Any]] = OrderedDict()
+
+    # ------------------------------------------------------------------ analysis
+    def _static_values(self, graph: Graph, constants: set[str], params: set[str]) -> frozenset[str]:
+        """Names whose values depend only on constants and on input shapes (resolved once per signature)."""
+        static_value = set(constants) | {""}
+        static_shape = set(constants) | set(params) | {v.name for v in graph.inputs} | {""}
+        for node in graph.nodes:
+            spec = self.specs[id(node)]
+            dynamic = spec.dynamic or _subgraphs(node) or node.op_type in NON_STATIC_OPS
+            ins = node.inputs
+            if node.op_type in ("Shape", "Size"):
+                known = bool(ins) and ins[0] in static_shape
+            else:
+                known = not dynamic and all(i in static_value for i in ins)
+            if known:
+                static_value.update(node.outputs)
+                static_shape.update(node.outputs)
+                continue
+            hosts_known = all(node.input(i) in static_value for i in spec.host)
+            if not dynamic and hosts_known and all(i in static_shape for i in ins):
+                static_shape.update(node.outputs)
+        return frozenset(static_value - {""})
+
+    # ------------------------------------------------------------------ placement
+    def place(self, t: Any, device: burn.Device) -> Any:
+        """``t`` on ``device`` (a list: each element), narrowing dtypes the backend lacks."""
+        if isinstance(t, list):
+            return [self.place(v, device) for v in t]
+        if not isinstance(t, burn.Tensor) or t.device == device:
+            return t
+        dt = on_backend(t.dtype, device.backend)
+        if dt is not t.dtype:
+            t = t.cast(dt) if t.device.backend is host().backend else t.to(host()).cast(dt)
+        return t.to(device)
+
+    # ------------------------------------------------------------------ execution
+    def signature(self, feeds: list[Any], device: burn.Device) -> Any:
+        return (
+            str(device),
+            tuple((tuple(t.shape), t.dtype.name) if isinstance(t, burn.Tensor) else None for t in feeds),
+        )
+
+    def run(self, feeds: list[Any], params: dict[str, burn.Tensor], device: burn.Device) -> list[Any]:
+        sig = self.signature(feeds, device)
+        cache = self._cache.get(sig)
+        if cache is None:
+            cache = self._cache[sig] = {}
+            while len(self._cache) > CACHED_SIGNATURES:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(sig)
+        scope = Scope()
+        scope.update(self.constants)
+        scope.update(params)
+        return self._run(self.graph, feeds, scope, device, cache)
+
+    def run_graph(self, graph: Graph, feeds: list[Any], outer: Scope, device: burn.Device) -> list[Any]:
+        scope = Scope(outer)
+        return self._run(graph, feeds, scope, device, None)
+
+    def _run(
+        self, graph: Graph, feeds: list[Any], scope: Scope, device: burn.Device, cache: dict[str, Any] | None
+    ) -> list[Any]:
+        for info, value in zip(graph.inputs, feeds):
+            scope[info.name] = value
+        if graph is not self.graph:  # a subgraph's own initializers are host constants
+            for name, arr in graph.initializers.items():
+                scope[name] = burn.from_numpy(arr, device=host())
+        static = self.static if cache is not None else frozenset()
+        h = host()
+        for node in graph.nodes:
+            outs = node.outputs
+            if cache is not None and outs and outs[0] in cache:
+                for o in outs:
+                    if o:
+                        scope[o] = cache[o]
+                continue
+            spec = self.specs[id(node)]
+            values = [scope[i] if i else None for i in node.inputs]
+            on_host = (
+                all(_on(v, h) for i, v in enumerate(values) if v is not None and i not in spec.host)
+                and node.op_type not in NON_STATIC_OPS
+            )
+            where = h if on_host else device
+            raw = list(values)
+            if not on_host:
+                for i, v in enumerate(values):
+                    if v is not None and i not in spec.host:
+                        name = node.inputs[i]
+                        if cache is not None and name in static:
+                            moved = cache.get("@" + name)  # the device copy of a static host value
+                            if moved is None:
+                                moved = cache["@" + name] = self.place(v, device)
+                            values[i] = moved
+                        else:
+                            values[i] = self.place(v, device)
+            ctx = Ctx(self, node, where, scope, raw)
+            try:
+                result = spec.fn(ctx, node, *values)
+            except OnnxError:
+                raise
+            except Exception as exc:
+                raise _node_error(self.source, node, values, exc) from exc
+            results = result if isinstance(result, tuple) else (result,)
+            if len(results) < len([o for o in outs if o]):
+                wanted = [o for o in outs[len(results) :] if o]
+                if wanted:
+                    raise NotImplementedError(
+                        f"{self.source}: {node.op_type} node {node.label!r}: optional output(s) "
+                        f"{wanted} are not computed by burn-onnx"
+                    )
+            for o, r in zip(outs, results):
+                if o:
+                    scope[o] = r
+                    if cache is not None and o in static:
+                        cache[o] = r
+        return [scope[o.name] for o in graph.outputs]
+
+
+def _on(v: Any, device: burn.Device) -> bool:
+    if isinstance(v, list):
+        return all(_on(x, device) for x in v)
+    return not isinstance(v, burn.Tensor) or v.device == device
+
+
+def _node_error(source: str, node: Node, values: list[Any], exc: Exception) -> Exception:
+    def describe(v: Any) -> str:
+        if isinstance(v, burn.Tensor):
+            return f"{v.dtype.name}{list(v.shape)}"
+        if isinstance(v, list):
+            return f"sequence[{len(v)}]"
+        return "none" if v is None else type(v).__name__
+
+    shapes = ", ".join(f"{n or '-'}: {describe(v)}" for n, v in zip(node.inputs, values))
+    return OnnxRuntimeError(
+        f"{source}: {node.op_type} node {node.label!r} (opset {node.opset}) failed on inputs ({shapes}): "
+        f"{type(exc).__name__}: {exc}"
+    )
