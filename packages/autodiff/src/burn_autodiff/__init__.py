@@ -5,7 +5,9 @@ record the graph of ops on tensors that require grad, and ``loss.backward()`` re
 
 >>> dev = burn.device("cpu", autodiff=True)
 >>> x = burn.tensor([1.0, 2.0], device=dev).require_grad()
->>> (x * x).sum().backward()   # burn.Gradients; x.grad(grads) == 2 * x
+>>> grads = (x * x).sum().backward()   # burn.Gradients
+>>> x.grad(grads).tolist()             # d/dx sum(x^2) = 2x
+[2.0, 4.0]
 """
 
 from typing import TYPE_CHECKING
@@ -37,7 +39,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'burn_autodiff' has no attribute {name!r}")

@@ -8,20 +8,24 @@ attached to the output. Ops whose inputs are all untracked build no graph. Non-d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from burn.backend import ACTIVATION_OPS, Backend
+from burn.backend import ACTIVATION_OPS, Backend, DType, Slices
 
 from ._engine import retained_bytes, run_backward
 from ._graph import ADPrim, Node, leaf
 from ._module import AutodiffModuleOps
-from ._rule import SELF, Rule
+from ._rule import SELF, Prim, Rule
 from ._rules import BINARY_RULES, REDUCE_RULES, RULES, UNARY_RULES
+
+if TYPE_CHECKING:
+    from burn import Device
+    from burn.backend import Gradients
 
 CHECKPOINTING = ("none", "balanced")
 
 
-def _in(v: Any) -> Any:
+def _in(v: ADPrim | Prim) -> Prim:
     return v.inner if type(v) is ADPrim else v
 
 
@@ -38,13 +42,14 @@ class Autodiff(AutodiffModuleOps, Backend):
     is_autodiff = True
     native_activations = ACTIVATION_OPS  # recorded as one op each; the inner backend runs them its way
 
-    def __init__(self, inner: Any, device: Any = None, checkpointing: str = "none") -> None:
+    def __init__(self, inner: Backend, device: Device | None = None, checkpointing: str = "none") -> None:
         if getattr(inner, "is_autodiff", False):
             raise TypeError(f"Autodiff: the inner backend {inner!r} is already an autodiff backend")
         if checkpointing not in CHECKPOINTING:
             raise ValueError(f"Autodiff: checkpointing must be one of {CHECKPOINTING}, got {checkpointing!r}")
         self.inner = inner
-        self.device = device
+        if device is not None:  # else Backend's default: attached later by burn.device()
+            self.device = device
         self.name = f"autodiff<{inner.name}>"
         self.dtypes = inner.dtypes
         self.default_float = inner.default_float
@@ -56,11 +61,11 @@ class Autodiff(AutodiffModuleOps, Backend):
         return f"<Autodiff({type(self.inner).__name__}) {self.device} checkpointing={self.checkpointing}>"
 
     # ---------------------------------------------------------------- the autodiff surface
-    def from_inner(self, p: Any) -> ADPrim:
+    def from_inner(self, p: Prim) -> ADPrim:
         """Wrap an inner primitive without graph."""
         return ADPrim(p)
 
-    def inner_prim(self, p: ADPrim) -> Any:
+    def inner_prim(self, p: ADPrim) -> Prim:
         return p.inner
 
     def require_grad(self, p: ADPrim) -> ADPrim:
@@ -82,10 +87,10 @@ class Autodiff(AutodiffModuleOps, Backend):
     def node_id(self, p: ADPrim) -> int | None:
         return None if p.node is None else p.node.id
 
-    def grad(self, p: ADPrim, grads: Any) -> Any:
+    def grad(self, p: ADPrim, grads: Gradients) -> Prim | None:
         return None if p.node is None else grads.get_prim(p.node.id)
 
-    def backward(self, p: ADPrim, seed: Any = None) -> Any:
+    def backward(self, p: ADPrim, seed: Prim | None = None) -> Gradients:
         """``burn.Gradients`` of every leaf behind p for the output gradient ``seed`` (ones when None).
 
         The graph behind p is freed afterwards; an untracked p gives empty gradients (as Burn)."""
@@ -124,7 +129,15 @@ class Autodiff(AutodiffModuleOps, Backend):
             return (res, *(ADPrim(e) for e in extras))
         return res
 
-    def _record(self, rule: Rule, inputs, vals, out, meta, extras) -> Node:
+    def _record(
+        self,
+        rule: Rule,
+        inputs: Sequence[Any],
+        vals: tuple[Any, ...],
+        out: Prim,
+        meta: Any,
+        extras: Sequence[Prim],
+    ) -> Node:
         B = self.inner
         parents = tuple(x.node if type(x) is ADPrim else None for x in inputs)
         in_shapes = tuple(tuple(B.shape_of(v)) if type(x) is ADPrim else None for x, v in zip(inputs, vals))
@@ -149,170 +162,171 @@ class Autodiff(AutodiffModuleOps, Backend):
         return node
 
     # ---------------------------------------------------------------- creation and data (untracked)
-    def from_numpy(self, array, dtype):
+    def from_numpy(self, array: Any, dtype: DType) -> ADPrim:
         return ADPrim(self.inner.from_numpy(array, dtype))
 
-    def to_numpy(self, x):
+    def to_numpy(self, x: ADPrim) -> Any:
         return self.inner.to_numpy(_in(x))
 
-    def read_many(self, xs):
+    def read_many(self, xs: Sequence[ADPrim]) -> list[Any]:
         return self.inner.read_many([_in(x) for x in xs])
 
-    def shape_of(self, x):
+    def shape_of(self, x: ADPrim) -> tuple[int, ...]:
         return self.inner.shape_of(x.inner)
 
-    def dtype_of(self, x):
+    def dtype_of(self, x: ADPrim) -> DType:
         return self.inner.dtype_of(x.inner)
 
-    def full(self, shape, value, dtype):
+    def full(self, shape: tuple[int, ...], value: float | int | bool, dtype: DType) -> ADPrim:
         return ADPrim(self.inner.full(shape, value, dtype))
 
-    def arange(self, start, stop, step, dtype):
+    def arange(self, start: int | float, stop: int | float, step: int | float, dtype: DType) -> ADPrim:
         return ADPrim(self.inner.arange(start, stop, step, dtype))
 
-    def sync(self):
+    def sync(self) -> None:
         self.inner.sync()
 
-    def cast(self, x, dtype):
+    def cast(self, x: ADPrim, dtype: DType) -> ADPrim:
         if x.node is not None and dtype.is_float:
             src = self.inner.dtype_of(x.inner)
             if src.is_float and src is not dtype:
                 return self._op(RULES["cast"], (x,), (dtype, src))
         return ADPrim(self.inner.cast(x.inner, dtype))
 
-    def random_uniform(self, shape, low, high, dtype):
+    def random_uniform(self, shape: tuple[int, ...], low: float, high: float, dtype: DType) -> ADPrim:
         return ADPrim(self.inner.random_uniform(shape, low, high, dtype))
 
-    def random_normal(self, shape, mean, std, dtype):
+    def random_normal(self, shape: tuple[int, ...], mean: float, std: float, dtype: DType) -> ADPrim:
         return ADPrim(self.inner.random_normal(shape, mean, std, dtype))
 
-    def random_int(self, shape, low, high, dtype):
+    def random_int(self, shape: tuple[int, ...], low: int, high: int, dtype: DType) -> ADPrim:
         return ADPrim(self.inner.random_int(shape, low, high, dtype))
 
-    def random_bernoulli(self, shape, p, dtype):
+    def random_bernoulli(self, shape: tuple[int, ...], p: float, dtype: DType) -> ADPrim:
         return ADPrim(self.inner.random_bernoulli(shape, p, dtype))
 
     # ---------------------------------------------------------------- element-wise
     # unary and binary are the hottest ops: untracked operands take the shortest path
-    def unary(self, op, x):
+    def unary(self, op: str, x: ADPrim) -> ADPrim:
         rule = UNARY_RULES.get(op) if x.node is not None else None
         if rule is None:
             inner = self.inner
             return ADPrim(inner.activation(op, x.inner) if op in ACTIVATION_OPS else inner.unary(op, x.inner))
         return self._op(rule, (x,), op)
 
-    def activation(self, op, x):
+    def activation(self, op: str, x: ADPrim) -> ADPrim:
         return self.unary(op, x)  # one recorded op; its forward asks the inner backend's activation
 
-    def binary(self, op, a, b):
-        ta, tb = type(a) is ADPrim, type(b) is ADPrim
-        if (ta and a.node is not None) or (tb and b.node is not None):
+    def binary(self, op: str, a: ADPrim | float | int | bool, b: ADPrim | float | int | bool) -> ADPrim:
+        if (type(a) is ADPrim and a.node is not None) or (type(b) is ADPrim and b.node is not None):
             rule = BINARY_RULES.get(op)
             if rule is not None:
                 return self._op(rule, (a, b), op)
-        return ADPrim(self.inner.binary(op, a.inner if ta else a, b.inner if tb else b))
+        return ADPrim(
+            self.inner.binary(op, a.inner if type(a) is ADPrim else a, b.inner if type(b) is ADPrim else b)
+        )
 
-    def where(self, cond, a, b):
+    def where(self, cond: ADPrim, a: ADPrim | float | int | bool, b: ADPrim | float | int | bool) -> ADPrim:
         return self._op(RULES["where"], (cond, a, b), None)
 
-    def clamp(self, x, lo, hi):
+    def clamp(self, x: ADPrim, lo: float | int | None, hi: float | int | None) -> ADPrim:
         return self._op(RULES["clamp"], (x,), (lo, hi))
 
-    def leaky_relu(self, x, slope):
+    def leaky_relu(self, x: ADPrim, slope: float) -> ADPrim:
         return self._op(RULES["leaky_relu"], (x,), slope)
 
-    def mask_fill(self, x, mask, value):
+    def mask_fill(self, x: ADPrim, mask: ADPrim, value: float | int | bool) -> ADPrim:
         return self._op(RULES["mask_fill"], (x, mask), value)
 
-    def softmax(self, x, dim):
+    def softmax(self, x: ADPrim, dim: int) -> ADPrim:
         return self._op(RULES["softmax"], (x,), dim)
 
-    def log_softmax(self, x, dim):
+    def log_softmax(self, x: ADPrim, dim: int) -> ADPrim:
         return self._op(RULES["log_softmax"], (x,), dim)
 
     # ---------------------------------------------------------------- reductions, scans, matmul
-    def reduce(self, op, x, dims, keepdim):
+    def reduce(self, op: str, x: ADPrim, dims: tuple[int, ...], keepdim: bool) -> ADPrim:
         rule = REDUCE_RULES.get(op)
         if rule is None or x.node is None:
             return ADPrim(self.inner.reduce(op, x.inner, dims, keepdim))
         return self._op(rule, (x,), (dims, keepdim))
 
-    def arg_reduce(self, op, x, dim, keepdim):
+    def arg_reduce(self, op: str, x: ADPrim, dim: int, keepdim: bool) -> ADPrim:
         return ADPrim(self.inner.arg_reduce(op, x.inner, dim, keepdim))
 
-    def var(self, x, dims, correction, keepdim):
+    def var(self, x: ADPrim, dims: tuple[int, ...], correction: int, keepdim: bool) -> ADPrim:
         return self._op(RULES["var"], (x,), (dims, correction, keepdim))
 
-    def cumsum(self, x, dim):
+    def cumsum(self, x: ADPrim, dim: int) -> ADPrim:
         return self._op(RULES["cumsum"], (x,), dim)
 
-    def cumprod(self, x, dim):
+    def cumprod(self, x: ADPrim, dim: int) -> ADPrim:
         return self._op(RULES["cumprod"], (x,), dim)
 
-    def matmul(self, a, b):
+    def matmul(self, a: ADPrim, b: ADPrim) -> ADPrim:
         return self._op(RULES["matmul"], (a, b), None)
 
     # ---------------------------------------------------------------- shape ops
-    def reshape(self, x, shape):
+    def reshape(self, x: ADPrim, shape: tuple[int, ...]) -> ADPrim:
         return self._op(RULES["reshape"], (x,), tuple(shape))
 
-    def permute(self, x, dims):
+    def permute(self, x: ADPrim, dims: tuple[int, ...]) -> ADPrim:
         return self._op(RULES["permute"], (x,), tuple(dims))
 
-    def expand(self, x, shape):
+    def expand(self, x: ADPrim, shape: tuple[int, ...]) -> ADPrim:
         return self._op(RULES["expand"], (x,), tuple(shape))
 
-    def slice(self, x, index):
+    def slice(self, x: ADPrim, index: Slices) -> ADPrim:
         return self._op(RULES["slice"], (x,), tuple(index))
 
-    def slice_assign(self, x, index, value):
+    def slice_assign(self, x: ADPrim, index: Slices, value: ADPrim) -> ADPrim:
         return self._op(RULES["slice_assign"], (x, value), tuple(index))
 
-    def cat(self, xs, dim):
+    def cat(self, xs: Sequence[ADPrim], dim: int) -> ADPrim:
         return self._op(RULES["cat"], tuple(xs), dim)
 
-    def stack(self, xs, dim):
+    def stack(self, xs: Sequence[ADPrim], dim: int) -> ADPrim:
         return self._op(RULES["stack"], tuple(xs), dim)
 
-    def flip(self, x, dims):
+    def flip(self, x: ADPrim, dims: tuple[int, ...]) -> ADPrim:
         return self._op(RULES["flip"], (x,), tuple(dims))
 
-    def repeat(self, x, reps):
+    def repeat(self, x: ADPrim, reps: tuple[int, ...]) -> ADPrim:
         return self._op(RULES["repeat"], (x,), tuple(reps))
 
-    def pad(self, x, pads, mode, value):
+    def pad(self, x: ADPrim, pads: tuple[tuple[int, int], ...], mode: str, value: float) -> ADPrim:
         return self._op(RULES["pad"], (x,), (tuple(pads), mode, value))
 
-    def tril(self, x, k):
+    def tril(self, x: ADPrim, k: int) -> ADPrim:
         return self._op(RULES["tril"], (x,), k)
 
-    def triu(self, x, k):
+    def triu(self, x: ADPrim, k: int) -> ADPrim:
         return self._op(RULES["triu"], (x,), k)
 
     # ---------------------------------------------------------------- indexing ops
-    def check_index(self, index, size, negative, message):
+    def check_index(self, index: ADPrim, size: int, negative: bool, message: str) -> ADPrim:
         return ADPrim(self.inner.check_index(_in(index), size, negative, message))
 
-    def gather(self, x, dim, index):
+    def gather(self, x: ADPrim, dim: int, index: ADPrim) -> ADPrim:
         return self._op(RULES["gather"], (x, index), dim)
 
-    def scatter_add(self, x, dim, index, src):
+    def scatter_add(self, x: ADPrim, dim: int, index: ADPrim, src: ADPrim) -> ADPrim:
         return self._op(RULES["scatter_add"], (x, index, src), dim)
 
-    def select(self, x, dim, indices):
+    def select(self, x: ADPrim, dim: int, indices: ADPrim) -> ADPrim:
         return self._op(RULES["select"], (x, indices), dim)
 
-    def select_add(self, x, dim, indices, values):
+    def select_add(self, x: ADPrim, dim: int, indices: ADPrim, values: ADPrim) -> ADPrim:
         return self._op(RULES["select_add"], (x, indices, values), dim)
 
-    def one_hot(self, x, num_classes, dtype):
+    def one_hot(self, x: ADPrim, num_classes: int, dtype: DType) -> ADPrim:
         return ADPrim(self.inner.one_hot(x.inner, num_classes, dtype))
 
-    def sort(self, x, dim, descending):
+    def sort(self, x: ADPrim, dim: int, descending: bool) -> tuple[ADPrim, ADPrim]:
         return self._op(RULES["sort"], (x,), (descending, dim))
 
-    def argsort(self, x, dim, descending):
+    def argsort(self, x: ADPrim, dim: int, descending: bool) -> ADPrim:
         return ADPrim(self.inner.argsort(x.inner, dim, descending))
 
-    def topk(self, x, k, dim):
+    def topk(self, x: ADPrim, k: int, dim: int) -> tuple[ADPrim, ADPrim]:
         return self._op(RULES["topk"], (x,), (k, dim))

@@ -8,12 +8,15 @@ the node itself has been processed (nothing after that can read it).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from burn import BurnError
 
 from ._graph import FREED, Node
-from ._rule import Ctx, unbroadcast
+from ._rule import Ctx, Prim, unbroadcast
+
+if TYPE_CHECKING:
+    from burn.backend import Backend
 
 
 class GraphFreedError(BurnError, RuntimeError):
@@ -45,9 +48,9 @@ class Recomputer:
 
     __slots__ = ("B", "cache")
 
-    def __init__(self, B: Any) -> None:
+    def __init__(self, B: Backend) -> None:
         self.B = B
-        self.cache: dict[int, Any] = {}
+        self.cache: dict[int, Prim] = {}
 
     def __call__(self, entry: Any) -> Any:
         if type(entry) is not Node:
@@ -55,7 +58,7 @@ class Recomputer:
         hit = self.cache.get(entry.id)
         return hit if hit is not None else self._recompute(entry)
 
-    def _recompute(self, target: Node) -> Any:
+    def _recompute(self, target: Node) -> Prim:
         # iterative, so long chains of element-wise ops cannot hit the recursion limit
         stack = [target]
         cache = self.cache
@@ -64,15 +67,16 @@ class Recomputer:
             if node.id in cache:
                 stack.pop()
                 continue
-            if node.retro_in is None:
+            rule = node.rule
+            if node.retro_in is None or rule is None:
                 raise GraphFreedError(f"backward: cannot recompute {node!r}; its graph was freed")
             missing = [e for e in node.retro_in if type(e) is Node and e.id not in cache]
             if missing:
                 stack.extend(missing)
                 continue
             args = [cache[e.id] if type(e) is Node else e for e in node.retro_in]
-            out = node.rule.forward(self.B, node.meta, *args)
-            cache[node.id] = out[0] if node.rule.multi else out
+            out = rule.forward(self.B, node.meta, *args)
+            cache[node.id] = out[0] if rule.multi else out
             stack.pop()
         return cache[target.id]
 
@@ -80,7 +84,7 @@ class Recomputer:
         self.cache.pop(node.id, None)
 
 
-def run_backward(B: Any, root: Node, seed: Any) -> dict[int, Any]:
+def run_backward(B: Backend, root: Node, seed: Prim) -> dict[int, Prim]:
     """Gradients of every leaf reachable from ``root`` (keyed by leaf node id) for output grad ``seed``.
 
     ``B`` is the inner backend; gradients are its primitives. The graph is freed on success.
@@ -92,8 +96,8 @@ def run_backward(B: Any, root: Node, seed: Any) -> dict[int, Any]:
                 "backward: this graph was already consumed by an earlier backward() (graphs are freed "
                 "after backward); run the forward pass again"
             )
-    grads: dict[int, Any] = {root.id: seed}
-    leaves: dict[int, Any] = {}
+    grads: dict[int, Prim] = {root.id: seed}
+    leaves: dict[int, Prim] = {}
     recompute = Recomputer(B)
     for node in reversed(order):
         g = grads.pop(node.id, None)
@@ -117,7 +121,7 @@ def run_backward(B: Any, root: Node, seed: Any) -> dict[int, Any]:
     return leaves
 
 
-def retained_bytes(B: Any, root: Node) -> int:
+def retained_bytes(B: Backend, root: Node) -> int:
     """Bytes of the distinct primitives the graph behind ``root`` keeps alive for its backward.
 
     Counts saved inputs/outputs, recompute inputs and extras (indices) once by identity. The values of

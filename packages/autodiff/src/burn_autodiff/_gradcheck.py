@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from burn import Device, Tensor
 
 
 @dataclass
@@ -19,7 +22,7 @@ class GradcheckReport:
     max_abs_err: list[float] = field(default_factory=list)
 
 
-def graph_rules(t: Any) -> set[str]:
+def graph_rules(t: Tensor) -> set[str]:
     """Names of the rules recorded on the graph behind tensor ``t`` (before it is consumed)."""
     from ._engine import topo_order
 
@@ -30,9 +33,9 @@ def graph_rules(t: Any) -> set[str]:
 
 
 def gradcheck(
-    fn: Callable[..., Any],
+    fn: Callable[..., Tensor],
     inputs: Sequence[Any],
-    device: Any,
+    device: Device,
     *,
     eps: float = 1e-6,
     atol: float = 1e-6,

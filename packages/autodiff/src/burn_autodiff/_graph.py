@@ -9,7 +9,10 @@ rule reads (saved values, or references to recomputable nodes under balanced che
 from __future__ import annotations
 
 from itertools import count
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from ._rule import Rule
 
 # Node ids only need to be unique in the process; the graph itself is reachable only from tensors.
 _ids = count(1)
@@ -40,14 +43,14 @@ class Node:
 
     def __init__(
         self,
-        rule: Any,
+        rule: Rule | None,
         parents: tuple[Node | None, ...],
         shape: tuple[int, ...],
-        in_shapes: tuple[Any, ...] = (),
+        in_shapes: tuple[tuple[int, ...] | None, ...] = (),
         meta: Any = None,
     ) -> None:
         self.id = next(_ids)
-        self.rule = rule
+        self.rule: Rule | None = rule
         self.parents = parents
         self.shape = shape
         self.in_shapes = in_shapes
@@ -88,7 +91,8 @@ class _Freed:
         return "<freed>"
 
 
-FREED: Any = _Freed()
+# typed as a Rule: a freed node keeps it where its rule was, and only ``rule is FREED`` reads it
+FREED: Rule = cast("Rule", _Freed())
 
 
 def leaf(shape: tuple[int, ...]) -> Node:

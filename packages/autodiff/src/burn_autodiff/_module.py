@@ -3,43 +3,97 @@ unfold4d, which is differentiated through conv with a one-hot kernel when its in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import prod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._graph import ADPrim
 from ._rules import RULES
 
+if TYPE_CHECKING:
+    from burn.backend import Backend
+
+    from ._rule import Rule
+
 
 class AutodiffModuleOps:
-    inner: Any
+    inner: Backend
 
-    def conv(self, x, weight, bias, stride, padding, dilation, groups):
+    if TYPE_CHECKING:  # provided by Autodiff, which this mixin is a base of
+
+        def _op(self, rule: Rule, inputs: Sequence[Any], meta: Any) -> Any: ...
+
+        def reshape(self, x: ADPrim, shape: tuple[int, ...]) -> ADPrim: ...
+
+    def conv(
+        self,
+        x: ADPrim,
+        weight: ADPrim,
+        bias: ADPrim | None,
+        stride: tuple[int, ...],
+        padding: tuple[int, ...],
+        dilation: tuple[int, ...],
+        groups: int,
+    ) -> ADPrim:
         return self._op(RULES["conv"], (x, weight, bias), (stride, padding, dilation, groups))
 
-    def conv_transpose(self, x, weight, bias, stride, padding, output_padding, dilation, groups):
+    def conv_transpose(
+        self,
+        x: ADPrim,
+        weight: ADPrim,
+        bias: ADPrim | None,
+        stride: tuple[int, ...],
+        padding: tuple[int, ...],
+        output_padding: tuple[int, ...],
+        dilation: tuple[int, ...],
+        groups: int,
+    ) -> ADPrim:
         meta = (stride, padding, output_padding, dilation, groups)
         return self._op(RULES["conv_transpose"], (x, weight, bias), meta)
 
-    def max_pool(self, x, kernel, stride, padding, dilation, ceil_mode):
+    def max_pool(
+        self,
+        x: ADPrim,
+        kernel: tuple[int, ...],
+        stride: tuple[int, ...],
+        padding: tuple[int, ...],
+        dilation: tuple[int, ...],
+        ceil_mode: bool,
+    ) -> tuple[ADPrim, ADPrim]:
         return self._op(RULES["max_pool"], (x,), (kernel, stride, padding, dilation, ceil_mode))
 
-    def adaptive_max_pool(self, x, output_size):
+    def adaptive_max_pool(self, x: ADPrim, output_size: tuple[int, ...]) -> tuple[ADPrim, ADPrim]:
         return self._op(RULES["adaptive_max_pool"], (x,), tuple(output_size))
 
-    def avg_pool(self, x, kernel, stride, padding, count_include_pad, ceil_mode):
+    def avg_pool(
+        self,
+        x: ADPrim,
+        kernel: tuple[int, ...],
+        stride: tuple[int, ...],
+        padding: tuple[int, ...],
+        count_include_pad: bool,
+        ceil_mode: bool,
+    ) -> ADPrim:
         meta = (kernel, stride, padding, count_include_pad, ceil_mode)
         return self._op(RULES["avg_pool"], (x,), meta)
 
-    def adaptive_avg_pool(self, x, output_size):
+    def adaptive_avg_pool(self, x: ADPrim, output_size: tuple[int, ...]) -> ADPrim:
         return self._op(RULES["adaptive_avg_pool"], (x,), tuple(output_size))
 
-    def interpolate(self, x, size, mode, align_corners):
+    def interpolate(self, x: ADPrim, size: tuple[int, ...], mode: str, align_corners: bool) -> ADPrim:
         return self._op(RULES["interpolate"], (x,), (tuple(size), mode, align_corners))
 
-    def embedding(self, weight, indices):
+    def embedding(self, weight: ADPrim, indices: ADPrim) -> ADPrim:
         return self._op(RULES["embedding"], (weight, indices), None)
 
-    def unfold4d(self, x, kernel, stride, padding, dilation):
+    def unfold4d(
+        self,
+        x: ADPrim,
+        kernel: tuple[int, ...],
+        stride: tuple[int, ...],
+        padding: tuple[int, ...],
+        dilation: tuple[int, ...],
+    ) -> ADPrim:
         if x.node is None:
             return ADPrim(self.inner.unfold4d(x.inner, kernel, stride, padding, dilation))
         # im2col is a conv with one one-hot kernel per (channel, kernel offset): its rule differentiates it

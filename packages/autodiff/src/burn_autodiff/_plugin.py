@@ -5,19 +5,26 @@ Import-light: the decorator class and its rule tables load when the first autodi
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from burn.plugins import DecoratorSpec, hookimpl
 
+if TYPE_CHECKING:
+    from burn import Device
+    from burn.backend import Backend
 
-def _make(inner: Any, device: Any, **options: Any) -> Any:
+    from ._backend import Autodiff
+
+
+def _make(inner: Backend, device: Device, **options: Any) -> Autodiff:
     from ._backend import Autodiff
 
     return Autodiff(inner, device=device, **options)
 
 
 @hookimpl
-def burn_register_decorators(register):
+def burn_register_decorators(register: Callable[[DecoratorSpec], None]) -> None:
     register(
         DecoratorSpec(
             name="autodiff",

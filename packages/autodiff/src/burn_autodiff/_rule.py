@@ -10,11 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-Prim = Any
-# backward(B, g, ctx) -> one gradient (or None) per input, in input order
-Backward = Callable[[Any, Prim, "Ctx"], Sequence[Prim | None]]
+if TYPE_CHECKING:
+    from burn.backend import Backend
+
+    from ._graph import Node
+
+Prim = Any  # a primitive of the inner backend (its own array type)
+Grads = Sequence[Prim | None]  # one input gradient (or None) per input, in input order
+# backward(B, g, ctx) -> Grads
+Backward = Callable[["Backend", Prim, "Ctx"], Grads]
 Forward = Callable[..., Any]  # forward(B, meta, *inputs) -> output (a tuple when multi)
 
 
@@ -52,13 +58,15 @@ class Ctx:
 
     __slots__ = ("node", "_resolve")
 
-    def __init__(self, node: Any, resolve: Callable[[Any], Prim]) -> None:
+    def __init__(self, node: Node, resolve: Callable[[Any], Prim]) -> None:
         self.node = node
         self._resolve = resolve
 
     def x(self, i: int) -> Any:
         """The value of input ``i`` (a primitive or a Python scalar)."""
-        return self._resolve(self.node.saved_in[i])
+        saved = self.node.saved_in
+        assert saved is not None, "the rule reads inputs it did not save (save_in)"
+        return self._resolve(saved[i])
 
     def out(self) -> Prim:
         """The op's output value."""
@@ -74,7 +82,9 @@ class Ctx:
         return self.node.meta
 
     def in_shape(self, i: int) -> tuple[int, ...]:
-        return self.node.in_shapes[i]
+        shape = self.node.in_shapes[i]
+        assert shape is not None, "in_shape of an untracked input"
+        return shape
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -95,15 +105,15 @@ def make_table(rows: Sequence[Rule]) -> dict[str, Rule]:
 
 
 # ---------------------------------------------------------------- helpers for rule bodies
-def zeros(B: Any, shape: tuple[int, ...], like: Prim) -> Prim:
+def zeros(B: Backend, shape: tuple[int, ...], like: Prim) -> Prim:
     return B.full(tuple(shape), 0.0, B.dtype_of(like))
 
 
-def mul(B: Any, a: Any, b: Any) -> Prim:
+def mul(B: Backend, a: Prim | float, b: Prim | float) -> Prim:
     return B.binary("mul", a, b)
 
 
-def masked(B: Any, g: Prim, cond: Prim) -> Prim:
+def masked(B: Backend, g: Prim, cond: Prim) -> Prim:
     """g where ``cond`` holds, else 0, as ``g * cond``: one fused pass, where numpy's ``where`` is
     several times slower (gradients are finite, so 0 * g never meets an inf)."""
     return B.binary("mul", g, B.cast(cond, B.dtype_of(g)))
@@ -113,14 +123,14 @@ def keepdim_shape(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[int, .
     return tuple(1 if i in dims else n for i, n in enumerate(shape))
 
 
-def expand_back(B: Any, g: Prim, in_shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool) -> Prim:
+def expand_back(B: Backend, g: Prim, in_shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool) -> Prim:
     """Broadcast a reduced gradient back over the reduced ``dims`` of ``in_shape``."""
     if not keepdim:
         g = B.reshape(g, keepdim_shape(in_shape, dims))
     return B.expand(g, tuple(in_shape))
 
 
-def unbroadcast(B: Any, g: Prim, shape: tuple[int, ...]) -> Prim:
+def unbroadcast(B: Backend, g: Prim, shape: tuple[int, ...]) -> Prim:
     """Sum ``g`` over the dims broadcasting added or stretched, giving ``shape``."""
     gshape = tuple(B.shape_of(g))
     lead = len(gshape) - len(shape)
@@ -136,7 +146,7 @@ def full_index(shape: tuple[int, ...]) -> list[tuple[int, int, int]]:
     return [(0, n, 1) for n in shape]
 
 
-def int_prim(B: Any, values: Sequence[int]) -> Prim:
+def int_prim(B: Backend, values: Sequence[int]) -> Prim:
     """A 1-d default-int primitive from host values (small index tables built by rules)."""
     import numpy as np
 

@@ -5,41 +5,48 @@ recomputes it instead of keeping its values."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from burn.backend import ACTIVATION_OPS
 
-from ._rule import Rule, masked, zeros
+from ._rule import Backward, Ctx, Grads, Prim, Rule, masked, zeros
+
+if TYPE_CHECKING:
+    from burn.backend import Backend
+
+# derivative(B, g, v) -> g times d(op)/dx, where v is the input or the output (as the table says)
+Derivative = Callable[["Backend", Prim, Prim], Prim]
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
-def _u(B, op, x):
+def _u(B: Backend, op: str, x: Prim) -> Prim:
     return B.activation(op, x) if op in ACTIVATION_OPS else B.unary(op, x)
 
 
-def _b(B, op, a, b):
+def _b(B: Backend, op: str, a: Prim | float, b: Prim | float) -> Prim:
     return B.binary(op, a, b)
 
 
-def _mul(B, a, b):
+def _mul(B: Backend, a: Prim | float, b: Prim | float) -> Prim:
     return B.binary("mul", a, b)
 
 
 # ---------------------------------------------------------------- unary: d(op)/dx times g
 # Each entry: (what the derivative reads: "in" or "out" or "", derivative(B, g, v) where v is that value).
-def _sigmoid_of(B, x):
+def _sigmoid_of(B: Backend, x: Prim) -> Prim:
     return B.activation("sigmoid", x)
 
 
-def _gelu_d(B, g, x):
+def _gelu_d(B: Backend, g: Prim, x: Prim) -> Prim:
     cdf = _b(B, "mul", _b(B, "add", _u(B, "erf", _mul(B, x, 1.0 / math.sqrt(2.0))), 1.0), 0.5)
     pdf = _mul(B, _u(B, "exp", _mul(B, _mul(B, x, x), -0.5)), _INV_SQRT_2PI)
     return _mul(B, g, _b(B, "add", cdf, _mul(B, x, pdf)))
 
 
-def _gelu_tanh_d(B, g, x):
+def _gelu_tanh_d(B: Backend, g: Prim, x: Prim) -> Prim:
     x2 = _mul(B, x, x)
     inner = _mul(B, _b(B, "add", x, _mul(B, _mul(B, x2, x), 0.044715)), _SQRT_2_OVER_PI)
     t = _u(B, "tanh", inner)
@@ -49,27 +56,27 @@ def _gelu_tanh_d(B, g, x):
     return _mul(B, g, d)
 
 
-def _silu_d(B, g, x):
+def _silu_d(B: Backend, g: Prim, x: Prim) -> Prim:
     s = _sigmoid_of(B, x)
     return _mul(B, g, _mul(B, s, _b(B, "add", _mul(B, x, _b(B, "sub", 1.0, s)), 1.0)))
 
 
-def _mish_d(B, g, x):
+def _mish_d(B: Backend, g: Prim, x: Prim) -> Prim:
     t = _u(B, "tanh", _u(B, "softplus", x))
     d = _b(B, "add", t, _mul(B, _mul(B, x, _b(B, "sub", 1.0, _mul(B, t, t))), _sigmoid_of(B, x)))
     return _mul(B, g, d)
 
 
-def _hard_sigmoid_d(B, g, x):
+def _hard_sigmoid_d(B: Backend, g: Prim, x: Prim) -> Prim:
     inside = B.binary("and", B.binary("gt", x, -3.0), B.binary("lt", x, 3.0))
     return masked(B, _mul(B, g, 1.0 / 6.0), inside)
 
 
-def _zero_d(B, g, _v):
+def _zero_d(B: Backend, g: Prim, _v: Prim) -> Prim:
     return zeros(B, B.shape_of(g), g)
 
 
-_UNARY: dict[str, tuple[str, Any]] = {
+_UNARY: dict[str, tuple[str, Derivative]] = {
     "neg": ("", lambda B, g, v: _u(B, "neg", g)),
     "abs": ("in", lambda B, g, x: _mul(B, g, _u(B, "sign", x))),
     "square": ("in", lambda B, g, x: _mul(B, g, _mul(B, x, 2.0))),
@@ -118,37 +125,37 @@ _UNARY: dict[str, tuple[str, Any]] = {
 UNARY_UNTRACKED = frozenset({"isnan", "isinf", "not"})
 
 
-def _unary_rule(op: str, reads: str, d: Any) -> Rule:
+def _unary_rule(op: str, reads: str, d: Derivative) -> Rule:
     if reads == "in":
 
-        def backward(B, g, c):
+        def backward(B: Backend, g: Prim, c: Ctx) -> Grads:
             return (d(B, g, c.x(0)),)
     elif reads == "out":
 
-        def backward(B, g, c):
+        def backward(B: Backend, g: Prim, c: Ctx) -> Grads:
             return (d(B, g, c.out()),)
     else:
 
-        def backward(B, g, c):
+        def backward(B: Backend, g: Prim, c: Ctx) -> Grads:
             return (d(B, g, None),)
 
     return Rule(f"unary:{op}", _u, backward, save_in=(0,) if reads == "in" else (), save_out=reads == "out")
 
 
 # ---------------------------------------------------------------- binary
-def _add_b(B, g, c):
+def _add_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     return g, g
 
 
-def _sub_b(B, g, c):
+def _sub_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     return g, (_u(B, "neg", g) if c.needs(1) else None)
 
 
-def _mul_b(B, g, c):
+def _mul_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     return (_mul(B, g, c.x(1)) if c.needs(0) else None, _mul(B, g, c.x(0)) if c.needs(1) else None)
 
 
-def _div_b(B, g, c):
+def _div_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     a, b = c.x(0), c.x(1)
     ga = _b(B, "div", g, b) if c.needs(0) else None
     gb = None
@@ -157,7 +164,7 @@ def _div_b(B, g, c):
     return ga, gb
 
 
-def _pow_b(B, g, c):
+def _pow_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     a, b = c.x(0), c.x(1)
     ga = gb = None
     if c.needs(0):
@@ -169,13 +176,13 @@ def _pow_b(B, g, c):
     return ga, gb
 
 
-def _pick(B, g, win, tie):
+def _pick(B: Backend, g: Prim, win: Prim, tie: Prim) -> Prim:
     """g where ``win``, g/2 on ties (the subgradient PyTorch uses), else 0."""
     return _b(B, "add", masked(B, g, win), masked(B, _mul(B, g, 0.5), tie))
 
 
-def _max_min_b(cmp: str):
-    def backward(B, g, c):
+def _max_min_b(cmp: str) -> Backward:
+    def backward(B: Backend, g: Prim, c: Ctx) -> Grads:
         a, b = c.x(0), c.x(1)
         tie = B.binary("eq", a, b)
         ga = _pick(B, g, B.binary(cmp, a, b), tie) if c.needs(0) else None
@@ -185,11 +192,11 @@ def _max_min_b(cmp: str):
     return backward
 
 
-def _square(B, v):
+def _square(B: Backend, v: Prim | float) -> Prim | float:
     return v * v if isinstance(v, (int, float)) else _mul(B, v, v)
 
 
-def _atan2_b(B, g, c):
+def _atan2_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     a, b = c.x(0), c.x(1)
     den = _b(B, "add", _square(B, a), _square(B, b))
     ga = _b(B, "div", _mul(B, g, b), den) if c.needs(0) else None
@@ -197,9 +204,9 @@ def _atan2_b(B, g, c):
     return ga, gb
 
 
-def _mod_b(rounding: str):
+def _mod_b(rounding: str) -> Backward:
     # a mod b = a - rounding(a / b) * b
-    def backward(B, g, c):
+    def backward(B: Backend, g: Prim, c: Ctx) -> Grads:
         gb = None
         if c.needs(1):
             a, b = c.x(0), c.x(1)
@@ -210,7 +217,7 @@ def _mod_b(rounding: str):
     return backward
 
 
-def _floor_div_b(B, g, c):
+def _floor_div_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     return (
         zeros(B, c.in_shape(0), g) if c.needs(0) else None,
         zeros(B, c.in_shape(1), g) if c.needs(1) else None,
@@ -233,12 +240,12 @@ _BINARY = [
 
 
 # ---------------------------------------------------------------- where, clamp, mask_fill, ...
-def _where_b(B, g, c):
+def _where_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     taken = masked(B, g, c.x(0))
     return None, (taken if c.needs(1) else None), (_b(B, "sub", g, taken) if c.needs(2) else None)
 
 
-def _clamp_b(B, g, c):
+def _clamp_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     x = c.x(0)
     lo, hi = c.meta
     keep = None
@@ -250,26 +257,26 @@ def _clamp_b(B, g, c):
     return (masked(B, g, keep),)
 
 
-def _mask_fill_b(B, g, c):
+def _mask_fill_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     return _b(B, "sub", g, masked(B, g, c.x(1))), None
 
 
-def _leaky_relu_b(B, g, c):
+def _leaky_relu_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     return (B.where(B.binary("ge", c.x(0), 0), g, _mul(B, g, c.meta)),)
 
 
-def _cast_b(B, g, c):
+def _cast_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     _dtype, src = c.meta
     return (B.cast(g, src),)
 
 
-def _softmax_b(B, g, c):
+def _softmax_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     y, dim = c.out(), c.meta
     dot = B.reduce("sum", _mul(B, g, y), (dim,), True)
     return (_mul(B, y, _b(B, "sub", g, dot)),)
 
 
-def _log_softmax_b(B, g, c):
+def _log_softmax_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     y, dim = c.out(), c.meta
     total = B.reduce("sum", g, (dim,), True)
     return (_b(B, "sub", g, _mul(B, _u(B, "exp", y), total)),)

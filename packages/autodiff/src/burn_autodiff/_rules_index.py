@@ -3,28 +3,33 @@ adjoint), sort and topk values (scatter the gradient back through the indices) a
 
 from __future__ import annotations
 
-from ._rule import Forward, Rule, zeros
+from typing import TYPE_CHECKING
+
+from ._rule import Ctx, Forward, Grads, Prim, Rule, zeros
+
+if TYPE_CHECKING:
+    from burn.backend import Backend
 
 
-def _gather_b(B, g, c):
+def _gather_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     return B.scatter_add(zeros(B, c.in_shape(0), g), c.meta, c.x(1), g), None
 
 
-def _scatter_add_b(B, g, c):
+def _scatter_add_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     gsrc = B.gather(g, c.meta, c.x(1)) if c.needs(2) else None
     return (g if c.needs(0) else None), None, gsrc
 
 
-def _select_b(B, g, c):
+def _select_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     return B.select_add(zeros(B, c.in_shape(0), g), c.meta, c.x(1), g), None
 
 
-def _select_add_b(B, g, c):
+def _select_add_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     gv = B.select(g, c.meta, c.x(1)) if c.needs(2) else None
     return (g if c.needs(0) else None), None, gv
 
 
-def _sorted_values_b(B, g, c):
+def _sorted_values_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     """sort and topk: the value at output position j came from input position indices[j]."""
     dim = c.meta[-1]
     return (B.scatter_add(zeros(B, c.in_shape(0), g), dim, c.extras[0], g),)
@@ -36,7 +41,7 @@ def _sorted_rule(name: str, forward: Forward) -> Rule:
     return Rule(name, forward, _sorted_values_b, memory_bound=False, multi=True)
 
 
-def _embedding_b(B, g, c):
+def _embedding_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     weight_shape = c.in_shape(0)
     flat_idx = B.reshape(c.x(1), (-1,))
     rows = B.reshape(g, (-1, weight_shape[1]))

@@ -8,13 +8,29 @@ matmul of the output gradient with the input's windows (im2col by strided slices
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import product
 from math import prod
+from typing import TYPE_CHECKING, Any
 
-from ._rule import Rule, zeros
+from ._rule import Ctx, Grads, Prim, Rule, zeros
+
+if TYPE_CHECKING:
+    from burn.backend import Backend
+
+# apply_1d(B, e, i): the op with identity on every spatial dim but dim i
+Apply1d = Callable[["Backend", Prim, int], Prim]
 
 
-def _windows(B, x, kernel, stride, padding, dilation, out_sizes):
+def _windows(
+    B: Backend,
+    x: Prim,
+    kernel: tuple[int, ...],
+    stride: tuple[int, ...],
+    padding: tuple[int, ...],
+    dilation: tuple[int, ...],
+    out_sizes: tuple[int, ...],
+) -> Prim:
     """Windows of x (A, M, *S) padded by ``padding``: (A, prod(kernel), M, *out_sizes)."""
     if any(padding):
         pads = ((0, 0), (0, 0)) + tuple((p, p) for p in padding)
@@ -30,7 +46,16 @@ def _windows(B, x, kernel, stride, padding, dilation, out_sizes):
     return B.stack(cols, 1)
 
 
-def conv_weight_grad(B, x, g, wshape, stride, padding, dilation, groups):
+def conv_weight_grad(
+    B: Backend,
+    x: Prim,
+    g: Prim,
+    wshape: tuple[int, ...],
+    stride: tuple[int, ...],
+    padding: tuple[int, ...],
+    dilation: tuple[int, ...],
+    groups: int,
+) -> Prim:
     """d loss / d weight of ``conv(x, weight)`` given the output gradient g (N, C_out, *O).
 
     One matmul per group of the input windows (C_in_g*Kp, N*L) with g (N*L, C_out_g): the batch folds
@@ -57,16 +82,16 @@ def conv_weight_grad(B, x, g, wshape, stride, padding, dilation, groups):
     return B.reshape(gw, tuple(wshape))
 
 
-def _bias_grad(B, g):
+def _bias_grad(B: Backend, g: Prim) -> Prim:
     nd = len(B.shape_of(g))
     return B.reduce("sum", g, (0,) + tuple(range(2, nd)), False)
 
 
-def _conv_fwd(B, m, x, w, bias):
+def _conv_fwd(B: Backend, m: tuple[Any, ...], x: Prim, w: Prim, bias: Prim | None) -> Prim:
     return B.conv(x, w, bias, *m)
 
 
-def _conv_b(B, g, c):
+def _conv_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     stride, padding, dilation, groups = c.meta
     x, w = c.x(0), c.x(1)
     xshape, wshape = c.in_shape(0), c.in_shape(1)
@@ -86,11 +111,11 @@ def _conv_b(B, g, c):
     return gx, gw, gb
 
 
-def _conv_transpose_fwd(B, m, x, w, bias):
+def _conv_transpose_fwd(B: Backend, m: tuple[Any, ...], x: Prim, w: Prim, bias: Prim | None) -> Prim:
     return B.conv_transpose(x, w, bias, *m)
 
 
-def _conv_transpose_b(B, g, c):
+def _conv_transpose_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     stride, padding, _out_pad, dilation, groups = c.meta
     x, w = c.x(0), c.x(1)
     xshape, wshape = c.in_shape(0), c.in_shape(1)
@@ -107,7 +132,7 @@ def _conv_transpose_b(B, g, c):
     return gx, gw, gb
 
 
-def _max_pool_b(B, g, c):
+def _max_pool_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     shape = c.in_shape(0)
     n, ch = shape[0], shape[1]
     flat = (n, ch, prod(shape[2:]))
@@ -117,7 +142,7 @@ def _max_pool_b(B, g, c):
 
 
 # ---------------------------------------------------------------- separable linear resampling
-def _separable_adjoint(B, g, in_shape, apply_1d):
+def _separable_adjoint(B: Backend, g: Prim, in_shape: tuple[int, ...], apply_1d: Apply1d) -> Prim:
     """Transpose of a linear op acting on each spatial dim independently (avg pools, interpolate).
 
     Each dim's matrix is read off by running the op on an identity: input (1, S, 1, .., S, .., 1)
@@ -138,14 +163,14 @@ def _separable_adjoint(B, g, in_shape, apply_1d):
     return g
 
 
-def _only(values, i, rest):
+def _only(values: tuple[int, ...], i: int, rest: int) -> tuple[int, ...]:
     return tuple(v if j == i else rest for j, v in enumerate(values))
 
 
-def _avg_pool_b(B, g, c):
+def _avg_pool_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     kernel, stride, padding, include_pad, ceil_mode = c.meta
 
-    def apply_1d(B, e, i):
+    def apply_1d(B: Backend, e: Prim, i: int) -> Prim:
         return B.avg_pool(
             e, _only(kernel, i, 1), _only(stride, i, 1), _only(padding, i, 0), include_pad, ceil_mode
         )
@@ -153,17 +178,17 @@ def _avg_pool_b(B, g, c):
     return (_separable_adjoint(B, g, c.in_shape(0), apply_1d),)
 
 
-def _adaptive_avg_pool_b(B, g, c):
+def _adaptive_avg_pool_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     size = c.meta
     return (
         _separable_adjoint(B, g, c.in_shape(0), lambda B, e, i: B.adaptive_avg_pool(e, _only(size, i, 1))),
     )
 
 
-def _interpolate_b(B, g, c):
+def _interpolate_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     size, mode, align = c.meta
 
-    def apply_1d(B, e, i):
+    def apply_1d(B: Backend, e: Prim, i: int) -> Prim:
         return B.interpolate(e, _only(size, i, 1), mode, align)
 
     return (_separable_adjoint(B, g, c.in_shape(0), apply_1d),)

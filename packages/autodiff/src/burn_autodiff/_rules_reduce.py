@@ -5,35 +5,40 @@ tied maxima (PyTorch's amax rule); prod uses exclusive products so zeros in the 
 
 from __future__ import annotations
 
-from ._rule import Rule, expand_back, full_index
+from typing import TYPE_CHECKING
+
+from ._rule import Ctx, Forward, Grads, Prim, Rule, expand_back, full_index
+
+if TYPE_CHECKING:
+    from burn.backend import Backend
 
 
-def _reduce_fwd(op: str):
-    def forward(B, m, x):
+def _reduce_fwd(op: str) -> Forward:
+    def forward(B: Backend, m: tuple[tuple[int, ...], bool], x: Prim) -> Prim:
         return B.reduce(op, x, m[0], m[1])
 
     return forward
 
 
-def _count(shape, dims) -> int:
+def _count(shape: tuple[int, ...], dims: tuple[int, ...]) -> int:
     n = 1
     for d in dims:
         n *= shape[d]
     return n
 
 
-def _sum_b(B, g, c):
+def _sum_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     dims, keepdim = c.meta
     return (expand_back(B, g, c.in_shape(0), dims, keepdim),)
 
 
-def _mean_b(B, g, c):
+def _mean_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     dims, keepdim = c.meta
     shape = c.in_shape(0)
     return (B.binary("div", expand_back(B, g, shape, dims, keepdim), float(_count(shape, dims))),)
 
 
-def _extreme_b(B, g, c):
+def _extreme_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     dims, keepdim = c.meta
     shape = c.in_shape(0)
     x = c.x(0)
@@ -43,7 +48,7 @@ def _extreme_b(B, g, c):
     return (B.binary("mul", hit, share),)
 
 
-def _exclusive_cumprod(B, x, dim: int, n: int):
+def _exclusive_cumprod(B: Backend, x: Prim, dim: int, n: int) -> Prim:
     """Products of the entries before each position along ``dim`` (1 for the first)."""
     shape = tuple(B.shape_of(x))
     ones = B.full(tuple(1 if d == dim else s for d, s in enumerate(shape)), 1.0, B.dtype_of(x))
@@ -54,7 +59,7 @@ def _exclusive_cumprod(B, x, dim: int, n: int):
     return B.cat([ones, B.slice(B.cumprod(x, dim), tuple(head))], dim)
 
 
-def _prod_b(B, g, c):
+def _prod_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     dims, keepdim = c.meta
     shape = c.in_shape(0)
     x = c.x(0)
@@ -75,7 +80,7 @@ def _prod_b(B, g, c):
     return (B.permute(grad, inverse),)
 
 
-def _var_b(B, g, c):
+def _var_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     dims, correction, keepdim = c.meta
     shape = c.in_shape(0)
     x = c.x(0)
@@ -85,28 +90,28 @@ def _var_b(B, g, c):
     return (B.binary("mul", B.binary("mul", diff, scale), expand_back(B, g, shape, dims, keepdim)),)
 
 
-def _reverse_cumsum(B, g, dim):
+def _reverse_cumsum(B: Backend, g: Prim, dim: int) -> Prim:
     return B.flip(B.cumsum(B.flip(g, (dim,)), dim), (dim,))
 
 
-def _cumsum_b(B, g, c):
+def _cumsum_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     return (_reverse_cumsum(B, g, c.meta),)
 
 
-def _cumprod_b(B, g, c):
+def _cumprod_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     # d out_j / d x_i = out_j / x_i for j >= i; inputs containing zeros give inf/nan here, as in Burn
     dim = c.meta
     return (B.binary("div", _reverse_cumsum(B, B.binary("mul", g, c.out()), dim), c.x(0)),)
 
 
-def _t(B, x):
+def _t(B: Backend, x: Prim) -> Prim:
     n = len(B.shape_of(x))
     perm = list(range(n))
     perm[-1], perm[-2] = perm[-2], perm[-1]
     return B.permute(x, tuple(perm))
 
 
-def _matmul_b(B, g, c):
+def _matmul_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     ga = B.matmul(g, _t(B, c.x(1))) if c.needs(0) else None
     gb = B.matmul(_t(B, c.x(0)), g) if c.needs(1) else None
     return ga, gb

@@ -4,40 +4,45 @@ shapes: their gradients move the output gradient back into the input's layout.""
 
 from __future__ import annotations
 
-from ._rule import Rule, full_index, int_prim, zeros
+from typing import TYPE_CHECKING
+
+from ._rule import Ctx, Grads, Prim, Rule, full_index, int_prim, zeros
+
+if TYPE_CHECKING:
+    from burn.backend import Backend
 
 
-def _reshape_b(B, g, c):
+def _reshape_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     return (B.reshape(g, c.in_shape(0)),)
 
 
-def _permute_b(B, g, c):
+def _permute_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     dims = c.meta
     inverse = tuple(dims.index(i) for i in range(len(dims)))
     return (B.permute(g, inverse),)
 
 
-def _expand_b(B, g, c):
+def _expand_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     return (g,)  # the engine sums the stretched dims back (unbroadcast)
 
 
-def _slice_b(B, g, c):
+def _slice_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     return (B.slice_assign(zeros(B, c.in_shape(0), g), c.meta, g),)
 
 
-def _slice_assign_b(B, g, c):
+def _slice_assign_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     index = c.meta
     gx = B.slice_assign(g, index, zeros(B, c.in_shape(1), g)) if c.needs(0) else None
     gv = B.slice(g, index) if c.needs(1) else None
     return gx, gv
 
 
-def _cat_b(B, g, c):
+def _cat_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     dim = c.meta
     gshape = c.shape
     out, start = [], 0
-    for i, shape in enumerate(c.node.in_shapes):
-        n = shape[dim]
+    for i in range(len(c.node.in_shapes)):
+        n = c.in_shape(i)[dim]
         if c.needs(i):
             index = full_index(gshape)
             index[dim] = (start, start + n, 1)
@@ -48,25 +53,25 @@ def _cat_b(B, g, c):
     return out
 
 
-def _stack_b(B, g, c):
+def _stack_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     dim = c.meta
     gshape = c.shape
     out = []
-    for i, shape in enumerate(c.node.in_shapes):
+    for i in range(len(c.node.in_shapes)):
         if c.needs(i):
             index = full_index(gshape)
             index[dim] = (i, i + 1, 1)
-            out.append(B.reshape(B.slice(g, tuple(index)), shape))
+            out.append(B.reshape(B.slice(g, tuple(index)), c.in_shape(i)))
         else:
             out.append(None)
     return out
 
 
-def _flip_b(B, g, c):
+def _flip_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     return (B.flip(g, c.meta),)
 
 
-def _repeat_b(B, g, c):
+def _repeat_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     shape = c.in_shape(0)
     reps = c.meta
     inter = []
@@ -86,7 +91,7 @@ def _pad_source_index(n: int, before: int, after: int, mode: str) -> list[int]:
     return head + list(range(n)) + tail
 
 
-def _pad_b(B, g, c):
+def _pad_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     pads, mode, _value = c.meta
     shape = c.in_shape(0)
     if mode == "constant":

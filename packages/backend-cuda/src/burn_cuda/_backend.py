@@ -9,18 +9,23 @@ synchronise only that stream, and ``read_many`` reads several arrays with one sy
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import burn
 import numpy as np
-from burn import DeviceError
-from burn.backend import ACTIVATION_OPS, Backend
+from burn import DeviceError, DType
+from burn.backend import ACTIVATION_OPS, Backend, Slices
 
 from . import _kernels, _matmul, _probe, _scan
 from ._dtypes import FROM_NP, TO_NP
 from ._index_check import IndexChecker
 from ._module import CudaModuleOps
+from ._types import Prim, Scalar
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 _tls = threading.local()  # which backend's device and stream are current in this thread
 _SCALARS = (bool, int, float, np.generic)
@@ -55,7 +60,7 @@ class CudaBackend(CudaModuleOps, Backend):
         self._on()
 
     # ---- device and stream
-    def _on(self) -> Any:
+    def _on(self) -> ModuleType:
         """Make this device and its stream current in the calling thread; return cupy.
 
         Besides this thread's last activation, the current stream itself is compared: code between two
@@ -77,54 +82,55 @@ class CudaBackend(CudaModuleOps, Backend):
         self.index_checks.raise_if_failed()
 
     # ---- data
-    def from_numpy(self, array, dtype):
+    def from_numpy(self, array: npt.ArrayLike, dtype: DType) -> Prim:
         cp = self._on()
         return cp.asarray(np.asarray(array, dtype=TO_NP[dtype]))
 
-    def to_numpy(self, x):
+    def to_numpy(self, x: Prim) -> np.ndarray:
         return self.read_many([x])[0]
 
-    def read_many(self, xs: Sequence[Any]) -> list[Any]:
+    def read_many(self, xs: Sequence[Prim]) -> list[np.ndarray]:
         self._on()
         out = [x.get(stream=self.stream, blocking=False) for x in xs]
         self.sync()  # one sync for the whole batch, which also reports failed index checks
         return out
 
-    def check_index(self, index, size, negative, message):
+    def check_index(self, index: Prim, size: int, negative: bool, message: str) -> Prim:
         self._on()
         return self.index_checks.check(index, size, negative, message)
 
-    def shape_of(self, x):
+    def shape_of(self, x: Prim) -> tuple[int, ...]:
         return x.shape
 
-    def dtype_of(self, x):
+    def dtype_of(self, x: Prim) -> DType:
         return FROM_NP[x.dtype]
 
-    def full(self, shape, value, dtype):
+    def full(self, shape: tuple[int, ...], value: Scalar, dtype: DType) -> Prim:
         return self._on().full(shape, value, dtype=TO_NP[dtype])
 
-    def cast(self, x, dtype):
+    def cast(self, x: Prim, dtype: DType) -> Prim:
         self._on()
         return x.astype(TO_NP[dtype], copy=False)
 
-    def arange(self, start, stop, step, dtype):
+    def arange(self, start: int | float, stop: int | float, step: int | float, dtype: DType) -> Prim:
         return self._on().arange(start, stop, step, dtype=TO_NP[dtype])
 
     # ---- element-wise: one generated kernel per (op, dtype)
-    def unary(self, op, x):
+    def unary(self, op: str, x: Prim) -> Prim:
         self._on()
         return _kernels.get("unary", op, x.dtype)(x)
 
-    def binary(self, op, a, b):
+    def binary(self, op: str, a: Prim | Scalar, b: Prim | Scalar) -> Prim:
         self._on()
-        dt = a.dtype if not isinstance(a, _SCALARS) else b.dtype
+        ref: Prim = a if not isinstance(a, _SCALARS) else b  # one side is a tensor (the contract)
+        dt = ref.dtype
         if isinstance(a, _SCALARS):
             a = dt.type(a)
         elif isinstance(b, _SCALARS):
             b = dt.type(b)
         return _kernels.get("binary", op, dt)(a, b)
 
-    def where(self, cond, a, b):
+    def where(self, cond: Prim, a: Prim | Scalar, b: Prim | Scalar) -> Prim:
         cp = self._on()
         ref = a if not isinstance(a, _SCALARS) else b
         if isinstance(ref, _SCALARS):  # both scalars: the dtype follows Python's type, as numpy's
@@ -136,7 +142,7 @@ class CudaBackend(CudaModuleOps, Backend):
         b = dt.type(b) if isinstance(b, _SCALARS) else b
         return _kernels.where_kernel(dt)(cond, a, b)
 
-    def clamp(self, x, lo, hi):
+    def clamp(self, x: Prim, lo: float | int | None, hi: float | int | None) -> Prim:
         self._on()
         dt = x.dtype
         info = np.finfo(dt) if dt.kind == "f" else (np.iinfo(dt) if dt.kind in "iu" else None)
@@ -147,7 +153,7 @@ class CudaBackend(CudaModuleOps, Backend):
         return _kernels.clamp_kernel(dt)(x, lo, hi)
 
     # ---- reductions and linear algebra
-    def reduce(self, op, x, dims, keepdim):
+    def reduce(self, op: str, x: Prim, dims: tuple[int, ...], keepdim: bool) -> Prim:
         cp = self._on()
         if op in ("sum", "prod", "mean"):
             fn = {"sum": cp.sum, "prod": cp.prod, "mean": cp.mean}[op]
@@ -155,13 +161,13 @@ class CudaBackend(CudaModuleOps, Backend):
         fn = {"max": cp.max, "min": cp.min, "all": cp.all, "any": cp.any}[op]
         return fn(x, axis=dims, keepdims=keepdim)
 
-    def arg_reduce(self, op, x, dim, keepdim):
+    def arg_reduce(self, op: str, x: Prim, dim: int, keepdim: bool) -> Prim:
         cp = self._on()
         fn = cp.argmax if op == "argmax" else cp.argmin
         out = fn(x, axis=dim).astype(np.int64, copy=False)
         return cp.expand_dims(out, dim) if keepdim else out
 
-    def var(self, x, dims, correction, keepdim):
+    def var(self, x: Prim, dims: tuple[int, ...], correction: int, keepdim: bool) -> Prim:
         cp = self._on()
         n = 1
         for d in dims:
@@ -171,47 +177,47 @@ class CudaBackend(CudaModuleOps, Backend):
         sq = cp.sum(diff * diff, axis=dims, keepdims=keepdim, dtype=x.dtype)
         return sq / x.dtype.type(max(n - correction, 0))
 
-    def matmul(self, a, b):
+    def matmul(self, a: Prim, b: Prim) -> Prim:
         return _matmul.matmul(self._on(), a, b)
 
     # ---- shape
-    def reshape(self, x, shape):
+    def reshape(self, x: Prim, shape: tuple[int, ...]) -> Prim:
         self._on()
         return x.reshape(shape)
 
-    def permute(self, x, dims):
+    def permute(self, x: Prim, dims: tuple[int, ...]) -> Prim:
         return x.transpose(dims)
 
-    def expand(self, x, shape):
+    def expand(self, x: Prim, shape: tuple[int, ...]) -> Prim:
         return self._on().broadcast_to(x, shape)
 
-    def slice(self, x, index):
+    def slice(self, x: Prim, index: Slices) -> Prim:
         self._on()
         return x[tuple(slice(a, b, s) for a, b, s in index)]
 
-    def slice_assign(self, x, index, value):
+    def slice_assign(self, x: Prim, index: Slices, value: Prim) -> Prim:
         self._on()
         out = x.copy()
         out[tuple(slice(a, b, s) for a, b, s in index)] = value
         return out
 
-    def cat(self, xs, dim):
+    def cat(self, xs: Sequence[Prim], dim: int) -> Prim:
         return self._on().concatenate(list(xs), axis=dim)
 
-    def stack(self, xs, dim):
+    def stack(self, xs: Sequence[Prim], dim: int) -> Prim:
         return self._on().stack(list(xs), axis=dim)
 
-    def flip(self, x, dims):
+    def flip(self, x: Prim, dims: tuple[int, ...]) -> Prim:
         return self._on().flip(x, dims)
 
-    def repeat(self, x, reps):
+    def repeat(self, x: Prim, reps: tuple[int, ...]) -> Prim:
         return self._on().tile(x, reps)
 
     # ---- indexing
-    def gather(self, x, dim, index):
+    def gather(self, x: Prim, dim: int, index: Prim) -> Prim:
         return self._on().take_along_axis(x, index, axis=dim)
 
-    def _scatter_into(self, out: Any, where: tuple, values: Any) -> Any:
+    def _scatter_into(self, out: Prim, where: tuple[Any, ...], values: Prim) -> Prim:
         """``out[where] += values`` with duplicates accumulating (atomics); out is a fresh copy."""
         add_at = _add_at(self.xp)
         dt = out.dtype
@@ -225,7 +231,7 @@ class CudaBackend(CudaModuleOps, Backend):
         add_at(acc, where, values.astype(np.int32))
         return acc.astype(dt) if dt.kind != "b" else acc != 0
 
-    def scatter_add(self, x, dim, index, src):
+    def scatter_add(self, x: Prim, dim: int, index: Prim, src: Prim) -> Prim:
         cp = self._on()
         where = []
         for d, n in enumerate(index.shape):
@@ -234,28 +240,28 @@ class CudaBackend(CudaModuleOps, Backend):
             where.append(index if d == dim else cp.arange(n).reshape(shape))
         return self._scatter_into(x.copy(), tuple(where), src)
 
-    def select(self, x, dim, indices):
+    def select(self, x: Prim, dim: int, indices: Prim) -> Prim:
         return self._on().take(x, indices, axis=dim)
 
-    def select_add(self, x, dim, indices, values):
+    def select_add(self, x: Prim, dim: int, indices: Prim, values: Prim) -> Prim:
         self._on()
         return self._scatter_into(x.copy(), (slice(None),) * dim + (indices,), values)
 
-    def _tri_mask(self, x: Any, k: int) -> Any:
+    def _tri_mask(self, x: Prim, k: int) -> Prim:
         cp = self.xp
         n, m = x.shape[-2:]
         return (cp.arange(m)[None, :] - cp.arange(n)[:, None]) <= k
 
-    def tril(self, x, k):
+    def tril(self, x: Prim, k: int) -> Prim:
         self._on()
         return self.where(self._tri_mask(x, k), x, self._zero_like_scalar(x))
 
-    def triu(self, x, k):
+    def triu(self, x: Prim, k: int) -> Prim:
         self._on()
         return self.where(self._tri_mask(x, k - 1), self._zero_like_scalar(x), x)
 
     # ---- sort and scan
-    def sort(self, x, dim, descending):
+    def sort(self, x: Prim, dim: int, descending: bool) -> tuple[Prim, Prim]:
         cp = self._on()
         if descending:
             # stable descending: sort the reversed array ascending, reverse back, map indices
@@ -266,31 +272,31 @@ class CudaBackend(CudaModuleOps, Backend):
             idx = cp.argsort(x, axis=dim)
         return cp.take_along_axis(x, idx, axis=dim), idx.astype(np.int64, copy=False)
 
-    def cumsum(self, x, dim):
+    def cumsum(self, x: Prim, dim: int) -> Prim:
         return _scan.scan(self._on(), x, dim, product=False)
 
-    def cumprod(self, x, dim):
+    def cumprod(self, x: Prim, dim: int) -> Prim:
         return _scan.scan(self._on(), x, dim, product=True)
 
-    def pad(self, x, pads, mode, value):
+    def pad(self, x: Prim, pads: tuple[tuple[int, int], ...], mode: str, value: float) -> Prim:
         cp = self._on()
         if mode == "constant":
             return cp.pad(x, pads, mode="constant", constant_values=value)
         return cp.pad(x, pads, mode=mode)
 
     # ---- activations (fused where one kernel does it)
-    def softmax(self, x, dim):
+    def softmax(self, x: Prim, dim: int) -> Prim:
         cp = self._on()
         e = _kernels.get("unary", "exp", x.dtype)(x - cp.max(x, axis=dim, keepdims=True))
         return e / cp.sum(e, axis=dim, keepdims=True, dtype=x.dtype)
 
-    def log_softmax(self, x, dim):
+    def log_softmax(self, x: Prim, dim: int) -> Prim:
         cp = self._on()
         shifted = x - cp.max(x, axis=dim, keepdims=True)
         return shifted - cp.log(cp.sum(cp.exp(shifted), axis=dim, keepdims=True, dtype=x.dtype))
 
 
-def _current_stream_ptr_fn(cupy: Any) -> Any:
+def _current_stream_ptr_fn(cupy: ModuleType) -> Callable[[], int]:
     """A zero-argument function giving the current stream's handle (CuPy's cheap one where it has it)."""
     fn = getattr(cupy.cuda.stream, "get_current_stream_ptr", None)
     if fn is not None:
@@ -298,7 +304,7 @@ def _current_stream_ptr_fn(cupy: Any) -> Any:
     return lambda: cupy.cuda.get_current_stream().ptr
 
 
-def _add_at(cp: Any) -> Any:
+def _add_at(cp: ModuleType) -> Callable[..., None]:
     """``cupy.add.at`` (CuPy 13+), else the older ``cupyx.scatter_add``; same atomics either way."""
     at = getattr(cp.add, "at", None)
     if at is not None:

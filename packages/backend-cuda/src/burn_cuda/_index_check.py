@@ -12,9 +12,11 @@ device stays usable (an asynchronous error like CUDA's, but recoverable).
 from __future__ import annotations
 
 import threading
-from typing import Any
+from types import ModuleType
 
 import numpy as np
+
+from ._types import Kernel, Prim, Stream
 
 # more pending checks than this and the next check waits for the device and reports right away, so the
 # host-side message table stays bounded in code that issues index ops without ever reading
@@ -34,10 +36,10 @@ y = (T)w;
 """
 
 _kernel_lock = threading.Lock()
-_kernel: list[Any] = []
+_kernel: list[Kernel] = []
 
 
-def _check_kernel(cupy: Any) -> Any:
+def _check_kernel(cupy: ModuleType) -> Kernel:
     if not _kernel:
         with _kernel_lock:
             if not _kernel:
@@ -55,7 +57,7 @@ def _check_kernel(cupy: Any) -> Any:
 class IndexChecker:
     """The pending index checks of one device and stream."""
 
-    def __init__(self, cupy: Any, stream: Any) -> None:
+    def __init__(self, cupy: ModuleType, stream: Stream) -> None:
         import cupyx
 
         self._cupy = cupy
@@ -72,7 +74,7 @@ class IndexChecker:
     def pending(self) -> bool:
         return bool(self._messages)
 
-    def check(self, index: Any, size: int, negative: bool, message: str) -> Any:
+    def check(self, index: Prim, size: int, negative: bool, message: str) -> Prim:
         """Queue the check of ``index`` against ``size``; returns the wrapped, in-range index."""
         if self._next_id > 1 and len(self._messages) >= _MAX_PENDING:
             self.fetch()

@@ -3,12 +3,22 @@ pool's statistics, streams and synchronisation."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from burn import DeviceError, DTypeError
 
+from ._types import Prim, Stream
 
-def _cuda_backend(device: Any) -> Any:
+if TYPE_CHECKING:
+    from burn import Device, Tensor
+    from burn.backend import Backend
+
+    from ._backend import CudaBackend
+
+    DeviceLike = Device | str | None
+
+
+def _cuda_backend(device: DeviceLike) -> tuple[Device, Backend, CudaBackend]:
     import burn
 
     dev = burn.device(device if device is not None else "cuda")
@@ -16,17 +26,20 @@ def _cuda_backend(device: Any) -> Any:
     inner = backend.inner if backend.is_autodiff else backend
     if getattr(inner, "name", None) != "cuda":
         raise DeviceError(f"expected a CUDA device such as 'cuda:0', got {dev}")
-    return dev, backend, inner
+    return dev, backend, cast("CudaBackend", inner)
 
 
-def from_dlpack(obj: Any, device: Any = None) -> Any:
+def from_dlpack(obj: Any, device: DeviceLike = None) -> Tensor:
     """A burn tensor sharing memory with ``obj`` (a torch/CuPy/JAX GPU array or a DLPack capsule).
 
     Zero-copy when ``obj`` lives on the target GPU: the tensor aliases its memory (burn never writes to
     it, but the producer may). The producer's pending work is ordered before this device's stream via
     the DLPack stream handshake. Host arrays (numpy, CPU tensors) are copied to the GPU instead.
 
-    >>> t = burn_cuda.from_dlpack(torch.ones(2, 3, device="cuda"))   # shape (2, 3), float32
+    >>> import burn_cuda
+    >>> import torch                                                    # doctest: +SKIP
+    >>> burn_cuda.from_dlpack(torch.ones(2, 3, device="cuda")).shape   # doctest: +SKIP
+    (2, 3)
     """
     from burn.backend import from_primitive
 
@@ -59,18 +72,18 @@ def from_dlpack(obj: Any, device: Any = None) -> Any:
     return from_primitive(arr, backend)
 
 
-def as_cupy(tensor: Any) -> Any:
+def as_cupy(tensor: Tensor) -> Prim:
     """The ``cupy.ndarray`` behind a CUDA tensor (zero-copy; do not write to it). It implements
     ``__dlpack__``, so ``torch.from_dlpack(burn_cuda.as_cupy(t))`` shares memory too."""
     backend = tensor.backend
     inner = backend.inner if backend.is_autodiff else backend
     if getattr(inner, "name", None) != "cuda":
         raise DeviceError(f"as_cupy: expected a tensor on a CUDA device, got one on {tensor.device}")
-    inner._on()
+    cast("CudaBackend", inner)._on()  # a CUDA backend: its name says so
     return backend.inner_prim(tensor.primitive) if backend.is_autodiff else tensor.primitive
 
 
-def to_dlpack(tensor: Any) -> Any:
+def to_dlpack(tensor: Tensor) -> object:
     """A DLPack capsule of a CUDA tensor for consumers that take capsules (``torch.from_dlpack``).
 
     The device's stream is synchronised first, since a capsule carries no stream to wait on."""
@@ -80,17 +93,17 @@ def to_dlpack(tensor: Any) -> Any:
     return arr.__dlpack__()
 
 
-def synchronize(device: Any = None) -> None:
+def synchronize(device: DeviceLike = None) -> None:
     """Wait until every op queued on the device's stream has finished."""
     _cuda_backend(device)[2].sync()
 
 
-def stream(device: Any = None) -> Any:
+def stream(device: DeviceLike = None) -> Stream:
     """The ``cupy.cuda.Stream`` this device issues its work on (non-blocking, one per device)."""
     return _cuda_backend(device)[2].stream
 
 
-def memory_stats(device: Any = None) -> dict[str, int]:
+def memory_stats(device: DeviceLike = None) -> dict[str, int]:
     """CuPy memory-pool figures for the device, in bytes: ``used`` (held by live arrays), ``pooled``
     (reserved from the driver, used + cached), ``cached`` (free blocks ready for reuse), ``free_blocks``
     (their count), ``limit`` (0 = none), and the driver's ``device_free`` / ``device_total``."""
@@ -111,7 +124,7 @@ def memory_stats(device: Any = None) -> dict[str, int]:
         }
 
 
-def empty_cache(device: Any = None) -> None:
+def empty_cache(device: DeviceLike = None) -> None:
     """Give the pool's cached (unused) blocks back to the driver."""
     inner = _cuda_backend(device)[2]
     inner._on()
@@ -120,7 +133,7 @@ def empty_cache(device: Any = None) -> None:
         inner.memory_pool.free_all_blocks()
 
 
-def set_memory_limit(limit_bytes: int, device: Any = None) -> None:
+def set_memory_limit(limit_bytes: int, device: DeviceLike = None) -> None:
     """Cap the pool for one device (0 removes the cap); allocations past it raise OutOfMemoryError."""
     if not isinstance(limit_bytes, int) or limit_bytes < 0:
         raise ValueError(f"set_memory_limit: expected a non-negative int of bytes, got {limit_bytes!r}")

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from types import ModuleType
 
 import numpy as np
 
 from ._dtypes import C_TYPE, COMPUTE_TYPE
+from ._types import Kernel
 
 # device helpers the expressions call; templated so one preamble serves every compute type
 PREAMBLE = r"""
@@ -138,7 +139,7 @@ BINARY_EXPR: dict[str, str | dict[str, str]] = {
 
 BOOL_RESULT = frozenset({"isnan", "isinf", "eq", "ne", "lt", "le", "gt", "ge"})
 
-_cache: dict[tuple[str, str, np.dtype], Any] = {}
+_cache: dict[tuple[str, str, np.dtype], Kernel] = {}
 _lock = threading.Lock()
 
 
@@ -172,7 +173,7 @@ def kernel_source(kind: str, op: str, dt: np.dtype) -> tuple[str, str, str]:
     return in_params, f"{out_dt.name} y", body
 
 
-def _cached(key: tuple[str, str, np.dtype], build: Callable[[Any], Any]) -> Any:
+def _cached(key: tuple[str, str, np.dtype], build: Callable[[ModuleType], Kernel]) -> Kernel:
     """The kernel under ``key``, made once per process by ``build(cupy)`` (constructing an
     ``ElementwiseKernel`` is cheap: CuPy compiles it on first call)."""
     k = _cache.get(key)
@@ -186,10 +187,10 @@ def _cached(key: tuple[str, str, np.dtype], build: Callable[[Any], Any]) -> Any:
     return k
 
 
-def get(kind: str, op: str, dt: np.dtype) -> Any:
+def get(kind: str, op: str, dt: np.dtype) -> Kernel:
     """The compiled ``cupy.ElementwiseKernel`` for ``op`` on ``dt`` (built once per process)."""
 
-    def build(cupy: Any) -> Any:
+    def build(cupy: ModuleType) -> Kernel:
         in_params, out_params, body = kernel_source(kind, op, dt)
         return cupy.ElementwiseKernel(
             in_params, out_params, body, f"burn_{kind}_{op}_{dt.name}", preamble=PREAMBLE
@@ -198,10 +199,10 @@ def get(kind: str, op: str, dt: np.dtype) -> Any:
     return _cached((kind, op, dt), build)
 
 
-def where_kernel(dt: np.dtype) -> Any:
+def where_kernel(dt: np.dtype) -> Kernel:
     """``y = cond ? a : b`` for operands of dtype ``dt`` (scalars or arrays, broadcast)."""
 
-    def build(cupy: Any) -> Any:
+    def build(cupy: ModuleType) -> Kernel:
         return cupy.ElementwiseKernel(
             f"bool c, {dt.name} a, {dt.name} b", f"{dt.name} y", "y = c ? a : b", f"burn_where_{dt.name}"
         )
@@ -209,10 +210,10 @@ def where_kernel(dt: np.dtype) -> Any:
     return _cached(("where", "where", dt), build)
 
 
-def clamp_kernel(dt: np.dtype) -> Any:
+def clamp_kernel(dt: np.dtype) -> Kernel:
     """``y = min(max(x, lo), hi)`` with NaN passing through (as numpy.clip)."""
 
-    def build(cupy: Any) -> Any:
+    def build(cupy: ModuleType) -> Kernel:
         body = (
             f"typedef {COMPUTE_TYPE[dt]} C; const C a = (C)x; const C l = (C)lo; const C h = (C)hi;"
             f" y = ({C_TYPE[dt]})(a < l ? l : (a > h ? h : a));"

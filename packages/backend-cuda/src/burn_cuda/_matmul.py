@@ -11,7 +11,13 @@ are passed as transpose flags instead of being copied. Other dtypes use ``cupy.m
 from __future__ import annotations
 
 import threading
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from ._types import Prim
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # numpy is imported inside the functions: the entry point imports this module (for the precision
 # settings), and it must load where numpy does not (Pyodide lists the backend as unavailable there)
@@ -27,9 +33,9 @@ PRECISIONS = tuple(_COMPUTE_FALLBACK)
 _CUDA_R_32F = 0
 _GEMM_DEFAULT_TENSOR_OP = 99
 
-_state: dict[str, Any] = {"precision": "fp32"}
+_state: dict[str, str] = {"precision": "fp32"}
 _local = threading.local()
-_scalars: list[Any] = []  # host alpha/beta (1.0, 0.0) for cuBLAS, made on first use
+_scalars: list[np.ndarray] = []  # host alpha/beta (1.0, 0.0) for cuBLAS, made on first use
 
 
 def _check(mode: str) -> str:
@@ -42,7 +48,11 @@ def set_matmul_precision(mode: str) -> None:
     """Pick how float32 matmuls run on every CUDA device: ``"fp32"`` (default, exact), ``"tf32"``,
     ``"bf16"`` or ``"fp16"`` (tensor cores, inputs rounded, fp32 accumulation and output).
 
+    >>> import burn_cuda
     >>> burn_cuda.set_matmul_precision("tf32")
+    >>> burn_cuda.get_matmul_precision()
+    'tf32'
+    >>> burn_cuda.set_matmul_precision("fp32")   # back to the default
     """
     _state["precision"] = _check(mode)
 
@@ -82,7 +92,7 @@ def compute_type(mode: str) -> int:
     return ct
 
 
-def _batched(cupy: Any, x: Any, batch: tuple[int, ...]) -> Any:
+def _batched(cupy: ModuleType, x: Prim, batch: tuple[int, ...]) -> Prim:
     """x (..., R, C) as (B, R, C) with B = prod(batch), or (1, R, C) when one matrix serves the batch."""
     import numpy as np
 
@@ -98,7 +108,7 @@ def _batched(cupy: Any, x: Any, batch: tuple[int, ...]) -> Any:
     return x3
 
 
-def _layout(cupy: Any, x: Any) -> tuple[Any, bool, int]:
+def _layout(cupy: ModuleType, x: Prim) -> tuple[Prim, bool, int]:
     """(array, is_row_major, leading dim) of the last two dims, copying only when neither layout fits."""
     r, c = x.shape[-2:]
     b1, b2 = x.strides[-2:]
@@ -110,7 +120,7 @@ def _layout(cupy: Any, x: Any) -> tuple[Any, bool, int]:
     return cupy.ascontiguousarray(x), True, max(c, 1)
 
 
-def gemm_f32(cupy: Any, a: Any, b: Any, mode: str) -> Any:
+def gemm_f32(cupy: ModuleType, a: Prim, b: Prim, mode: str) -> Prim:
     """float32 ``a @ b`` for a (..., M, K), b (..., K, N) with broadcast batch dims -> (..., M, N)."""
     import numpy as np
 
@@ -171,7 +181,7 @@ def gemm_f32(cupy: Any, a: Any, b: Any, mode: str) -> Any:
     return out
 
 
-def matmul(cupy: Any, a: Any, b: Any) -> Any:
+def matmul(cupy: ModuleType, a: Prim, b: Prim) -> Prim:
     """Batched matmul of two same-dtype arrays (both at least 2-d)."""
     import numpy as np
 

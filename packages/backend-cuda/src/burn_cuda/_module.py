@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
+from burn.backend import Backend
+
+from ._types import Prim
 
 Ints = tuple[int, ...]
 
 
-def _windows(cp: Any, x: Any, out_sp: Ints, kernel: Ints, stride: Ints, dilation: Ints) -> Any:
+def _windows(cp: ModuleType, x: Prim, out_sp: Ints, kernel: Ints, stride: Ints, dilation: Ints) -> Prim:
     """A strided view (N, C, *out_sp, *kernel) of x (N, C, *spatial): window ``o`` at offset ``k``."""
     x = cp.ascontiguousarray(x)
     nd = len(kernel)
@@ -37,8 +41,23 @@ def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int
     return out
 
 
-class CudaModuleOps:
-    def conv(self, x, weight, bias, stride, padding, dilation, groups):
+class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of a plain mixin
+    xp: ModuleType  # cupy
+
+    if TYPE_CHECKING:  # CudaBackend's
+
+        def _on(self) -> ModuleType: ...
+
+    def conv(
+        self,
+        x: Prim,
+        weight: Prim,
+        bias: Prim | None,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        groups: int,
+    ) -> Prim:
         cp = self._on()
         nd = len(stride)
         n, _ = x.shape[:2]
@@ -62,7 +81,17 @@ class CudaModuleOps:
             out = out + bias.reshape((1, c_out) + (1,) * nd)
         return out
 
-    def conv_transpose(self, x, weight, bias, stride, padding, output_padding, dilation, groups):
+    def conv_transpose(
+        self,
+        x: Prim,
+        weight: Prim,
+        bias: Prim | None,
+        stride: Ints,
+        padding: Ints,
+        output_padding: Ints,
+        dilation: Ints,
+        groups: int,
+    ) -> Prim:
         cp = self._on()
         nd = len(stride)
         n, c_in = x.shape[:2]
@@ -96,7 +125,16 @@ class CudaModuleOps:
             out = out + bias.reshape((1, c_out) + (1,) * nd)
         return out
 
-    def _pool_windows(self, x, kernel, stride, padding, dilation, ceil_mode, fill):
+    def _pool_windows(
+        self,
+        x: Prim,
+        kernel: Ints,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        ceil_mode: bool,
+        fill: float | int,
+    ) -> tuple[Prim, Ints, Ints]:
         cp = self.xp
         nd = len(kernel)
         spatial = x.shape[2:]
@@ -114,7 +152,9 @@ class CudaModuleOps:
         xp_ = cp.pad(x, pads, mode="constant", constant_values=fill) if any(map(any, pads)) else x
         return _windows(cp, xp_, out_sp, kernel, stride, dilation), out_sp, right
 
-    def max_pool(self, x, kernel, stride, padding, dilation, ceil_mode):
+    def max_pool(
+        self, x: Prim, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool
+    ) -> tuple[Prim, Prim]:
         cp = self._on()
         nd = len(kernel)
         dt = x.dtype
@@ -135,7 +175,9 @@ class CudaModuleOps:
             index = index + pos * math.prod(spatial[d + 1 :])
         return values, index
 
-    def avg_pool(self, x, kernel, stride, padding, count_include_pad, ceil_mode):
+    def avg_pool(
+        self, x: Prim, kernel: Ints, stride: Ints, padding: Ints, count_include_pad: bool, ceil_mode: bool
+    ) -> Prim:
         cp = self._on()
         nd = len(kernel)
         ones = (1,) * nd

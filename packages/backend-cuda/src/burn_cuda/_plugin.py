@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from burn.plugins import BackendSpec, hookimpl
 
 from . import _probe
 
+if TYPE_CHECKING:
+    from ._backend import CudaBackend
 
-def _make(index: int):
+
+def _make(index: int) -> CudaBackend:
     from ._backend import CudaBackend
 
     return CudaBackend(index)
@@ -21,7 +27,7 @@ def _available() -> tuple[bool, str]:
 
 
 @hookimpl
-def burn_register_backends(register):
+def burn_register_backends(register: Callable[[BackendSpec], None]) -> None:
     register(
         BackendSpec(
             name="cuda",

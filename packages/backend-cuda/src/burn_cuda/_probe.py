@@ -7,6 +7,7 @@ The answer is computed once and cached (``burn.backends()`` asks often); ``reset
 from __future__ import annotations
 
 import threading
+from types import ModuleType
 from typing import Any
 
 INSTALL_HINT = "cupy is not installed (pip install 'burn-cuda[cuda12]' or 'burn-cuda[cuda13]')"
@@ -15,7 +16,7 @@ _lock = threading.Lock()
 _cache: dict[str, Any] = {}
 
 
-def _import_cupy() -> Any:
+def _import_cupy() -> ModuleType:
     import cupy
 
     return cupy
@@ -70,7 +71,7 @@ def devices() -> list[str]:
     return [f"cuda:{i}" for i in range(device_count())]
 
 
-def require(what: str) -> Any:
+def require(what: str) -> ModuleType:
     """Import and return cupy, or raise ``BackendUnavailableError`` naming ``what`` and the reason."""
     ok, reason, _ = probe()
     if not ok:

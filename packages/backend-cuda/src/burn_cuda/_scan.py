@@ -8,7 +8,9 @@ moved last and made contiguous, and each thread accumulates one row left to righ
 
 from __future__ import annotations
 
-from typing import Any
+from types import ModuleType
+
+from ._types import Kernel, Prim
 
 _SOURCE = r"""
 template<typename T>
@@ -35,17 +37,17 @@ _CTYPES = {
     "uint32": "unsigned int",
     "int64": "long long",
 }
-_module: dict[str, Any] = {}
+_module: dict[str, Kernel] = {}
 
 
-def _kernel(cupy: Any, dtype_name: str) -> Any:
+def _kernel(cupy: ModuleType, dtype_name: str) -> Kernel:
     if "module" not in _module:
         names = [f"scan_rows<{c}>" for c in _CTYPES.values()]
         _module["module"] = cupy.RawModule(code=_SOURCE, options=("-std=c++14",), name_expressions=names)
     return _module["module"].get_function(f"scan_rows<{_CTYPES[dtype_name]}>")
 
 
-def scan(cupy: Any, x: Any, dim: int, product: bool) -> Any:
+def scan(cupy: ModuleType, x: Prim, dim: int, product: bool) -> Prim:
     """Inclusive cumsum (``product=False``) or cumprod of ``x`` along ``dim``, in x's dtype."""
     if x.dtype.name == "float16":
         return scan(cupy, x.astype(cupy.float32), dim, product).astype(cupy.float16)

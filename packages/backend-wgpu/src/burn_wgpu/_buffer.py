@@ -15,6 +15,10 @@ from typing import Any
 
 from burn import ShapeError
 
+# wgpu-py objects: wgpu ships no type information, so these are Any; the names say what they hold
+GPUBuffer = Any
+GPUDevice = Any
+
 _MIN_CLASS = 256  # bytes; also keeps every binding a multiple of 4 and >= 4
 
 
@@ -31,7 +35,7 @@ class Storage:
 
     __slots__ = ("buffer", "nbytes", "__weakref__")
 
-    def __init__(self, buffer: Any, nbytes: int) -> None:
+    def __init__(self, buffer: GPUBuffer, nbytes: int) -> None:
         self.buffer = buffer
         self.nbytes = nbytes
 
@@ -39,15 +43,15 @@ class Storage:
 class BufferPool:
     """Storage buffers by size class. ``stats`` counts allocations and reuses (tests read it)."""
 
-    def __init__(self, device: Any, max_binding: int, max_buffer: int) -> None:
+    def __init__(self, device: GPUDevice, max_binding: int, max_buffer: int) -> None:
         import wgpu
 
         self._device = device
         self._usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self.max_binding = max_binding
         self.max_buffer = max_buffer
-        self._free: dict[int, list[Any]] = {}
-        self._pending: dict[int, list[Any]] = {}
+        self._free: dict[int, list[GPUBuffer]] = {}
+        self._pending: dict[int, list[GPUBuffer]] = {}
         self.stats = {"allocated": 0, "reused": 0, "bytes_allocated": 0}
 
     def check_size(self, op: str, nbytes: int, shape: tuple[int, ...]) -> None:
@@ -80,7 +84,7 @@ class BufferPool:
         weakref.finalize(st, self._release, cls, buf)
         return st
 
-    def _release(self, cls: int, buf: Any) -> None:
+    def _release(self, cls: int, buf: GPUBuffer) -> None:
         self._pending.setdefault(cls, []).append(buf)
 
     def on_submit(self) -> None:

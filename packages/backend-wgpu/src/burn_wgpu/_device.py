@@ -22,6 +22,10 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._buffer import GPUDevice
+
+GPUAdapter = Any  # wgpu-py's adapter (wgpu ships no type information)
+
 # WebGPU's default limits (the spec's "default" column): what every browser grants without asking
 PORTABLE_LIMITS: dict[str, int] = {
     "max-storage-buffer-binding-size": 128 * 1024 * 1024,
@@ -123,11 +127,11 @@ def ensure_runtime_dir() -> None:
         os.environ["XDG_RUNTIME_DIR"] = path
 
 
-def adapter_label(info: Any) -> str:
+def adapter_label(info: dict[str, Any]) -> str:
     return f"{info.get('device', '?')} ({info.get('backend_type', '?')}, {info.get('adapter_type', '?')})"
 
 
-def list_adapters() -> list[Any]:
+def list_adapters() -> list[GPUAdapter]:
     """Every adapter wgpu sees, discrete GPUs first (stable within a type)."""
     ensure_runtime_dir()  # every path to a driver comes through here
     import wgpu
@@ -136,7 +140,7 @@ def list_adapters() -> list[Any]:
     return sorted(adapters, key=lambda a: _ADAPTER_TYPE_ORDER.get(a.info.get("adapter_type", "Unknown"), 4))
 
 
-def pick_adapter(index: int) -> Any:
+def pick_adapter(index: int) -> GPUAdapter:
     """The adapter for device ``wgpu:index`` (``BURN_WGPU_ADAPTER`` wins when set)."""
     adapters = list_adapters()
     if not adapters:
@@ -165,8 +169,8 @@ def pick_adapter(index: int) -> Any:
 class GpuContext:
     """One wgpu device with the limits and features it was created with."""
 
-    adapter: Any
-    device: Any
+    adapter: GPUAdapter
+    device: GPUDevice
     limits: dict[str, int]
     features: frozenset[str]
     portable: bool

@@ -8,7 +8,12 @@ backend's defaults); an explicit ``dtype=burn.float64`` request is a ``DTypeErro
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import burn
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # burn dtype -> WGSL storage type
 WGSL = {burn.float32: "f32", burn.float16: "f16", burn.int32: "i32", burn.uint32: "u32", burn.bool_: "u32"}
@@ -19,17 +24,18 @@ CLASS = {burn.float32: "f", burn.float16: "f", burn.int32: "i", burn.uint32: "u"
 BASE_DTYPES = frozenset({burn.float32, burn.int32, burn.uint32, burn.bool_})
 
 
-def np_storage(dtype: burn.DType):
+def np_storage(dtype: burn.DType) -> type[np.generic]:
     """The numpy dtype of the storage representation."""
     import numpy as np
 
-    return {
+    storage: dict[burn.DType, type[np.generic]] = {
         burn.float32: np.float32,
         burn.float16: np.float16,
         burn.int32: np.int32,
         burn.uint32: np.uint32,
         burn.bool_: np.uint32,
-    }[dtype]
+    }
+    return storage[dtype]
 
 
 def scalar_bits(dtype: burn.DType, value: float | int | bool) -> int:

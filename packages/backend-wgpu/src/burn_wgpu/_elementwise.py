@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import TYPE_CHECKING
 
 from burn import DType
 
 from ._dtypes import ELEM_BYTES, scalar_bits
 from ._kernels import elementwise as K
 from ._primitive import WgpuTensor, contiguous_strides, numel
+
+if TYPE_CHECKING:
+    from ._backend import WgpuBackend
 
 
 def broadcast_strides(x: WgpuTensor, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -42,12 +45,12 @@ def collapse(
 
 
 def run(
-    backend: Any,
+    backend: WgpuBackend,
     kind: str,
     op: str,
     compute: DType,
     out_dtype: DType,
-    operands: list[Any],
+    operands: list[WgpuTensor | float | int | bool],
     shape: tuple[int, ...],
     out: WgpuTensor | None = None,
 ) -> WgpuTensor:
@@ -70,9 +73,9 @@ def run(
     words = [n, *cshape]
     for st, t in zip(cstrides, [out, *tensors]):
         words += [*st, t.offset]
-    for x, (dt, is_t) in zip(operands, spec):
-        if not is_t:
-            words.append(scalar_bits(dt, x))
+    for x in operands:
+        if not isinstance(x, WgpuTensor):  # a scalar of the compute dtype (spec above)
+            words.append(scalar_bits(compute, x))
     meta = struct.pack(f"<{len(words)}I", *words)
     backend.ex.dispatch(kernel, [out.buffer] + [t.buffer for t in tensors], meta, K.grid(n))
     return out

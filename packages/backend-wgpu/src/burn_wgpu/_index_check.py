@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import struct
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 import burn
 
 from ._executor import Kernel
 from ._kernels.elementwise import WG, grid
 from ._primitive import WgpuTensor
+
+if TYPE_CHECKING:
+    from ._backend import WgpuBackend
+    from ._buffer import GPUBuffer
 
 _MAX_PENDING = 4096  # then the next check reads the record at once (bounded host-side table)
 
@@ -64,7 +68,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 class IndexChecker:
     """The pending index checks of one wgpu device."""
 
-    def __init__(self, backend: Any) -> None:
+    def __init__(self, backend: WgpuBackend) -> None:
         import wgpu
 
         self._backend = backend
@@ -94,7 +98,7 @@ class IndexChecker:
         b.ex.dispatch(kernel, [out.buffer, dense.buffer, self.buffer], meta, grid(n))
         return out
 
-    def range(self) -> tuple[Any, int, int]:
+    def range(self) -> tuple[GPUBuffer, int, int]:
         """The (buffer, offset, size) of the failure record, for the executor's read."""
         return self.buffer, 0, 8
 

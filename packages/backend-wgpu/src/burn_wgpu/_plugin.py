@@ -3,10 +3,16 @@ built or availability is probed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from burn.plugins import BackendSpec, hookimpl
 
+if TYPE_CHECKING:
+    from ._backend import WgpuBackend
 
-def _make(index: int):
+
+def _make(index: int) -> WgpuBackend:
     from ._backend import WgpuBackend
 
     return WgpuBackend(index)
@@ -25,7 +31,7 @@ def _devices() -> list[str]:
 
 
 @hookimpl
-def burn_register_backends(register):
+def burn_register_backends(register: Callable[[BackendSpec], None]) -> None:
     register(
         BackendSpec(
             name="wgpu",

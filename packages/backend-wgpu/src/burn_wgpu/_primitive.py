@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from burn import DType
 
-from ._buffer import Storage
+from ._buffer import GPUBuffer, Storage
 from ._dtypes import ELEM_BYTES
 
 
@@ -48,7 +48,7 @@ class WgpuTensor:
         self.offset = offset
 
     @property
-    def buffer(self):
+    def buffer(self) -> GPUBuffer:
         return self.storage.buffer
 
     @property

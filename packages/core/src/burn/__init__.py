@@ -10,6 +10,7 @@ Subpackages (``burn.nn``, ``burn.optim``, ``burn.data``, ...) load when first to
 """
 
 from importlib import import_module as _import_module
+from typing import TYPE_CHECKING
 
 from . import plugins
 from ._creation import (
@@ -67,12 +68,15 @@ from ._transaction import Transaction
 from ._version import __version__
 from .backend._random import seed
 
+if TYPE_CHECKING:  # the subpackages load on first access (__getattr__ below)
+    from . import autotune, backend, config, data, ir, lr_scheduler, nn, optim, record  # noqa: F401
+
 bool = bool_
 
 _SUBPACKAGES = ("autotune", "backend", "config", "data", "ir", "lr_scheduler", "nn", "optim", "record")
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _SUBPACKAGES:
         module = _import_module(f"{__name__}.{name}")
         globals()[name] = module

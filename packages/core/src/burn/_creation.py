@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _dtype as D
 from ._checks import broadcast_shapes, check_non_negative_shape, norm_dim, shape_arg
@@ -11,20 +11,24 @@ from ._device import Device, default_device, device
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._tensor import Tensor, _check_supported, _fallback_dtype, _scalar_for, _wrap
 
+if TYPE_CHECKING:
+    from ._device import DeviceLike
+    from .backend import Backend
 
-def _backend(dev: Any) -> Any:
+
+def _backend(dev: DeviceLike) -> Backend:
     if dev is None:
         return default_device().backend
     return (dev if isinstance(dev, Device) else device(dev)).backend
 
 
-def _dtype_or(dtype: Any, default: D.DType, b: Any, op: str) -> D.DType:
+def _dtype_or(dtype: D.DTypeLike, default: D.DType, b: Backend, op: str) -> D.DType:
     dt = default if dtype is None else D.dtype(dtype)
     _check_supported(op, b, dt)
     return dt
 
 
-def tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+def tensor(data: Any, dtype: D.DTypeLike = None, device: DeviceLike = None) -> Tensor:
     """A tensor from nested lists, scalars, numpy arrays or another tensor (values are copied).
 
     Without ``dtype``: Python floats give float32, ints int64, bools bool; numpy arrays keep their
@@ -32,6 +36,8 @@ def tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
 
     >>> burn.tensor([[1.0, 2.0], [3.0, 4.0]]).shape
     (2, 2)
+    >>> burn.tensor([1, 2]).dtype, burn.tensor([1, 2], dtype=burn.float32).tolist()
+    (burn.int64, [1.0, 2.0])
     """
     import numpy as np
 
@@ -68,8 +74,13 @@ def tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
 _KNOWN_NP = {d.name: d for d in D.ALL_DTYPES}
 
 
-def from_numpy(array: Any, device: Any = None, dtype: Any = None) -> Tensor:
-    """A tensor holding a copy of a numpy array; the dtype follows the array where supported."""
+def from_numpy(array: Any, device: DeviceLike = None, dtype: D.DTypeLike = None) -> Tensor:
+    """A tensor holding a copy of a numpy array (same shape); the dtype follows the array where supported.
+
+    >>> x = burn.from_numpy(np.arange(6, dtype=np.int32).reshape(2, 3))
+    >>> x.shape, x.dtype
+    ((2, 3), burn.int32)
+    """
     import numpy as np
 
     if not isinstance(array, np.ndarray):
@@ -77,8 +88,14 @@ def from_numpy(array: Any, device: Any = None, dtype: Any = None) -> Tensor:
     return tensor(array, dtype=dtype, device=device)
 
 
-def full(shape: Sequence[int], value: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    """A tensor of ``shape`` filled with ``value`` (dtype from the value when not given)."""
+def full(shape: Sequence[int], value: Any, dtype: D.DTypeLike = None, device: DeviceLike = None) -> Tensor:
+    """A tensor of ``shape`` filled with ``value`` (dtype from the value when not given).
+
+    >>> burn.full((2, 2), 7).tolist()
+    [[7, 7], [7, 7]]
+    >>> burn.full(3, 0.5).dtype
+    burn.float32
+    """
     b = _backend(device)
     shape = check_non_negative_shape(
         "full", shape_arg("full", (shape,) if isinstance(shape, int) else tuple(shape))
@@ -95,7 +112,7 @@ def full(shape: Sequence[int], value: Any, dtype: Any = None, device: Any = None
         default = None
     if not isinstance(value, (int, float)):
         raise TypeError(f"full: value must be a number or a bool, got {type(value).__name__}")
-    dt = _dtype_or(dtype, default, b, "full")
+    dt = _dtype_or(dtype, default, b, "full")  # type: ignore[arg-type]  # None only with a dtype given
     return _wrap(b.full(shape, _scalar_for(dt, value), dt), b, dt)
 
 
@@ -108,39 +125,81 @@ def _shape_of(op: str, dims: tuple, shape: Any) -> tuple[int, ...]:
     return shape_arg(op, dims)
 
 
-def zeros(*dims: Any, shape: Any = None, dtype: Any = None, device: Any = None) -> Tensor:
+def zeros(*dims: Any, shape: Any = None, dtype: D.DTypeLike = None, device: DeviceLike = None) -> Tensor:
     """A tensor of zeros (float32 unless ``dtype`` says otherwise): ``zeros(2, 3)``, ``zeros((2, 3))`` or
-    ``zeros(shape=(2, 3))``."""
+    ``zeros(shape=(2, 3))``.
+
+    >>> burn.zeros(2, 3).shape
+    (2, 3)
+    >>> burn.zeros((2,), dtype=burn.int32).tolist()
+    [0, 0]
+    """
     b = _backend(device)
     return full(_shape_of("zeros", dims, shape), 0, dtype=dtype or b.default_float, device=device)
 
 
-def ones(*dims: Any, shape: Any = None, dtype: Any = None, device: Any = None) -> Tensor:
-    """A tensor of ones (float32 unless ``dtype`` says otherwise). ``ones(2, 3)`` or ``ones((2, 3))``."""
+def ones(*dims: Any, shape: Any = None, dtype: D.DTypeLike = None, device: DeviceLike = None) -> Tensor:
+    """A tensor of ones (float32 unless ``dtype`` says otherwise). ``ones(2, 3)`` or ``ones((2, 3))``.
+
+    >>> burn.ones(2, 2).tolist()
+    [[1.0, 1.0], [1.0, 1.0]]
+    """
     b = _backend(device)
     return full(_shape_of("ones", dims, shape), 1, dtype=dtype or b.default_float, device=device)
 
 
-def empty(*shape: Any, dtype: Any = None, device: Any = None) -> Tensor:
+def empty(*shape: Any, dtype: D.DTypeLike = None, device: DeviceLike = None) -> Tensor:
+    """A tensor of ``shape`` whose values are not to be relied on (today: zeros, as ``zeros``).
+
+    >>> burn.empty(2, 3).shape
+    (2, 3)
+    """
     return zeros(*shape, dtype=dtype, device=device)
 
 
-def zeros_like(t: Tensor, dtype: Any = None) -> Tensor:
+def zeros_like(t: Tensor, dtype: D.DTypeLike = None) -> Tensor:
+    """Zeros of ``t``'s shape, dtype (unless ``dtype`` is given) and device.
+
+    >>> burn.zeros_like(burn.tensor([[1, 2, 3]])).tolist()
+    [[0, 0, 0]]
+    """
     return full(t.shape, 0, dtype=dtype or t.dtype, device=t.device)
 
 
-def ones_like(t: Tensor, dtype: Any = None) -> Tensor:
+def ones_like(t: Tensor, dtype: D.DTypeLike = None) -> Tensor:
+    """Ones of ``t``'s shape, dtype (unless ``dtype`` is given) and device.
+
+    >>> burn.ones_like(burn.tensor([1, 2]), dtype=burn.float32).tolist()
+    [1.0, 1.0]
+    """
     return full(t.shape, 1, dtype=dtype or t.dtype, device=t.device)
 
 
-def full_like(t: Tensor, value: Any, dtype: Any = None) -> Tensor:
+def full_like(t: Tensor, value: Any, dtype: D.DTypeLike = None) -> Tensor:
+    """``value`` in ``t``'s shape, dtype (unless ``dtype`` is given) and device.
+
+    >>> burn.full_like(burn.zeros(2), 0.5).tolist()
+    [0.5, 0.5]
+    """
     return full(t.shape, value, dtype=dtype or t.dtype, device=t.device)
 
 
 def arange(
-    start: float, stop: float | None = None, step: float = 1, dtype: Any = None, device: Any = None
+    start: float,
+    stop: float | None = None,
+    step: float = 1,
+    dtype: D.DTypeLike = None,
+    device: DeviceLike = None,
 ) -> Tensor:
-    """Values from ``start`` up to (not including) ``stop`` by ``step``; ``arange(n)`` counts 0..n-1."""
+    """Values from ``start`` up to (not including) ``stop`` by ``step``; ``arange(n)`` counts 0..n-1.
+
+    A 1-d tensor; the default int unless an argument is a float.
+
+    >>> burn.arange(4).tolist(), burn.arange(1, 10, 3).tolist()
+    ([0, 1, 2, 3], [1, 4, 7])
+    >>> burn.arange(0.0, 1.0, 0.25).tolist()
+    [0.0, 0.25, 0.5, 0.75]
+    """
     if stop is None:
         start, stop = 0, start
     if step == 0:
@@ -151,8 +210,14 @@ def arange(
     return _wrap(b.arange(start, stop, step, dt), b, dt)
 
 
-def linspace(start: float, stop: float, num: int, dtype: Any = None, device: Any = None) -> Tensor:
-    """``num`` evenly spaced values from ``start`` to ``stop`` inclusive."""
+def linspace(
+    start: float, stop: float, num: int, dtype: D.DTypeLike = None, device: DeviceLike = None
+) -> Tensor:
+    """``num`` evenly spaced values from ``start`` to ``stop`` inclusive: a 1-d tensor of shape (num,).
+
+    >>> burn.linspace(0, 1, 5).tolist()
+    [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
     import numpy as np
 
     if not isinstance(num, int) or num < 0:
@@ -162,7 +227,14 @@ def linspace(start: float, stop: float, num: int, dtype: Any = None, device: Any
     return _wrap(b.from_numpy(np.linspace(start, stop, num), dt), b, dt)
 
 
-def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None) -> Tensor:
+def eye(n: int, m: int | None = None, dtype: D.DTypeLike = None, device: DeviceLike = None) -> Tensor:
+    """The identity matrix: ones on the diagonal, shape (n, m) (m defaults to n).
+
+    >>> burn.eye(2).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    >>> burn.eye(2, 3, dtype=burn.int64).tolist()
+    [[1, 0, 0], [0, 1, 0]]
+    """
     import numpy as np
 
     for name, v in (("n", n), ("m", m)):
@@ -173,7 +245,9 @@ def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None) -> 
     return _wrap(b.from_numpy(np.eye(n, m), dt), b, dt)
 
 
-def _random_args(op: str, shape: Any, dtype: Any, device: Any, default: str) -> tuple[Any, tuple, D.DType]:
+def _random_args(
+    op: str, shape: Any, dtype: D.DTypeLike, device: DeviceLike, default: str
+) -> tuple[Backend, tuple[int, ...], D.DType]:
     b = _backend(device)
     shape = check_non_negative_shape(op, shape_arg(op, (shape,) if isinstance(shape, int) else tuple(shape)))
     dt = _dtype_or(dtype, b.default_float if default == "float" else b.default_int, b, op)
@@ -181,39 +255,72 @@ def _random_args(op: str, shape: Any, dtype: Any, device: Any, default: str) -> 
 
 
 def rand(
-    shape: Sequence[int], dtype: Any = None, device: Any = None, low: float = 0.0, high: float = 1.0
+    shape: Sequence[int],
+    dtype: D.DTypeLike = None,
+    device: DeviceLike = None,
+    low: float = 0.0,
+    high: float = 1.0,
 ) -> Tensor:
-    """Uniform samples in ``[low, high)``; seeded by ``burn.seed``."""
+    """Uniform samples of ``shape`` in ``[low, high)``; seeded by ``burn.seed``.
+
+    >>> x = burn.rand((2, 3), low=-1.0, high=1.0)
+    >>> x.shape, bool(((x >= -1) & (x < 1)).all())
+    ((2, 3), True)
+    """
     b, shape, dt = _random_args("rand", shape, dtype, device, "float")
     return _wrap(b.random_uniform(shape, low, high, dt), b, dt)
 
 
 def randn(
-    shape: Sequence[int], dtype: Any = None, device: Any = None, mean: float = 0.0, std: float = 1.0
+    shape: Sequence[int],
+    dtype: D.DTypeLike = None,
+    device: DeviceLike = None,
+    mean: float = 0.0,
+    std: float = 1.0,
 ) -> Tensor:
-    """Normal samples; seeded by ``burn.seed``."""
+    """Normal samples of ``shape`` (``mean``, ``std``); seeded by ``burn.seed``.
+
+    >>> burn.randn((2, 3)).shape
+    (2, 3)
+    >>> burn.randn(2, mean=3.0, std=0.0).tolist()
+    [3.0, 3.0]
+    """
     if std < 0:
         raise ValueError(f"randn: std must be non-negative, got {std}")
     b, shape, dt = _random_args("randn", shape, dtype, device, "float")
     return _wrap(b.random_normal(shape, mean, std, dt), b, dt)
 
 
-def randint(low: int, high: int, shape: Sequence[int], dtype: Any = None, device: Any = None) -> Tensor:
-    """Integers in ``[low, high)``."""
+def randint(
+    low: int, high: int, shape: Sequence[int], dtype: D.DTypeLike = None, device: DeviceLike = None
+) -> Tensor:
+    """Integers of ``shape`` in ``[low, high)`` (the default int); seeded by ``burn.seed``.
+
+    >>> x = burn.randint(0, 10, (2, 3))
+    >>> x.shape, x.dtype, bool(((x >= 0) & (x < 10)).all())
+    ((2, 3), burn.int64, True)
+    """
     if high <= low:
         raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
     b, shape, dt = _random_args("randint", shape, dtype, device, "int")
     return _wrap(b.random_int(shape, low, high, dt), b, dt)
 
 
-def bernoulli(shape: Sequence[int], p: float, dtype: Any = None, device: Any = None) -> Tensor:
+def bernoulli(shape: Sequence[int], p: float, dtype: D.DTypeLike = None, device: DeviceLike = None) -> Tensor:
+    """Samples of ``shape`` that are true with probability ``p`` (bool unless ``dtype`` says otherwise).
+
+    >>> burn.bernoulli((2, 2), p=1.0).tolist()
+    [[True, True], [True, True]]
+    >>> burn.bernoulli(3, p=0.0, dtype=burn.float32).tolist()
+    [0.0, 0.0, 0.0]
+    """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"bernoulli: p must be in [0, 1], got {p}")
     b, shape, dt = _random_args("bernoulli", shape, dtype or D.bool_, device, "float")
     return _wrap(b.random_bernoulli(shape, p, dt), b, dt)
 
 
-def _same_backend(op: str, tensors: Sequence[Tensor]) -> Any:
+def _same_backend(op: str, tensors: Sequence[Tensor]) -> Backend:
     if not tensors:
         raise ValueError(f"{op}: expected a non-empty sequence of tensors")
     for t in tensors:
@@ -234,7 +341,15 @@ def _common_dtype(tensors: Sequence[Tensor]) -> D.DType:
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Join tensors along an existing dim; all other dims must match."""
+    """Join tensors along an existing dim; all other dims must match (dtypes promote).
+
+    Shapes: (..., n1, ...), (..., n2, ...) -> (..., n1 + n2, ...) along ``dim``.
+
+    >>> burn.cat([burn.tensor([[1, 2]]), burn.tensor([[3, 4], [5, 6]])]).tolist()
+    [[1, 2], [3, 4], [5, 6]]
+    >>> burn.cat([burn.zeros(2, 3), burn.zeros(2, 1)], dim=1).shape
+    (2, 4)
+    """
     tensors = list(tensors)
     b = _same_backend("cat", tensors)
     first = tensors[0].shape
@@ -253,7 +368,13 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Join same-shaped tensors along a new dim."""
+    """Join same-shaped tensors along a new dim: k tensors of shape (...) -> a new dim of size k at ``dim``.
+
+    >>> burn.stack([burn.tensor([1, 2]), burn.tensor([3, 4])]).tolist()
+    [[1, 2], [3, 4]]
+    >>> burn.stack([burn.zeros(2, 3)] * 4, dim=1).shape
+    (2, 4, 3)
+    """
     tensors = list(tensors)
     b = _same_backend("stack", tensors)
     first = tensors[0].shape
@@ -267,7 +388,16 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 def where(cond: Tensor, a: Any, b: Any) -> Tensor:
-    """``a`` where ``cond`` is true, else ``b`` (tensors or scalars, broadcasting)."""
+    """``a`` where ``cond`` is true, else ``b`` (tensors or scalars, broadcasting).
+
+    Shapes: ``cond``, ``a`` and ``b`` broadcast together; the result has the broadcast shape.
+
+    >>> x = burn.tensor([-1.0, 2.0, -3.0])
+    >>> burn.where(x > 0, x, 0.0).tolist()
+    [0.0, 2.0, 0.0]
+    >>> burn.where(burn.tensor([[True], [False]]), burn.tensor([1, 2]), 0).tolist()
+    [[1, 2], [0, 0]]
+    """
     if not isinstance(cond, Tensor):
         raise TypeError(f"where: cond must be a bool tensor, got {type(cond).__name__}")
     if not cond.dtype.is_bool:

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._errors import BackendUnavailableError, DeviceError
 from .plugins import probe, probe_devices, registry
+
+if TYPE_CHECKING:
+    from .backend import Backend
+    from .plugins import DecoratorSpec, Registry
 
 AUTODIFF = "autodiff"  # the decorator behind ``autodiff=True``; it always wraps outermost
 
@@ -47,7 +51,7 @@ class Device:
     decorators: tuple[str, ...] = field(default=())
 
     @property
-    def backend(self) -> Any:
+    def backend(self) -> Backend:
         """The backend instance serving this device (built and cached on first use)."""
         key = self._key()
         backend = _backends.get(key)
@@ -56,7 +60,7 @@ class Device:
             _backends[key] = backend
         return backend
 
-    def _key(self) -> tuple:
+    def _key(self) -> tuple[Any, ...]:
         return (self.kind, self.index, self.autodiff, self.options, self.decorators)
 
     @property
@@ -82,12 +86,15 @@ class Device:
         return f"Device({str(self)!r})"
 
 
-_backends: dict[tuple, Any] = {}
+# what every ``device=`` argument accepts: a Device, a name such as "cpu" or "wgpu:1", or None (the default)
+DeviceLike = str | Device | None
+
+_backends: dict[tuple[Any, ...], Backend] = {}
 # Built backends outlive plugin reloads: tensors already made keep a working backend, and a device
 # keeps one backend instance (two instances of one GPU device would not share buffers).
 
 
-def _decorator(name: str, dev: Any, reg: Any = None) -> Any:
+def _decorator(name: str, dev: Device | str, reg: Registry | None = None) -> DecoratorSpec:
     """The registered DecoratorSpec ``name``; a missing one names the extra that installs it."""
     try:
         return (reg or registry()).decorator(name)
@@ -108,12 +115,12 @@ def _below(dev: Device, name: str) -> Device:
     return Device(dev.kind, dev.index, False, options, rest)
 
 
-def _build_backend(dev: Device) -> Any:
+def _build_backend(dev: Device) -> Backend:
     if dev.autodiff or dev.decorators:
         name = AUTODIFF if dev.autodiff else dev.decorators[-1]
-        spec = _decorator(name, dev)
-        options = {k: v for k, v in dev.options if k in spec.options}
-        return spec.factory(_below(dev, name).backend, dev, **options)
+        decorator = _decorator(name, dev)
+        options = {k: v for k, v in dev.options if k in decorator.options}
+        return decorator.factory(_below(dev, name).backend, dev, **options)
     spec = registry().backend(dev.kind)
     ok, reason = probe(spec.is_available)
     if not ok:
@@ -133,7 +140,7 @@ def _parse(spec: str) -> tuple[str, int | None]:
 
 
 def _decorate(
-    reg: Any,
+    reg: Registry,
     label: str,
     autodiff: bool,
     keywords: dict[str, Any],
@@ -206,7 +213,7 @@ def device(spec: str | Device | None = None, autodiff: bool = False, **options: 
     return Device(kind, index or 0, *_decorate(reg, spec, bool(autodiff), options))
 
 
-def _best_available(reg: Any) -> str:
+def _best_available(reg: Registry) -> str:
     for spec in sorted(reg.backends.values(), key=lambda s: -s.priority):
         if probe(spec.is_available)[0]:  # a third-party probe that raises means "not this one"
             return spec.name
@@ -214,6 +221,12 @@ def _best_available(reg: Any) -> str:
 
 
 def default_device() -> Device:
+    """The device tensors are created on when none is given (``set_default_device``, else ``BURN_DEVICE``,
+    else ``cpu``).
+
+    >>> burn.zeros(1).device == burn.default_device()
+    True
+    """
     return _default.get("device") or device(None)
 
 
@@ -221,14 +234,21 @@ _default: dict[str, Device] = {}
 
 
 def set_default_device(dev: str | Device | None) -> None:
-    """Set the device tensors are created on when none is given (``None`` restores ``cpu``)."""
+    """Set the device tensors are created on when none is given (``None`` restores ``cpu``, or
+    ``BURN_DEVICE`` when set).
+
+    >>> burn.set_default_device("cpu")
+    >>> burn.zeros(2).device
+    Device('cpu')
+    >>> burn.set_default_device(None)
+    """
     if dev is None:
         _default.pop("device", None)
     else:
         _default["device"] = device(dev)
 
 
-def _dist_of(spec_name: str, reg: Any) -> tuple[str, str]:
+def _dist_of(spec_name: str, reg: Registry) -> tuple[str, str]:
     for info in reg.plugins:
         if f"backend:{spec_name}" in info.provides:
             return info.dist, info.version
@@ -236,7 +256,12 @@ def _dist_of(spec_name: str, reg: Any) -> tuple[str, str]:
 
 
 def backends() -> list[BackendInfo]:
-    """Every registered backend with its availability, reason and devices."""
+    """Every registered backend with its availability, reason and devices (``BackendInfo`` records).
+
+    >>> cpu = [b for b in burn.backends() if b.name == "ndarray"][0]
+    >>> cpu.available, cpu.devices
+    (True, ['cpu'])
+    """
     reg = registry()
     out = []
     for spec in reg.backends.values():

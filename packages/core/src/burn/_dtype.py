@@ -24,6 +24,11 @@ float-only functions (exp, sqrt, ...) compute ints in the default float; arithme
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
 
 class DType:
     """A tensor element type: ``burn.float32``, ``burn.int64``, ``burn.bool`` and friends."""
@@ -92,8 +97,18 @@ DEFAULT_FLOAT = float32
 DEFAULT_INT = int64
 
 
+if TYPE_CHECKING:
+    # what ``dtype=`` arguments accept: a DType, a name ("float32"), a numpy dtype or scalar type, a
+    # Python type (float, int, bool), or None for the default
+    DTypeLike = DType | str | type | np.dtype | None
+
+
 def dtype(value: object) -> DType:
-    """Turn a DType, a name (``"float32"``), a numpy dtype or a Python type into a burn DType."""
+    """Turn a DType, a name (``"float32"``), a numpy dtype or a Python type into a burn DType.
+
+    >>> burn.dtype("float32"), burn.dtype(int), burn.dtype(np.dtype("int32"))
+    (burn.float32, burn.int64, burn.int32)
+    """
     if isinstance(value, DType):
         return value
     if value is float:
@@ -121,7 +136,11 @@ def _int_holding(a: DType, b: DType) -> DType:
 
 
 def promote_types(a: DType, b: DType) -> DType:
-    """The result dtype of a binary op on tensors of dtypes ``a`` and ``b`` (table in this module)."""
+    """The result dtype of a binary op on tensors of dtypes ``a`` and ``b`` (table in this module).
+
+    >>> burn.promote_types(burn.int32, burn.float16), burn.promote_types(burn.uint8, burn.int8)
+    (burn.float16, burn.int16)
+    """
     if a is b:
         return a
     if a.is_bool:

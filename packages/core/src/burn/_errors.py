@@ -38,4 +38,11 @@ class IndexOutOfRangeError(BurnError, IndexError):
 
 
 class ConfigTypeError(ConfigError, TypeError):
-    """A config field whose value does not have the annotated type (``"four"`` for an ``int`` width)."""
+    """A config field whose value does not have the annotated type (``"four"`` for an ``int`` width).
+
+    >>> try:
+    ...     burn.nn.LinearConfig(d_input="4", d_output=2)
+    ... except burn.config.ConfigTypeError as exc:
+    ...     print(exc)
+    LinearConfig: field 'd_input' must be int, got '4' (str)
+    """

@@ -13,7 +13,9 @@ dtypes, checks broadcasting and raises the clear errors.
 
 from __future__ import annotations
 
-from typing import Any
+import builtins
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from . import _dtype as D
 from ._checks import broadcast_shapes
@@ -22,6 +24,13 @@ from ._tensor_math import MathOps
 from ._tensor_shape import ShapeOps
 from .backend._optable import BINARY_OPS, COMPARISON_OPS
 from .backend._vocabulary import ROWS
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ._device import Device
+    from ._gradients import Gradients
+    from .backend import Backend
 
 Scalar = int | float | bool
 _SCALARS = (int, float, bool)
@@ -46,7 +55,7 @@ _INT_RANGE = {
 }
 
 
-def _wrap(prim: Any, backend: Any, dtype: D.DType | None = None) -> Tensor:
+def _wrap(prim: Any, backend: Backend, dtype: D.DType | None = None) -> Tensor:
     """Build a Tensor around a primitive. ``dtype``, when the caller knows it, saves a backend query."""
     t = _new(Tensor)
     t._p = prim
@@ -68,7 +77,12 @@ def _is_operand(value: Any) -> bool:
     return isinstance(value, (*_SCALARS, list, tuple)) or hasattr(value, "__array__")
 
 
-def _binop(op: str, reverse: bool = False, slow: Any = None, ok: frozenset | None = None):
+def _binop(
+    op: str,
+    reverse: bool = False,
+    slow: Callable[[Tensor, Any, bool], Tensor] | None = None,
+    ok: frozenset[D.DType] | None = None,
+) -> Callable[[Tensor, Any], Tensor]:
     """An operator method: the fast paths for dtypes in ``ok`` (default: those the op accepts as they
     are), then ``slow`` (default: ``Tensor._binary``)."""
     ok = _KIND_OK[BINARY_OPS[op]] if ok is None else ok
@@ -121,6 +135,9 @@ class Tensor(MathOps, ShapeOps):
     """
 
     __slots__ = ("_p", "_b", "_dt")
+    _p: Any  # the backend's primitive
+    _b: Backend
+    _dt: D.DType | None
     __hash__ = object.__hash__  # == is element-wise, so hash by identity
     __array_priority__ = 1000  # numpy defers mixed ops (ndarray + Tensor) to us
 
@@ -130,33 +147,67 @@ class Tensor(MathOps, ShapeOps):
     # ------------------------------------------------------------------ metadata
     @property
     def shape(self) -> tuple[int, ...]:
+        """The size of each dim, as a tuple of ints.
+
+        >>> burn.zeros(2, 3).shape
+        (2, 3)
+        """
         return tuple(self._b.shape_of(self._p))
 
     @property
     def ndim(self) -> int:
+        """The number of dims (``len(t.shape)``).
+
+        >>> burn.zeros(2, 3).ndim
+        2
+        """
         return len(self._b.shape_of(self._p))
 
     @property
     def dtype(self) -> D.DType:
+        """The element type (a ``burn.DType``).
+
+        >>> burn.tensor([1, 2]).dtype, burn.tensor([1.0]).dtype
+        (burn.int64, burn.float32)
+        """
         dt = self._dt
         if dt is None:
             dt = self._dt = self._b.dtype_of(self._p)
         return dt
 
     @property
-    def device(self) -> Any:
+    def device(self) -> Device:
+        """The ``burn.Device`` the tensor lives on.
+
+        >>> burn.zeros(2, device="cpu").device
+        Device('cpu')
+        """
         return self._b.device
 
     @property
-    def backend(self) -> Any:
+    def backend(self) -> Backend:
+        """The backend instance holding the tensor (the device's ``backend``).
+
+        >>> burn.zeros(2, device="cpu").backend.name
+        'ndarray'
+        """
         return self._b
 
     @property
     def primitive(self) -> Any:
-        """The backend's own array (for backend authors and interop)."""
+        """The backend's own array (for backend authors and interop).
+
+        >>> type(burn.zeros(2, device="cpu").primitive).__name__
+        'ndarray'
+        """
         return self._p
 
     def numel(self) -> int:
+        """The number of elements (the product of the shape).
+
+        >>> burn.zeros(2, 3).numel()
+        6
+        """
         n = 1
         for s in self._b.shape_of(self._p):
             n *= s
@@ -169,8 +220,12 @@ class Tensor(MathOps, ShapeOps):
         return shape[0]
 
     # ------------------------------------------------------------------ data out
-    def numpy(self) -> Any:
-        """A host numpy copy of the values (a device sync)."""
+    def numpy(self) -> np.ndarray:
+        """A host numpy copy of the values (a device sync); same shape and dtype.
+
+        >>> burn.tensor([1.0, 2.0]).numpy()
+        array([1., 2.], dtype=float32)
+        """
         return self._b.to_numpy(self._inner_prim())
 
     def _inner_prim(self) -> Any:
@@ -181,10 +236,19 @@ class Tensor(MathOps, ShapeOps):
         return arr if dtype is None else arr.astype(dtype, copy=False)
 
     def tolist(self) -> Any:
+        """The values as nested Python lists (a Python number for a 0-d tensor).
+
+        >>> burn.tensor([[1, 2], [3, 4]]).tolist()
+        [[1, 2], [3, 4]]
+        """
         return self.numpy().tolist()
 
     def item(self) -> Scalar:
-        """The value of a one-element tensor as a Python number."""
+        """The value of a one-element tensor (any shape) as a Python number.
+
+        >>> burn.tensor([[2.5]]).item()
+        2.5
+        """
         if self.numel() != 1:
             raise ValueError(f"item: expected a tensor with one element, got shape {self.shape}")
         return self.numpy().reshape(()).item()
@@ -207,7 +271,7 @@ class Tensor(MathOps, ShapeOps):
             raise TypeError(f"only integer tensors can be used as an index, got {self.dtype}")
         return int(self.item())
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tensor]:
         for i in range(len(self)):
             yield self[i]
 
@@ -219,8 +283,14 @@ class Tensor(MathOps, ShapeOps):
         return f"tensor({body}, shape={self.shape}, dtype={self.dtype.name}, device={self.device}{grad})"
 
     # ------------------------------------------------------------------ movement and casts
-    def to(self, target: Any) -> Tensor:
-        """Move to a device (``t.to(burn.device("wgpu"))``, ``t.to("cpu")``) or cast (``t.to(burn.float16)``)."""
+    def to(self, target: Device | D.DType | str) -> Tensor:
+        """Move to a device (``t.to(burn.device("wgpu"))``, ``t.to("cpu")``) or cast (``t.to(burn.float16)``).
+
+        >>> burn.tensor([1.5, -2.5]).to(burn.int64).tolist()
+        [1, -2]
+        >>> burn.tensor([1.0]).to("cpu").device
+        Device('cpu')
+        """
         from ._device import Device, device
 
         if isinstance(target, D.DType):
@@ -240,9 +310,15 @@ class Tensor(MathOps, ShapeOps):
         dtype = _fallback_dtype(self.dtype, dst)
         return _wrap(dst.from_numpy(self.numpy(), dtype), dst, dtype)
 
-    def cast(self, dtype: Any) -> Tensor:
+    def cast(self, dtype: D.DTypeLike) -> Tensor:
         """A copy converted to ``dtype``: float -> int truncates toward zero, int -> narrower int wraps,
-        anything -> bool is ``!= 0``."""
+        anything -> bool is ``!= 0``. Shapes: (...) -> (...).
+
+        >>> burn.tensor([-1.5, 2.7]).cast(burn.int32).tolist()
+        [-1, 2]
+        >>> burn.tensor([300]).cast("uint8").tolist(), burn.tensor([0.0, 0.5]).cast(burn.bool).tolist()
+        ([44], [False, True])
+        """
         dt = D.dtype(dtype)
         if dt is self.dtype:
             return self
@@ -250,21 +326,45 @@ class Tensor(MathOps, ShapeOps):
         return _wrap(self._b.cast(self._p, dt), self._b, dt)
 
     def float(self) -> Tensor:
+        """Cast to the backend's default float (float32 on cpu).
+
+        >>> burn.tensor([1, 2]).float().tolist()
+        [1.0, 2.0]
+        """
         return self.cast(self._b.default_float)
 
     def int(self) -> Tensor:
+        """Cast to the backend's default int (int64 on cpu), truncating toward zero.
+
+        >>> burn.tensor([1.7, -1.7]).int().tolist()
+        [1, -1]
+        """
         return self.cast(self._b.default_int)
 
     def bool(self) -> Tensor:
+        """Cast to bool: ``x != 0``.
+
+        >>> burn.tensor([0, 3]).bool().tolist()
+        [False, True]
+        """
         return self.cast(D.bool_)
 
     def clone(self) -> Tensor:
-        """The same values (primitives are immutable, so nothing is copied)."""
+        """The same values (primitives are immutable, so nothing is copied).
+
+        >>> burn.tensor([1, 2]).clone().tolist()
+        [1, 2]
+        """
         return _wrap(self._p, self._b, self._dt)
 
     # ------------------------------------------------------------------ autodiff surface
     def require_grad(self) -> Tensor:
-        """Mark this tensor as a leaf whose gradient ``backward`` computes (autodiff devices only)."""
+        """Mark this tensor as a leaf whose gradient ``backward`` computes (autodiff devices only).
+
+        >>> x = burn.tensor([1.0], device=burn.device("cpu", autodiff=True)).require_grad()
+        >>> x.is_require_grad
+        True
+        """
         if not self._b.is_autodiff:
             raise DeviceError(
                 f"require_grad: tensor is on {self.device}, which has no autodiff; "
@@ -275,14 +375,27 @@ class Tensor(MathOps, ShapeOps):
         return _wrap(self._b.require_grad(self._p), self._b, self._dt)
 
     @property
-    def is_require_grad(self) -> bool:
+    def is_require_grad(self) -> builtins.bool:
+        """Whether this tensor is an autodiff leaf that tracks its gradient (always False without autodiff).
+
+        >>> burn.tensor([1.0]).is_require_grad
+        False
+        """
         return self._b.is_autodiff and self._b.is_require_grad(self._p)
 
-    def backward(self, seed: Tensor | None = None) -> Any:
+    def backward(self, seed: Tensor | None = None) -> Gradients:
         """Gradients of this tensor with respect to every leaf that requires grad (``burn.Gradients``).
 
         A non-scalar output needs an explicit ``seed`` of its shape (the vector in the vector-Jacobian
-        product)."""
+        product).
+
+        >>> x = burn.tensor([1.0, 2.0], device=burn.device("cpu", autodiff=True)).require_grad()
+        >>> grads = (x * x).sum().backward()
+        >>> x.grad(grads).tolist()
+        [2.0, 4.0]
+        >>> x.grad((x * 3.0).backward(burn.tensor([1.0, 0.5]))).tolist()
+        [3.0, 1.5]
+        """
         if not self._b.is_autodiff:
             raise DeviceError(f"backward: tensor is on {self.device}, which has no autodiff")
         if seed is None:
@@ -299,27 +412,43 @@ class Tensor(MathOps, ShapeOps):
             seed_p = seed._inner_prim()
         return self._b.backward(self._p, seed_p)
 
-    def grad(self, grads: Any) -> Tensor | None:
-        """This tensor's gradient in ``grads`` as a tensor on the inner backend, or None."""
+    def grad(self, grads: Gradients) -> Tensor | None:
+        """This tensor's gradient in ``grads`` as a tensor on the inner backend (same shape), or None.
+
+        >>> x = burn.tensor([[1.0, 2.0]], device=burn.device("cpu", autodiff=True)).require_grad()
+        >>> x.grad((x * 5.0).sum().backward()).tolist()
+        [[5.0, 5.0]]
+        """
         if not self._b.is_autodiff:
             raise DeviceError(f"grad: tensor is on {self.device}, which has no autodiff")
         g = self._b.grad(self._p, grads)
         return None if g is None else _wrap(g, self._b.inner)
 
     def detach(self) -> Tensor:
-        """The same values, cut from the graph (a no-op without autodiff)."""
+        """The same values, cut from the graph (a no-op without autodiff).
+
+        >>> x = burn.tensor([1.0], device=burn.device("cpu", autodiff=True)).require_grad()
+        >>> (x * 2.0).detach().is_require_grad, (x * 2.0).detach().tolist()
+        (False, [2.0])
+        """
         if not self._b.is_autodiff:
             return self
         return _wrap(self._b.detach(self._p), self._b, self._dt)
 
     def inner(self) -> Tensor:
-        """The tensor on the inner backend (without the Autodiff decorator); a no-op without autodiff."""
+        """The tensor on the inner backend (without the Autodiff decorator); a no-op without autodiff.
+
+        >>> burn.tensor([1.0], device=burn.device("cpu", autodiff=True)).inner().device
+        Device('cpu')
+        """
         if not self._b.is_autodiff:
             return self
         return _wrap(self._b.inner_prim(self._p), self._b.inner, self._dt)
 
     # ------------------------------------------------------------------ element-wise core
-    def _binary(self, op: str, other: Any, reverse: bool = False, dunder: bool = False) -> Tensor:
+    def _binary(
+        self, op: str, other: Any, reverse: builtins.bool = False, dunder: builtins.bool = False
+    ) -> Tensor:
         """The general path of every binary op: devices, dtype promotion, broadcasting, then one
         backend call. ``reverse``: ``other`` is the left operand."""
         b = self._b
@@ -363,7 +492,7 @@ class Tensor(MathOps, ShapeOps):
             pa, pb = pb, pa
         return _wrap(b.binary(op, pa, pb), b, D.bool_ if op in COMPARISON_OPS else dt)
 
-    def _true_div(self, o: Any, reverse: bool) -> Tensor:
+    def _true_div(self, o: Any, reverse: builtins.bool) -> Tensor:
         # true division of ints gives the default float, as in PyTorch and NumPy
         x = self if self.dtype.is_float or (isinstance(o, Tensor) and o.dtype.is_float) else self.float()
         return x._binary("div", o, reverse, True)
@@ -417,7 +546,7 @@ class Tensor(MathOps, ShapeOps):
         return self._unary("not")
 
 
-def _scalar_dtype(op: str, kind: str, dt: D.DType, value: Scalar, b: Any) -> D.DType:
+def _scalar_dtype(op: str, kind: str, dt: D.DType, value: Scalar, b: Backend) -> D.DType:
     """The dtype of ``tensor <op> scalar``: Python numbers are weak (they keep the tensor's dtype)
     unless the tensor cannot hold them: a float with an int/bool tensor gives the default float, an
     int with a bool tensor the default int."""
@@ -442,19 +571,19 @@ def _scalar_dtype(op: str, kind: str, dt: D.DType, value: Scalar, b: Any) -> D.D
     return _op_dtype(op, kind, dt, b)
 
 
-def _op_dtype(op: str, kind: str, dt: D.DType, b: Any) -> D.DType:
+def _op_dtype(op: str, kind: str, dt: D.DType, b: Backend) -> D.DType:
     """The dtype ``op`` computes in for operands of ``dt`` (its row in the op vocabulary)."""
     row = ROWS[op]
     return dt if dt in row.as_is else row.operand_dtype(dt, b.default_float, b.default_int)
 
 
-def _check_supported(op: str, b: Any, dt: D.DType) -> None:
+def _check_supported(op: str, b: Backend, dt: D.DType) -> None:
     if dt not in b.dtypes:
         names = ", ".join(sorted(d.name for d in b.dtypes))
         raise DTypeError(f"{op}: dtype {dt.name} is not supported by backend {b.name!r} (supported: {names})")
 
 
-def _fallback_dtype(dt: D.DType, b: Any) -> D.DType:
+def _fallback_dtype(dt: D.DType, b: Backend) -> D.DType:
     """The backend's dtype for data of ``dt`` it cannot hold: its default of the same kind. Narrowing
     (float64 -> float32, int64 -> int32) warns once per process and pair of dtypes."""
     if dt in b.dtypes:

@@ -35,7 +35,7 @@ class IndexOps:
     __slots__ = ()
 
     # ------------------------------------------------------------------ indexing
-    def _normalise_index(self, item: Any, op: str) -> tuple[list, list[int], list[int | None], list]:
+    def _normalise_index(self: Tensor, item: Any, op: str) -> tuple[list, list[int], list[int | None], list]:
         """Split a Python index into per-dim (start, stop, step) triples with positive steps, the dims to
         flip first (negative steps), the result layout (source dim per result dim, None for a new
         axis; int-indexed dims are dropped) and the int-tensor indices as (layout position, index)."""
@@ -89,12 +89,19 @@ class IndexOps:
         layout.extend(range(dim, len(shape)))
         return index, flips, layout, advanced
 
-    def __getitem__(self, item: Any) -> Tensor:
+    def __getitem__(self: Tensor, item: Any) -> Tensor:
         """NumPy-style indexing: ints, slices (any step), ``None``, ``...`` and int tensors (one, or
         several on adjacent dims).
 
+        Shapes: an int drops its dim, a slice keeps it (resized), ``None`` adds a size-1 dim and int
+        tensors replace the dims they index by their broadcast shape.
+
         >>> burn.arange(10)[::-2].tolist()
         [9, 7, 5, 3, 1]
+        >>> burn.zeros(2, 3, 4)[0, :, None].shape
+        (3, 1, 4)
+        >>> burn.arange(6).reshape(2, 3)[:, burn.tensor([2, 0])].tolist()
+        [[2, 0], [5, 3]]
         """
         index, flips, layout, advanced = self._normalise_index(item, "index")
         b = self._b
@@ -106,7 +113,7 @@ class IndexOps:
         out = _w(b.reshape(x, final), b) if final != tuple(sliced) else _w(x, b)
         return out._advanced(advanced) if advanced else out
 
-    def _advanced(self, advanced: list[tuple[int, Any]]) -> Tensor:
+    def _advanced(self: Tensor, advanced: list[tuple[int, Any]]) -> Tensor:
         """Apply int-tensor indices on adjacent dims: the indexed dims are replaced by the broadcast
         shape of the indices."""
 
@@ -130,14 +137,18 @@ class IndexOps:
         for p in positions:
             merged *= shape[p]
         x = self.reshape(shape[:first] + (merged,) + shape[last + 1 :])
-        picked = x.select(first, flat.reshape(-1))
+        picked = x.select(first, flat.reshape(-1))  # type: ignore[union-attr]  # advanced is not empty
         return picked.reshape(shape[:first] + bshape + shape[last + 1 :])
 
-    def slice_assign(self, index: Any, value: Any) -> Tensor:
+    def slice_assign(self: Tensor, index: Any, value: Any) -> Tensor:
         """A copy with ``self[index]`` replaced by ``value`` (a tensor or scalar broadcast to the region).
+
+        Shapes: the result has the tensor's shape; ``value`` broadcasts to the shape of ``self[index]``.
 
         >>> burn.zeros(4).slice_assign(slice(1, 3), 1.0).tolist()
         [0.0, 1.0, 1.0, 0.0]
+        >>> burn.zeros(2, 3, dtype=burn.int64).slice_assign((1, slice(None)), burn.tensor([7, 8, 9])).tolist()
+        [[0, 0, 0], [7, 8, 9]]
         """
 
         idx, flips, layout, advanced = self._normalise_index(index, "slice_assign")
@@ -172,8 +183,15 @@ class IndexOps:
         return _w(out, b)
 
     # ------------------------------------------------------------------ index ops
-    def gather(self, dim: int, index: Tensor) -> Tensor:
-        """``out[..., i, ...] = self[..., index[..., i, ...], ...]`` along ``dim``."""
+    def gather(self: Tensor, dim: int, index: Tensor) -> Tensor:
+        """``out[..., i, ...] = self[..., index[..., i, ...], ...]`` along ``dim``.
+
+        Shapes: ``index`` is an int tensor of the tensor's rank (no larger off ``dim``); the result has
+        ``index``'s shape.
+
+        >>> burn.tensor([[1, 2], [3, 4]]).gather(1, burn.tensor([[1, 1], [0, 1]])).tolist()
+        [[2, 2], [3, 4]]
+        """
 
         d = norm_dim("gather", dim, self.ndim)
         index = _T._as_tensor_like(index, self, "gather")
@@ -197,8 +215,14 @@ class IndexOps:
             x = _w(self._b.slice(self._p, region), self._b, self._dt)
         return _w(self._b.gather(x._p, d, index._p), self._b, self._dt)
 
-    def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
-        """A copy with ``src`` added at ``index`` along ``dim`` (repeated indices accumulate)."""
+    def scatter_add(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        """A copy with ``src`` added at ``index`` along ``dim`` (repeated indices accumulate).
+
+        Shapes: ``index`` and ``src`` share one shape of the tensor's rank; the result has the tensor's.
+
+        >>> burn.zeros(3).scatter_add(0, burn.tensor([0, 2, 0]), burn.tensor([1.0, 2.0, 3.0])).tolist()
+        [4.0, 0.0, 2.0]
+        """
 
         d = norm_dim("scatter_add", dim, self.ndim)
         index = _T._as_tensor_like(index, self, "scatter_add")
@@ -211,8 +235,14 @@ class IndexOps:
         index = _checked_index(index, self.shape[d], "scatter_add", "index", d)
         return _w(self._b.scatter_add(self._p, d, index._p, src.cast(self.dtype)._p), self._b)
 
-    def select(self, dim: int, indices: Any) -> Tensor:
-        """Entries along ``dim`` picked by a 1-d int tensor (or list), as ``index_select``."""
+    def select(self: Tensor, dim: int, indices: Any) -> Tensor:
+        """Entries along ``dim`` picked by a 1-d int tensor (or list), as ``index_select``.
+
+        Shapes: (..., n, ...) with k indices -> (..., k, ...).
+
+        >>> burn.tensor([[1, 2], [3, 4], [5, 6]]).select(0, [2, 0]).tolist()
+        [[5, 6], [1, 2]]
+        """
 
         d = norm_dim("select", dim, self.ndim)
         idx = _T._as_tensor_like(indices, self, "select")
@@ -224,8 +254,14 @@ class IndexOps:
 
     index_select = select
 
-    def select_add(self, dim: int, indices: Any, values: Tensor) -> Tensor:
-        """A copy with ``values`` added at ``indices`` along ``dim`` (repeats accumulate)."""
+    def select_add(self: Tensor, dim: int, indices: Any, values: Tensor) -> Tensor:
+        """A copy with ``values`` added at ``indices`` along ``dim`` (repeats accumulate).
+
+        Shapes: tensor (..., n, ...), k indices, values (..., k, ...) -> (..., n, ...).
+
+        >>> burn.zeros(3, 2).select_add(0, [0, 0], burn.ones((2, 2))).tolist()
+        [[2.0, 2.0], [0.0, 0.0], [0.0, 0.0]]
+        """
 
         d = norm_dim("select_add", dim, self.ndim)
         idx = _T._as_tensor_like(indices, self, "select_add")
@@ -237,8 +273,12 @@ class IndexOps:
         idx = _checked_index(idx, self.shape[d], "select_add", "indices", d)
         return _w(self._b.select_add(self._p, d, idx._p, values.cast(self.dtype)._p), self._b)
 
-    def mask_fill(self, mask: Tensor, value: Any) -> Tensor:
-        """``value`` where ``mask`` is true (mask broadcasts to the tensor's shape)."""
+    def mask_fill(self: Tensor, mask: Tensor, value: Any) -> Tensor:
+        """``value`` where ``mask`` is true (mask broadcasts to the tensor's shape, which the result keeps).
+
+        >>> burn.tensor([1, 2, 3]).mask_fill(burn.tensor([True, False, True]), 0).tolist()
+        [0, 2, 0]
+        """
 
         mask = _T._as_tensor_like(mask, self, "mask_fill")
         if not mask.dtype.is_bool:
@@ -253,8 +293,12 @@ class IndexOps:
 
     masked_fill = mask_fill
 
-    def one_hot(self, num_classes: int, dtype: Any = None) -> Tensor:
-        """One-hot encoding of an int tensor: shape + (num_classes,), default-int dtype."""
+    def one_hot(self: Tensor, num_classes: int, dtype: Any = None) -> Tensor:
+        """One-hot encoding of an int tensor: (...) -> (..., num_classes), default-int dtype.
+
+        >>> burn.tensor([0, 2]).one_hot(3).tolist()
+        [[1, 0, 0], [0, 0, 1]]
+        """
         if not self.dtype.is_int:
             raise DTypeError(f"one_hot: expected an integer tensor, got {self.dtype}")
         if not isinstance(num_classes, int) or num_classes <= 0:

@@ -8,6 +8,7 @@ the sign of the divisor), ``fmod`` follows C (the sign of the dividend).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import _dtype as D
@@ -26,30 +27,52 @@ _MATMUL_FAST = frozenset(d for d in D.ALL_DTYPES if not d.is_bool)
 _IDENTITY_ON_INT = frozenset({"floor", "ceil", "round", "trunc"})
 
 
-def _un(op: str, doc: str):
+# The method factories below build each generated method's docstring from its table row: what it does,
+# the shape rule of its kind, and a runnable example (``burn.tensor(data).<name>(...).tolist()`` printing
+# ``out``), so every row carries an example the doctests check.
+_ELEMENTWISE = "Shapes: (...) -> (...), element-wise."
+_BROADCAST = (
+    "Shapes: (...a) and (...b) broadcast as in NumPy -> the broadcast shape; numbers work on either side."
+)
+_REDUCED = (
+    "Shapes: the dims in ``dim`` (an int or a tuple) are dropped, or kept as size 1 with ``keepdim=True``;\n"
+    "``dim=None`` reduces every dim to a 0-d tensor."
+)
+
+
+def _doc(line: str, shapes: str, call: str, out: str) -> str:
+    """A generated method's docstring: one line, the shapes, and an example printing ``out``."""
+    return f"{line}\n\n{shapes}\n\n>>> {call}\n{out}\n"
+
+
+def _un(op: str, doc: str, data: str, out: str) -> Callable[[Tensor], Tensor]:
     def method(self: Tensor) -> Tensor:
         return self._unary(op)
 
     method.__name__ = op
-    method.__doc__ = doc
+    method.__doc__ = _doc(doc, _ELEMENTWISE, f"burn.tensor({data}).{op}().tolist()", out)
     return method
 
 
-def _bin(op: str, doc: str):
+def _bin(
+    op: str, doc: str, data: str, other: str, out: str, name: str | None = None
+) -> Callable[[Tensor, Any], Tensor]:
+    """``name``: the method's name where it differs from the op's (``floor_divide`` runs ``floor_div``)."""
+
     def method(self: Tensor, other: Any) -> Tensor:
         return self._binary(op, other)
 
     method.__name__ = op
-    method.__doc__ = doc
+    method.__doc__ = _doc(doc, _BROADCAST, f"burn.tensor({data}).{name or op}({other}).tolist()", out)
     return method
 
 
-def _red(op: str, doc: str):
+def _red(op: str, doc: str, data: str, dim: str, out: str) -> Callable[..., Tensor]:
     def method(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
         return self._reduce(op, dim, keepdim)
 
     method.__name__ = op
-    method.__doc__ = doc
+    method.__doc__ = _doc(doc, _REDUCED, f"burn.tensor({data}).{op}({dim}).tolist()", out)
     return method
 
 
@@ -57,7 +80,7 @@ class MathOps:
     __slots__ = ()
 
     # ------------------------------------------------------------------ element-wise
-    def _unary(self, op: str) -> Tensor:
+    def _unary(self: Tensor, op: str) -> Tensor:
         dt = self.dtype
         if dt.is_int and op in _IDENTITY_ON_INT:
             return self
@@ -73,72 +96,141 @@ class MathOps:
         y = b.activation(op, x) if op in ACTIVATION_OPS else b.unary(op, x)
         return _T._wrap(y, b, D.bool_ if op in UNARY_BOOL_RESULT else cdt)
 
-    abs = _un("abs", "Absolute value.")
-    neg = _un("neg", "Negation.")
-    exp = _un("exp", "e ** x.")
-    expm1 = _un("expm1", "e ** x - 1, accurate near 0.")
-    log = _un("log", "Natural logarithm.")
-    log1p = _un("log1p", "log(1 + x), accurate near 0.")
-    sqrt = _un("sqrt", "Square root.")
-    rsqrt = _un("rsqrt", "1 / sqrt(x).")
-    square = _un("square", "x * x.")
-    sin = _un("sin", "Sine.")
-    cos = _un("cos", "Cosine.")
-    tan = _un("tan", "Tangent.")
-    asin = _un("asin", "Arcsine.")
-    acos = _un("acos", "Arccosine.")
-    atan = _un("atan", "Arctangent.")
-    sinh = _un("sinh", "Hyperbolic sine.")
-    cosh = _un("cosh", "Hyperbolic cosine.")
-    tanh = _un("tanh", "Hyperbolic tangent.")
-    sigmoid = _un("sigmoid", "1 / (1 + e ** -x).")
-    relu = _un("relu", "max(x, 0).")
-    erf = _un("erf", "The error function.")
-    floor = _un("floor", "Round down (ints unchanged).")
-    ceil = _un("ceil", "Round up (ints unchanged).")
-    round = _un("round", "Round half to even, as PyTorch and Burn (ints unchanged).")
-    trunc = _un("trunc", "Round toward zero (ints unchanged).")
-    sign = _un("sign", "-1, 0 or 1 by the sign of x.")
-    reciprocal = _un("reciprocal", "1 / x (ints compute in the default float).")
-    isnan = _un("isnan", "Bool tensor: x is NaN.")
-    isinf = _un("isinf", "Bool tensor: x is +-inf.")
+    # name = _un(op, what it does, example input, example output)
+    abs = _un("abs", "Absolute value.", "[-1, 2]", "[1, 2]")
+    neg = _un("neg", "Negation.", "[1, -2]", "[-1, 2]")
+    exp = _un("exp", "e ** x.", "[0.0]", "[1.0]")
+    expm1 = _un("expm1", "e ** x - 1, accurate near 0.", "[0.0]", "[0.0]")
+    log = _un("log", "Natural logarithm.", "[1.0]", "[0.0]")
+    log1p = _un("log1p", "log(1 + x), accurate near 0.", "[0.0]", "[0.0]")
+    sqrt = _un("sqrt", "Square root.", "[4.0, 9.0]", "[2.0, 3.0]")
+    rsqrt = _un("rsqrt", "1 / sqrt(x).", "[4.0, 0.25]", "[0.5, 2.0]")
+    square = _un("square", "x * x.", "[-3, 2]", "[9, 4]")
+    sin = _un("sin", "Sine.", "[0.0]", "[0.0]")
+    cos = _un("cos", "Cosine.", "[0.0]", "[1.0]")
+    tan = _un("tan", "Tangent.", "[0.0]", "[0.0]")
+    asin = _un("asin", "Arcsine.", "[0.0]", "[0.0]")
+    acos = _un("acos", "Arccosine.", "[1.0]", "[0.0]")
+    atan = _un("atan", "Arctangent.", "[0.0]", "[0.0]")
+    sinh = _un("sinh", "Hyperbolic sine.", "[0.0]", "[0.0]")
+    cosh = _un("cosh", "Hyperbolic cosine.", "[0.0]", "[1.0]")
+    tanh = _un("tanh", "Hyperbolic tangent.", "[0.0]", "[0.0]")
+    sigmoid = _un("sigmoid", "1 / (1 + e ** -x).", "[0.0]", "[0.5]")
+    relu = _un("relu", "max(x, 0).", "[-1.0, 2.0]", "[0.0, 2.0]")
+    erf = _un("erf", "The error function.", "[0.0]", "[0.0]")
+    floor = _un("floor", "Round down (ints unchanged).", "[-1.5, 1.5]", "[-2.0, 1.0]")
+    ceil = _un("ceil", "Round up (ints unchanged).", "[-1.5, 1.5]", "[-1.0, 2.0]")
+    round = _un(
+        "round",
+        "Round half to even, as PyTorch and Burn (ints unchanged).",
+        "[0.5, 1.5, 2.5]",
+        "[0.0, 2.0, 2.0]",
+    )
+    trunc = _un("trunc", "Round toward zero (ints unchanged).", "[-1.5, 1.5]", "[-1.0, 1.0]")
+    sign = _un("sign", "-1, 0 or 1 by the sign of x.", "[-2.0, 0.0, 3.0]", "[-1.0, 0.0, 1.0]")
+    reciprocal = _un("reciprocal", "1 / x (ints compute in the default float).", "[2, 4]", "[0.5, 0.25]")
+    isnan = _un("isnan", "Bool tensor: x is NaN.", '[1.0, float("nan")]', "[False, True]")
+    isinf = _un("isinf", "Bool tensor: x is +-inf.", '[1.0, float("-inf")]', "[False, True]")
 
-    def logical_not(self) -> Tensor:
-        """Bool tensor: not x (x != 0 for numbers)."""
+    def logical_not(self: Tensor) -> Tensor:
+        """Bool tensor: not x (x != 0 for numbers). Shapes: (...) -> (...).
+
+        >>> burn.tensor([0, 2]).logical_not().tolist()
+        [True, False]
+        """
         return self.bool()._unary("not")
 
-    def logical_and(self, other: Any) -> Tensor:
+    def logical_and(self: Tensor, other: Any) -> Tensor:
+        """Bool tensor: x and other, each read as ``!= 0``. Shapes: broadcast, as ``add``.
+
+        >>> burn.tensor([0, 1, 2]).logical_and(burn.tensor([1, 1, 0])).tolist()
+        [False, True, False]
+        """
         return self.bool()._binary("and", _T._as_tensor_like(other, self, "logical_and").bool())
 
-    def logical_or(self, other: Any) -> Tensor:
+    def logical_or(self: Tensor, other: Any) -> Tensor:
+        """Bool tensor: x or other, each read as ``!= 0``. Shapes: broadcast, as ``add``.
+
+        >>> burn.tensor([0, 0, 2]).logical_or(burn.tensor([0, 1, 0])).tolist()
+        [False, True, True]
+        """
         return self.bool()._binary("or", _T._as_tensor_like(other, self, "logical_or").bool())
 
-    def logical_xor(self, other: Any) -> Tensor:
+    def logical_xor(self: Tensor, other: Any) -> Tensor:
+        """Bool tensor: exactly one of x and other is true (``!= 0``). Shapes: broadcast, as ``add``.
+
+        >>> burn.tensor([True, True]).logical_xor(burn.tensor([True, False])).tolist()
+        [False, True]
+        """
         return self.bool()._binary("xor", _T._as_tensor_like(other, self, "logical_xor").bool())
 
-    add = _bin("add", "self + other (tensors broadcast, numbers on either side).")
-    sub = _bin("sub", "self - other.")
-    mul = _bin("mul", "self * other.")
-    floor_divide = _bin("floor_div", "self // other: the quotient rounded down (Python's rule).")
-    pow = _bin("pow", "self ** other; a negative int exponent on an int tensor is an error.")
-    remainder = _bin("remainder", "Python's %: the result has the sign of the divisor (-3 % 2 == 1).")
-    fmod = _bin("fmod", "C's fmod: the result has the sign of the dividend (fmod(-3, 2) == -1).")
-    maximum = _bin("maximum", "Element-wise max (NaN wins).")
-    minimum = _bin("minimum", "Element-wise min (NaN wins).")
-    atan2 = _bin("atan2", "atan(self / other) in the quadrant of (other, self).")
-    eq = equal = _bin("eq", "Bool tensor: self == other.")
-    ne = not_equal = _bin("ne", "Bool tensor: self != other.")
-    lt = lower = _bin("lt", "Bool tensor: self < other.")
-    le = lower_equal = _bin("le", "Bool tensor: self <= other.")
-    gt = greater = _bin("gt", "Bool tensor: self > other.")
-    ge = greater_equal = _bin("ge", "Bool tensor: self >= other.")
+    # name = _bin(op, what it does, example input, example other operand, example output)
+    add = _bin(
+        "add",
+        "self + other (tensors broadcast, numbers on either side).",
+        "[[1], [2]]",
+        "burn.tensor([10, 20])",
+        "[[11, 21], [12, 22]]",
+    )
+    sub = _bin("sub", "self - other.", "[5, 7]", "2", "[3, 5]")
+    mul = _bin("mul", "self * other.", "[1.5, 2.0]", "2", "[3.0, 4.0]")
+    floor_divide = _bin(
+        "floor_div",
+        "self // other: the quotient rounded down (Python's rule).",
+        "[-7, 7]",
+        "2",
+        "[-4, 3]",
+        name="floor_divide",
+    )
+    pow = _bin(
+        "pow",
+        "self ** other; a negative int exponent on an int tensor is an error.",
+        "[1, 2, 3]",
+        "2",
+        "[1, 4, 9]",
+    )
+    remainder = _bin(
+        "remainder",
+        "Python's %: the result has the sign of the divisor (-3 % 2 == 1).",
+        "[-3, 3]",
+        "2",
+        "[1, 1]",
+    )
+    fmod = _bin(
+        "fmod",
+        "C's fmod: the result has the sign of the dividend (fmod(-3, 2) == -1).",
+        "[-3, 3]",
+        "2",
+        "[-1, 1]",
+    )
+    maximum = _bin("maximum", "Element-wise max (NaN wins).", "[1, 5]", "burn.tensor([3, 2])", "[3, 5]")
+    minimum = _bin("minimum", "Element-wise min (NaN wins).", "[1, 5]", "burn.tensor([3, 2])", "[1, 2]")
+    atan2 = _bin(
+        "atan2", "atan(self / other) in the quadrant of (other, self).", "[0.0, 0.0]", "1.0", "[0.0, 0.0]"
+    )
+    eq = equal = _bin("eq", "Bool tensor: self == other.", "[1, 2, 3]", "2", "[False, True, False]")
+    ne = not_equal = _bin("ne", "Bool tensor: self != other.", "[1, 2, 3]", "2", "[True, False, True]")
+    lt = lower = _bin("lt", "Bool tensor: self < other.", "[1, 2, 3]", "2", "[True, False, False]")
+    le = lower_equal = _bin("le", "Bool tensor: self <= other.", "[1, 2, 3]", "2", "[True, True, False]")
+    gt = greater = _bin("gt", "Bool tensor: self > other.", "[1, 2, 3]", "2", "[False, False, True]")
+    ge = greater_equal = _bin("ge", "Bool tensor: self >= other.", "[1, 2, 3]", "2", "[False, True, True]")
 
-    def div(self, other: Any) -> Tensor:
-        """self / other; ints divide to the default float."""
+    def div(self: Tensor, other: Any) -> Tensor:
+        """self / other; ints divide to the default float. Shapes: broadcast, as ``add``.
+
+        >>> burn.tensor([1, 3]).div(2).tolist()
+        [0.5, 1.5]
+        """
         return self._true_div(other, False)
 
-    def clamp(self, min: Any = None, max: Any = None) -> Tensor:
-        """Limit values to ``[min, max]`` (either bound may be None; float bounds make ints float)."""
+    def clamp(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
+        """Limit values to ``[min, max]`` (either bound may be None; float bounds make ints float).
+
+        Shapes: (...) -> (...).
+
+        >>> burn.tensor([-2, 0, 5]).clamp(-1, 3).tolist()
+        [-1, 0, 3]
+        """
         if min is None and max is None:
             raise ValueError("clamp: give at least one of min and max")
         for name, v in (("min", min), ("max", max)):
@@ -156,14 +248,24 @@ class MathOps:
         hi = None if max is None else _T._scalar_for(dt, max)
         return _T._wrap(x._b.clamp(x._p, lo, hi), x._b, dt)
 
-    def clamp_min(self, min: Any) -> Tensor:
+    def clamp_min(self: Tensor, min: Any) -> Tensor:
+        """Raise values below ``min`` to ``min`` (``clamp(min=min)``). Shapes: (...) -> (...).
+
+        >>> burn.tensor([-2, 5]).clamp_min(0).tolist()
+        [0, 5]
+        """
         return self.clamp(min=min)
 
-    def clamp_max(self, max: Any) -> Tensor:
+    def clamp_max(self: Tensor, max: Any) -> Tensor:
+        """Lower values above ``max`` to ``max`` (``clamp(max=max)``). Shapes: (...) -> (...).
+
+        >>> burn.tensor([-2, 5]).clamp_max(3).tolist()
+        [-2, 3]
+        """
         return self.clamp(max=max)
 
     # ------------------------------------------------------------------ reductions
-    def _reduce(self, op: str, dim: Any, keepdim: bool) -> Tensor:
+    def _reduce(self: Tensor, op: str, dim: Any, keepdim: bool) -> Tensor:
         b, x, dt = self._b, self._p, self.dtype
         shape = tuple(b.shape_of(x))
         dims = norm_dims(op, dim, len(shape))
@@ -177,11 +279,15 @@ class MathOps:
             raise ShapeError(f"{op}: cannot reduce an empty dim (shape {shape}, dim {dim})")
         return _T._wrap(b.reduce(op, x, dims, bool(keepdim)), b, dt)
 
-    def sum(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+    def sum(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
         """Sum over ``dim`` (None: all dims; an int or a tuple). Keeps the dtype (bool -> default int).
+
+        Shapes: the dims in ``dim`` are dropped, or kept as size 1 with ``keepdim=True``.
 
         >>> burn.tensor([[1, 2], [3, 4]]).sum(0).tolist()
         [4, 6]
+        >>> burn.ones((2, 3)).sum(1, keepdim=True).shape
+        (2, 1)
         """
         dt = self._dt
         if dim is None and dt in _NON_BOOL:  # fast path: the whole tensor
@@ -191,15 +297,33 @@ class MathOps:
                 return _T._wrap(self._b.reduce("sum", p, _ALL_DIMS[n], bool(keepdim)), self._b, dt)
         return self._reduce("sum", dim, keepdim)
 
-    mean = _red("mean", "Mean over ``dim`` (ints give the default float).")
-    prod = _red("prod", "Product over ``dim``.")
-    max = _red("max", "Max over ``dim`` (NaN wins); an empty dim is an error.")
-    min = _red("min", "Min over ``dim`` (NaN wins); an empty dim is an error.")
-    all = _red("all", "Bool: every value is true (non-zero) over ``dim``.")
-    any = _red("any", "Bool: some value is true (non-zero) over ``dim``.")
+    # name = _red(op, what it does, example input, example dim, example output)
+    mean = _red(
+        "mean", "Mean over ``dim`` (ints give the default float).", "[[1, 2], [3, 4]]", "1", "[1.5, 3.5]"
+    )
+    prod = _red("prod", "Product over ``dim``.", "[[1, 2], [3, 4]]", "1", "[2, 12]")
+    max = _red(
+        "max", "Max over ``dim`` (NaN wins); an empty dim is an error.", "[[1, 4], [3, 2]]", "0", "[3, 4]"
+    )
+    min = _red(
+        "min", "Min over ``dim`` (NaN wins); an empty dim is an error.", "[[1, 4], [3, 2]]", "0", "[1, 2]"
+    )
+    all = _red(
+        "all", "Bool: every value is true (non-zero) over ``dim``.", "[[1, 0], [2, 3]]", "1", "[False, True]"
+    )
+    any = _red(
+        "any", "Bool: some value is true (non-zero) over ``dim``.", "[[0, 0], [0, 3]]", "1", "[False, True]"
+    )
 
-    def var(self, dim: Any = None, correction: int = 1, keepdim: bool = False) -> Tensor:
-        """Variance with Bessel's ``correction`` (1: sample variance, 0: population)."""
+    def var(self: Tensor, dim: Any = None, correction: int = 1, keepdim: bool = False) -> Tensor:
+        """Variance with Bessel's ``correction`` (1: sample variance, 0: population); ints compute in float.
+
+        Shapes: the dims in ``dim`` are dropped (None: all), or kept as size 1 with ``keepdim=True``.
+
+        >>> x = burn.tensor([[1.0, 3.0], [2.0, 2.0]])
+        >>> x.var(1).tolist(), x.var(1, correction=0).tolist()
+        ([2.0, 0.0], [1.0, 0.0])
+        """
         if not isinstance(correction, int) or isinstance(correction, bool) or correction < 0:
             raise ValueError(f"var: correction must be a non-negative int, got {correction!r}")
         x = self if self.dtype.is_float else self.float()
@@ -208,11 +332,15 @@ class MathOps:
             return _T._wrap(x._b.full((), float("nan") if correction else 0.0, x.dtype), x._b, x.dtype)
         return _T._wrap(x._b.var(x._p, dims, correction, bool(keepdim)), x._b, x.dtype)
 
-    def std(self, dim: Any = None, correction: int = 1, keepdim: bool = False) -> Tensor:
-        """Standard deviation: ``sqrt(var(dim, correction))``."""
+    def std(self: Tensor, dim: Any = None, correction: int = 1, keepdim: bool = False) -> Tensor:
+        """Standard deviation: ``sqrt(var(dim, correction))``; shapes as ``var``.
+
+        >>> burn.tensor([1.0, 3.0]).std(correction=0).item()
+        1.0
+        """
         return self.var(dim, correction, keepdim).sqrt()
 
-    def _arg(self, op: str, dim: Any, keepdim: bool) -> Tensor:
+    def _arg(self: Tensor, op: str, dim: Any, keepdim: bool) -> Tensor:
         if self.dtype.is_bool:
             return self.int()._arg(op, dim, keepdim)
         if self.numel() == 0:
@@ -231,37 +359,72 @@ class MathOps:
         out = _T._wrap(b.arg_reduce(op, x._p, len(kept), False), b, b.default_int)
         return out.reshape(tuple(1 if d in dims else n for d, n in enumerate(shape))) if keepdim else out
 
-    def argmax(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+    def argmax(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
         """Index of the largest value along ``dim`` (an int; None: of the flattened tensor; a tuple: of
-        those dims flattened in row-major order); first on ties."""
+        those dims flattened in row-major order); first on ties.
+
+        Shapes: the dims in ``dim`` are dropped (None: a 0-d tensor), or kept as size 1 with ``keepdim``.
+
+        >>> x = burn.tensor([[1, 5, 5], [7, 0, 2]])
+        >>> x.argmax(1).tolist(), x.argmax().item()
+        ([1, 0], 3)
+        """
         return self._arg("argmax", dim, keepdim)
 
-    def argmin(self, dim: Any = None, keepdim: bool = False) -> Tensor:
-        """Index of the smallest value along ``dim`` (int, None or tuple, as ``argmax``); first on ties."""
+    def argmin(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """Index of the smallest value along ``dim`` (int, None or tuple, as ``argmax``); first on ties.
+
+        >>> x = burn.tensor([[1, 5, 5], [7, 0, 2]])
+        >>> x.argmin(1).tolist(), x.argmin().item()
+        ([0, 1], 4)
+        """
         return self._arg("argmin", dim, keepdim)
 
-    def max_dim(self, dim: int) -> Tensor:
-        """Max along ``dim`` keeping the dim (Burn's ``max_dim``)."""
+    def max_dim(self: Tensor, dim: int) -> Tensor:
+        """Max along ``dim`` keeping the dim (Burn's ``max_dim``): (..., n, ...) -> (..., 1, ...).
+
+        >>> burn.tensor([[1, 5], [7, 0]]).max_dim(1).tolist()
+        [[5], [7]]
+        """
         return self.max(dim, keepdim=True)
 
-    def min_dim(self, dim: int) -> Tensor:
-        """Min along ``dim`` keeping the dim (Burn's ``min_dim``)."""
+    def min_dim(self: Tensor, dim: int) -> Tensor:
+        """Min along ``dim`` keeping the dim (Burn's ``min_dim``): (..., n, ...) -> (..., 1, ...).
+
+        >>> burn.tensor([[1, 5], [7, 0]]).min_dim(1).tolist()
+        [[1], [0]]
+        """
         return self.min(dim, keepdim=True)
 
-    def max_dim_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
-        """(max, argmax) along ``dim``, both keeping the dim."""
+    def max_dim_with_indices(self: Tensor, dim: int) -> tuple[Tensor, Tensor]:
+        """(max, argmax) along ``dim``, both keeping the dim: (..., n, ...) -> (..., 1, ...) twice.
+
+        >>> values, indices = burn.tensor([[1, 5], [7, 0]]).max_dim_with_indices(1)
+        >>> values.tolist(), indices.tolist()
+        ([[5], [7]], [[1], [0]])
+        """
         return self.max(dim, keepdim=True), self.argmax(dim, keepdim=True)
 
-    def min_dim_with_indices(self, dim: int) -> tuple[Tensor, Tensor]:
-        """(min, argmin) along ``dim``, both keeping the dim."""
+    def min_dim_with_indices(self: Tensor, dim: int) -> tuple[Tensor, Tensor]:
+        """(min, argmin) along ``dim``, both keeping the dim: (..., n, ...) -> (..., 1, ...) twice.
+
+        >>> values, indices = burn.tensor([[1, 5], [7, 0]]).min_dim_with_indices(1)
+        >>> values.tolist(), indices.tolist()
+        ([[1], [0]], [[0], [1]])
+        """
         return self.min(dim, keepdim=True), self.argmin(dim, keepdim=True)
 
     # ------------------------------------------------------------------ linear algebra
-    def matmul(self, other: Any) -> Tensor:
+    def matmul(self: Tensor, other: Any) -> Tensor:
         """Matrix product with NumPy's rules: 1-d operands are promoted, batch dims broadcast.
+
+        Shapes: (..., n, k) @ (..., k, m) -> (..., n, m); a 1-d lhs (k,) reads as (1, k) and a 1-d rhs
+        (k,) as (k, 1), the added dim dropped from the result.
 
         >>> (burn.ones((2, 3)) @ burn.ones((3, 4))).shape
         (2, 4)
+        >>> burn.ones((5, 2, 3)).matmul(burn.ones(3)).shape
+        (5, 2)
         """
         b, dt = self._b, self._dt
         if type(other) is _T.Tensor and other._b is b and other._dt is dt and dt in _MATMUL_FAST:
@@ -270,7 +433,7 @@ class MathOps:
                 return _T._wrap(b.matmul(self._p, other._p), b, dt)
         return self._matmul(other)
 
-    def _matmul(self, other: Any) -> Tensor:
+    def _matmul(self: Tensor, other: Any) -> Tensor:
         if not isinstance(other, _T.Tensor):
             other = _T._as_tensor_like(other, self, "matmul")
         if other._b is not self._b:
@@ -302,8 +465,12 @@ class MathOps:
             return out.squeeze(-1)
         return out
 
-    def dot(self, other: Tensor) -> Tensor:
-        """Inner product of two 1-d tensors (a 0-d tensor)."""
+    def dot(self: Tensor, other: Tensor) -> Tensor:
+        """Inner product of two 1-d tensors: (n,), (n,) -> ().
+
+        >>> burn.tensor([1, 2, 3]).dot(burn.tensor([4, 5, 6])).item()
+        32
+        """
         if self.ndim != 1 or getattr(other, "ndim", 0) != 1:
             raise ShapeError(
                 f"dot: expects two 1-d tensors, got {self.shape} and {getattr(other, 'shape', other)}"

@@ -23,11 +23,16 @@ class ShapeOps(IndexOps, SortOps):
     __slots__ = ()
 
     # ------------------------------------------------------------------ reshaping
-    def reshape(self, *shape: Any) -> Tensor:
-        """A tensor with the same values in a new shape; one entry may be -1.
+    def reshape(self: Tensor, *shape: Any) -> Tensor:
+        """A tensor with the same values in a new shape; one entry may be -1 (inferred).
+
+        Shapes: (...) -> ``shape``, with the same number of elements; ``reshape(2, 3)`` or
+        ``reshape((2, 3))``.
 
         >>> burn.arange(6).reshape(2, -1).shape
         (2, 3)
+        >>> burn.arange(4).reshape(2, 2).tolist()
+        [[0, 1], [2, 3]]
         """
         new = infer_reshape("reshape", self.shape, shape_arg("reshape", shape))
         if new == self.shape:
@@ -36,7 +41,12 @@ class ShapeOps(IndexOps, SortOps):
 
     view = reshape
 
-    def permute(self, *dims: Any) -> Tensor:
+    def permute(self: Tensor, *dims: Any) -> Tensor:
+        """Reorder the dims: result dim ``i`` is input dim ``dims[i]`` (each dim named once).
+
+        >>> burn.zeros(2, 3, 4).permute(2, 0, 1).shape
+        (4, 2, 3)
+        """
         dims = shape_arg("permute", dims, "dims")
         n = self.ndim
         if len(dims) != n:
@@ -47,8 +57,14 @@ class ShapeOps(IndexOps, SortOps):
         return _w(self._b.permute(self._p, norm), self._b)
 
     @keyword_aliases(d0="dim0", d1="dim1")
-    def transpose(self, dim0: int = -2, dim1: int = -1) -> Tensor:
-        """Swap two dims (the last two by default)."""
+    def transpose(self: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
+        """Swap two dims (the last two by default): (..., n, m) -> (..., m, n).
+
+        >>> burn.tensor([[1, 2, 3]]).transpose().tolist()
+        [[1], [2], [3]]
+        >>> burn.zeros(2, 3, 4).transpose(0, 2).shape
+        (4, 3, 2)
+        """
         n = self.ndim
         a, b = norm_dim("transpose", dim0, n, "dim0"), norm_dim("transpose", dim1, n, "dim1")
         order = list(range(n))
@@ -58,11 +74,21 @@ class ShapeOps(IndexOps, SortOps):
     swap_dims = transpose
 
     @property
-    def T(self) -> Tensor:
+    def T(self: Tensor) -> Tensor:
+        """Every dim reversed: (a, b, c) -> (c, b, a); the matrix transpose of a 2-d tensor.
+
+        >>> burn.tensor([[1, 2], [3, 4]]).T.tolist()
+        [[1, 3], [2, 4]]
+        """
         return self.permute(*reversed(range(self.ndim)))
 
     @keyword_aliases(start="start_dim", end="end_dim")
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        """Merge dims ``start_dim..end_dim`` (inclusive) into one; a 0-d tensor becomes (1,).
+
+        >>> burn.zeros(2, 3, 4).flatten().shape, burn.zeros(2, 3, 4).flatten(1).shape
+        ((24,), (2, 12))
+        """
         shape = self.shape
         if not shape:
             return self.reshape(1)
@@ -75,14 +101,23 @@ class ShapeOps(IndexOps, SortOps):
             n *= v
         return self.reshape(shape[:s] + (n,) + shape[e + 1 :])
 
-    def unsqueeze(self, dim: int = 0) -> Tensor:
+    def unsqueeze(self: Tensor, dim: int = 0) -> Tensor:
+        """Insert a size-1 dim at ``dim``: (n,) -> (1, n) for ``dim=0``, (n, 1) for ``dim=1``.
+
+        >>> burn.zeros(3).unsqueeze(0).shape, burn.zeros(3).unsqueeze(-1).shape
+        ((1, 3), (3, 1))
+        """
         shape = list(self.shape)
         d = norm_dim("unsqueeze", dim, len(shape) + 1)
         shape.insert(d, 1)
         return _w(self._b.reshape(self._p, tuple(shape)), self._b)
 
-    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
-        """Drop size-1 dims: all of them, or the given ones (which must have size 1)."""
+    def squeeze(self: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+        """Drop size-1 dims: all of them, or the given ones (which must have size 1).
+
+        >>> burn.zeros(1, 3, 1).squeeze().shape, burn.zeros(1, 3, 1).squeeze(0).shape
+        ((3,), (3, 1))
+        """
         shape = self.shape
         if dim is None:
             new = tuple(s for s in shape if s != 1)
@@ -94,8 +129,16 @@ class ShapeOps(IndexOps, SortOps):
             new = tuple(s for i, s in enumerate(shape) if i not in dims)
         return self.reshape(new) if new != shape else self
 
-    def expand(self, *shape: Any) -> Tensor:
-        """Broadcast to ``shape`` without copying; -1 keeps a dim, new dims go in front."""
+    def expand(self: Tensor, *shape: Any) -> Tensor:
+        """Broadcast to ``shape`` without copying; -1 keeps a dim, new dims go in front.
+
+        Shapes: size-1 dims grow to ``shape``'s sizes: (2, 1) -> (2, 3); (3,) -> (2, 3).
+
+        >>> burn.tensor([[1], [2]]).expand(2, 3).tolist()
+        [[1, 1, 1], [2, 2, 2]]
+        >>> burn.zeros(3).expand(2, -1).shape
+        (2, 3)
+        """
         target = shape_arg("expand", shape)
         cur = self.shape
         if len(target) < len(cur):
@@ -119,29 +162,55 @@ class ShapeOps(IndexOps, SortOps):
         x = self._p if not lead else self._b.reshape(self._p, full)
         return _w(self._b.expand(x, out_t), self._b)
 
-    def broadcast_to(self, *shape: Any) -> Tensor:
+    def broadcast_to(self: Tensor, *shape: Any) -> Tensor:
+        """Broadcast to ``shape``, as ``expand``.
+
+        >>> burn.tensor([1, 2]).broadcast_to(2, 2).tolist()
+        [[1, 2], [1, 2]]
+        """
         return self.expand(*shape)
 
-    def repeat(self, *reps: Any) -> Tensor:
-        """Tile the tensor ``reps[d]`` times along each dim (extra reps add leading dims)."""
+    def repeat(self: Tensor, *reps: Any) -> Tensor:
+        """Tile the tensor ``reps[d]`` times along each dim (extra reps add leading dims).
+
+        Shapes: (d0, ..., dn) -> (d0 * r0, ..., dn * rn).
+
+        >>> burn.tensor([[1, 2]]).repeat(2, 2).tolist()
+        [[1, 2, 1, 2], [1, 2, 1, 2]]
+        """
         reps = shape_arg("repeat", reps, "reps")
         if len(reps) < self.ndim:
             raise ShapeError(f"repeat: need at least {self.ndim} repeats for shape {self.shape}, got {reps}")
         x = self.reshape((1,) * (len(reps) - self.ndim) + self.shape)
         return _w(self._b.repeat(x._p, reps), self._b)
 
-    def repeat_dim(self, dim: int, times: int) -> Tensor:
+    def repeat_dim(self: Tensor, dim: int, times: int) -> Tensor:
+        """Tile ``times`` times along one dim: (..., n, ...) -> (..., n * times, ...).
+
+        >>> burn.tensor([[1, 2]]).repeat_dim(0, 3).tolist()
+        [[1, 2], [1, 2], [1, 2]]
+        """
         reps = [1] * self.ndim
         reps[norm_dim("repeat_dim", dim, self.ndim)] = times
         return self.repeat(*reps)
 
-    def flip(self, dims: int | Sequence[int]) -> Tensor:
+    def flip(self: Tensor, dims: int | Sequence[int]) -> Tensor:
+        """Reverse the order along ``dims`` (an int or a sequence of ints); the shape is unchanged.
+
+        >>> x = burn.tensor([[1, 2], [3, 4]])
+        >>> x.flip(1).tolist(), x.flip((0, 1)).tolist()
+        ([[2, 1], [4, 3]], [[4, 3], [2, 1]])
+        """
         d = norm_dims("flip", dims, self.ndim, "dims")
         return _w(self._b.flip(self._p, d), self._b) if d else self
 
     @keyword_aliases(len="length")
-    def narrow(self, dim: int, start: int, length: int) -> Tensor:
-        """``length`` entries of ``dim`` from ``start``."""
+    def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
+        """``length`` entries of ``dim`` from ``start``: (..., n, ...) -> (..., length, ...).
+
+        >>> burn.arange(5).narrow(0, 1, 3).tolist()
+        [1, 2, 3]
+        """
         d = norm_dim("narrow", dim, self.ndim)
         n = self.shape[d]
         if start < 0:
@@ -156,8 +225,14 @@ class ShapeOps(IndexOps, SortOps):
 
     # ------------------------------------------------------------------ joining and splitting
     @keyword_aliases(size_or_sizes="split_size_or_sections")
-    def split(self, split_size_or_sections: int | Sequence[int], dim: int = 0) -> list[Tensor]:
-        """Split into chunks of ``split_size`` (the last may be smaller) or of the given sizes."""
+    def split(self: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> list[Tensor]:
+        """Split into chunks of ``split_size`` (the last may be smaller) or of the given sizes along ``dim``.
+
+        >>> [t.tolist() for t in burn.arange(5).split(2)]
+        [[0, 1], [2, 3], [4]]
+        >>> [t.shape for t in burn.zeros(2, 5).split([1, 4], dim=1)]
+        [(2, 1), (2, 4)]
+        """
         d = norm_dim("split", dim, self.ndim)
         n = self.shape[d]
         if isinstance(split_size_or_sections, int):
@@ -176,8 +251,12 @@ class ShapeOps(IndexOps, SortOps):
         return out
 
     @keyword_aliases(n="chunks")
-    def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:
-        """Split into at most ``chunks`` pieces of equal size (the last may be smaller), as PyTorch."""
+    def chunk(self: Tensor, chunks: int, dim: int = 0) -> list[Tensor]:
+        """Split into at most ``chunks`` equal pieces along ``dim`` (the last may be smaller), as PyTorch.
+
+        >>> [t.tolist() for t in burn.arange(5).chunk(3)]
+        [[0, 1], [2, 3], [4]]
+        """
         if not isinstance(chunks, int) or chunks <= 0:
             raise ValueError(f"chunk: chunks must be a positive int, got {chunks!r}")
         d = norm_dim("chunk", dim, self.ndim)
@@ -187,24 +266,44 @@ class ShapeOps(IndexOps, SortOps):
 
     # ------------------------------------------------------------------ triangles
     @keyword_aliases(k="diagonal")
-    def tril(self, diagonal: int = 0) -> Tensor:
-        """Keep the lower triangle (the last two dims), zero above ``diagonal``."""
+    def tril(self: Tensor, diagonal: int = 0) -> Tensor:
+        """Keep the lower triangle (the last two dims), zero above ``diagonal``; the shape is unchanged.
+
+        >>> burn.tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]]).tril().tolist()
+        [[1, 0, 0], [4, 5, 0], [7, 8, 9]]
+        """
         if self.ndim < 2:
             raise ShapeError(f"tril: needs at least 2 dims, got shape {self.shape}")
         return _w(self._b.tril(self._p, diagonal), self._b)
 
     @keyword_aliases(k="diagonal")
-    def triu(self, diagonal: int = 0) -> Tensor:
+    def triu(self: Tensor, diagonal: int = 0) -> Tensor:
+        """Keep the upper triangle (the last two dims), zero below ``diagonal``; the shape is unchanged.
+
+        >>> burn.tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9]]).triu(1).tolist()
+        [[0, 2, 3], [0, 0, 6], [0, 0, 0]]
+        """
         if self.ndim < 2:
             raise ShapeError(f"triu: needs at least 2 dims, got shape {self.shape}")
         return _w(self._b.triu(self._p, diagonal), self._b)
 
     # ------------------------------------------------------------------ padding
-    def pad(self, pads: Sequence[int], mode: str = "constant", value: float = 0.0) -> Tensor:
+    def pad(self: Tensor, pads: Sequence[int], mode: str = "constant", value: float = 0.0) -> Tensor:
         """Pad as PyTorch's ``F.pad``: ``pads = (last_left, last_right, prev_left, prev_right, ...)``.
 
         ``mode``: "constant" (fill with ``value``), "reflect" (mirror, edge not repeated; pads must be
         smaller than the dim) or "edge" (repeat the edge value; also called "replicate").
+
+        Shapes: each padded dim grows by its left + right pads: (2, 3) with (1, 1, 2, 0) -> (4, 5).
+
+        >>> burn.zeros(2, 3).pad((1, 1, 2, 0)).shape
+        (4, 5)
+        >>> burn.tensor([1, 2, 3]).pad((2, 1), value=9).tolist()
+        [9, 9, 1, 2, 3, 9]
+        >>> burn.tensor([1, 2, 3]).pad((2, 0), mode="reflect").tolist()
+        [3, 2, 1, 2, 3]
+        >>> burn.tensor([1, 2, 3]).pad((1, 1), mode="edge").tolist()
+        [1, 1, 2, 3, 3]
         """
         pads = tuple(pads)
         if len(pads) % 2 or len(pads) // 2 > self.ndim:

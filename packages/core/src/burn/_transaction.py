@@ -11,13 +11,19 @@ class Transaction:
     """Collect tensors, then read them all at once.
 
     >>> a, b = burn.ones(2), burn.zeros(3)
-    >>> burn.Transaction().register(a).register(b).execute()   # [array([1., 1.]), array([0., 0., 0.])]
+    >>> [arr.tolist() for arr in burn.Transaction().register(a).register(b).execute()]
+    [[1.0, 1.0], [0.0, 0.0, 0.0]]
     """
 
     def __init__(self) -> None:
         self._tensors: list[Tensor] = []
 
     def register(self, tensor: Tensor) -> Transaction:
+        """Add a tensor to read; returns the transaction, so calls chain.
+
+        >>> len(burn.Transaction().register(burn.zeros(2)).register(burn.ones(3)))
+        2
+        """
         if not isinstance(tensor, Tensor):
             raise TypeError(f"Transaction.register: expected a Tensor, got {type(tensor).__name__}")
         self._tensors.append(tensor)
@@ -27,7 +33,11 @@ class Transaction:
         return len(self._tensors)
 
     def execute(self) -> list[Any]:
-        """numpy arrays in registration order; one ``read_many`` per backend involved."""
+        """numpy arrays in registration order (each of its tensor's shape); one ``read_many`` per backend.
+
+        >>> [a.shape for a in burn.Transaction().register(burn.zeros(2, 3)).register(burn.ones(4)).execute()]
+        [(2, 3), (4,)]
+        """
         groups: dict[int, tuple[Any, list[int]]] = {}
         for i, t in enumerate(self._tensors):
             b = t._b.inner if t._b.is_autodiff else t._b

@@ -6,10 +6,15 @@ dashboard. Registered as the ``cuda`` collector (group ``metrics-cuda``); where 
 missing it is listed as unavailable with the reason.
 """
 
+from typing import TYPE_CHECKING
+
 from ._collector import METRICS, CudaCollector
 from ._nvml import CollectorUnavailable, is_available
 from ._sampler import Sampler
 from ._version import __version__
+
+if TYPE_CHECKING:
+    from ._metric import CudaMetric
 
 __all__ = [
     "METRICS",
@@ -22,7 +27,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name == "CudaMetric":  # needs burn_train; loaded on first use only
         from ._metric import CudaMetric
 

@@ -41,7 +41,11 @@ _ALIASES = {
 class CudaMetric(CollectorMetric):
     """GPU ``gpu``'s ``metric`` (utilization %, memory GB, temperature °C, power W, energy J).
 
-    >>> LearnerBuilder("artifacts").metric_train_numeric(CudaMetric(gpu=0, metric="utilization"))
+    >>> from burn_train import LearnerBuilder
+    >>> metric = CudaMetric(gpu=0, metric="utilization")   # reads NVML when sampled, not when built
+    >>> metric.name
+    'GPU 0 Utilization'
+    >>> builder = LearnerBuilder("artifacts").metric_train_numeric(metric)
     """
 
     higher_is_better = False

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from burn.plugins import MetricCollectorSpec, hookimpl
 
 from . import _nvml
 
+if TYPE_CHECKING:
+    from ._collector import CudaCollector
 
-def _make():
+
+def _make() -> CudaCollector:
     from ._collector import CudaCollector
 
     return CudaCollector()
 
 
 @hookimpl
-def burn_register_metric_collectors(register):
+def burn_register_metric_collectors(register: Callable[[MetricCollectorSpec], None]) -> None:
     register(
         MetricCollectorSpec(
             name="cuda",

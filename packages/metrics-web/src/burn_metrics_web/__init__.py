@@ -7,19 +7,28 @@ Collectors read JavaScript through Pyodide's ``js`` module: step timing on ``per
 each source fails soft, and outside Pyodide each is listed as unavailable with the reason. The
 ``web`` renderer draws burn_train's dashboard into the page, or as console lines where no page exists.
 
+>>> from burn_train import LearnerBuilder
 >>> from burn_metrics_web import WebMetric             # WebMetric and WebRenderer need burn-train
->>> builder.metric_train_numeric(WebMetric("step_time")).renderer("web")
+>>> WebMetric("step_time").name
+'Step Time'
+>>> builder = LearnerBuilder("artifacts").metric_train_numeric(WebMetric("step_time")).renderer("web")
 """
+
+from typing import TYPE_CHECKING
 
 from ._collector import WebCollector, source_available
 from ._platform import Env, SourceUnavailable, platform_reason
 from ._sources import KEY_SOURCE, SOURCES, Source
 from ._version import __version__
 
+if TYPE_CHECKING:
+    from ._metric import WebMetric
+    from ._renderer import WebRenderer
+
 _LAZY = {"WebMetric": "._metric", "WebRenderer": "._renderer"}  # these import burn_train
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         from importlib import import_module
 

@@ -46,7 +46,8 @@ class WebMetric(CollectorMetric):
 
     ``interval``: seconds between samples (``Step Time`` ignores it: one sample per step).
 
-    >>> LearnerBuilder("artifacts").metric_train_numeric(WebMetric("step_time"))
+    >>> from burn_train import LearnerBuilder
+    >>> builder = LearnerBuilder("artifacts").metric_train_numeric(WebMetric("step_time"))
     """
 
     higher_is_better = False

@@ -76,9 +76,10 @@ class WebRenderer(Renderer):
     # ---------------------------------------------------------------- target
     def _find_element(self) -> Any:
         doc = self._document
+        assert doc is not None, "only a renderer drawing into a page looks for its element"
         element = doc.getElementById(self.element_id)
         if is_missing(element):
-            body = getattr(doc, "body", None)
+            body: Any = getattr(doc, "body", None)  # a JS object, or undefined/null
             if is_missing(body):
                 raise LookupError(f"no element #{self.element_id} and no <body> to add it to")
             element = doc.createElement("div")

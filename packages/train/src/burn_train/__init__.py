@@ -9,8 +9,17 @@ the dashboard run under Pyodide.
 """
 
 from importlib import import_module as _import_module
+from typing import TYPE_CHECKING
 
 from ._version import __version__
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers (re-exported by __all__)
+    from . import checkpoint, learner, logger, metric, processor, renderer  # noqa: F401
+    from ._events import AutotuneEvent, MetricMetadata, Progress, TrainingProgress  # noqa: F401
+    from ._interrupter import TrainingInterrupter  # noqa: F401
+    from ._output import ClassificationOutput, MultiLabelClassificationOutput, RegressionOutput, TrainOutput  # noqa: F401
+    from .checkpoint import ComposedPolicy, FileCheckpointer, KeepBest, KeepLastN  # noqa: F401
+    from .learner import EarlyStopping, Learner, LearnerBuilder, LearnerSummary  # noqa: F401
 
 # public name -> private module that defines it
 _LAZY = {
@@ -35,7 +44,7 @@ _LAZY = {
 _SUBMODULES = ("checkpoint", "learner", "logger", "metric", "processor", "renderer")
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _SUBMODULES:
         module = _import_module(f"{__name__}.{name}")
     elif name in _LAZY:

@@ -7,8 +7,8 @@ and the event processor ``sync()``s them to numpy later, off the training path.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from dataclasses import Field, dataclass, fields, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from burn import Gradients
 from burn.optim import GradientsParams
@@ -21,16 +21,19 @@ def _is_tensor(value: Any) -> bool:
 class _Item:
     """Tensor fields read to the host with one device sync; everything else passes through."""
 
-    def detach(self) -> Any:
+    if TYPE_CHECKING:  # every subclass is a dataclass
+        __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    def detach(self) -> Self:
         """The same item with tensors detached from the autodiff graph (no device sync)."""
         changes = {
             f.name: getattr(self, f.name).detach() for f in fields(self) if _is_tensor(getattr(self, f.name))
-        }  # type: ignore[arg-type]
-        return replace(self, **changes) if changes else self  # type: ignore[type-var]
+        }
+        return replace(self, **changes) if changes else self
 
-    def sync(self) -> Any:
+    def sync(self) -> Self:
         """The same item with every tensor field as a numpy array (one ``burn.Transaction``)."""
-        names = [f.name for f in fields(self) if _is_tensor(getattr(self, f.name))]  # type: ignore[arg-type]
+        names = [f.name for f in fields(self) if _is_tensor(getattr(self, f.name))]
         if not names:
             return self
         import burn
@@ -38,7 +41,7 @@ class _Item:
         tx = burn.Transaction()
         for name in names:
             tx.register(getattr(self, name))
-        return replace(self, **dict(zip(names, tx.execute())))  # type: ignore[type-var]
+        return replace(self, **dict(zip(names, tx.execute())))
 
     def __len__(self) -> int:
         """Number of samples in the batch (the first dim of ``targets`` or ``output``)."""

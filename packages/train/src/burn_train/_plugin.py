@@ -6,17 +6,21 @@ Import-light: psutil is imported only when a collector is built, and only where 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from burn.plugins import MetricCollectorSpec, hookimpl
 
+if TYPE_CHECKING:
+    from ._collectors import CpuMemoryCollector, CpuUseCollector
 
-def _cpu_use():
+
+def _cpu_use() -> CpuUseCollector:
     from ._collectors import CpuUseCollector
 
     return CpuUseCollector()
 
 
-def _cpu_memory():
+def _cpu_memory() -> CpuMemoryCollector:
     from ._collectors import CpuMemoryCollector
 
     return CpuMemoryCollector()

@@ -140,6 +140,7 @@ def expression(kind: str, op: str, dtype: DType, out: DType | None = None) -> tu
     table (``"unary"``, ``"binary"``, ``"ternary"``, ``"cast"``, ``"copy"``)."""
     cls = dclass(dtype)
     if kind == "cast":
+        assert out is not None, "a cast names its output dtype"
         return CAST[(cls, dclass(out))], False
     if kind == "copy":
         return "a", False

@@ -5,8 +5,13 @@ against.
 numpy does not exist (Pyodide without numpy): the backend is then listed as unavailable, not broken.
 """
 
+from typing import TYPE_CHECKING
 
-def __getattr__(name: str):
+if TYPE_CHECKING:
+    from ._backend import NdArrayBackend
+
+
+def __getattr__(name: str) -> object:
     if name == "NdArrayBackend":
         from ._backend import NdArrayBackend
 

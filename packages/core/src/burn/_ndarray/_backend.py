@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import _dtype as D
-from ..backend import ACTIVATION_OPS, Backend
+from ..backend import ACTIVATION_OPS, Backend, Slices
 from ..backend._numpy_dtypes import FROM_NUMPY, NUMPY_DTYPES  # public as burn.backend.NUMPY_DTYPES
 from . import _module, _ops
+from ._ops import Prim, Scalar
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 
 def np_dtype(dtype: D.DType) -> np.dtype:
@@ -31,35 +36,35 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
     native_activations = ACTIVATION_OPS  # unary() has a kernel for each
 
     # ---- data
-    def from_numpy(self, array, dtype):
+    def from_numpy(self, array: npt.ArrayLike, dtype: D.DType) -> Prim:
         return np.array(array, dtype=NUMPY_DTYPES[dtype], copy=True)
 
-    def to_numpy(self, x):
+    def to_numpy(self, x: Prim) -> np.ndarray:
         return np.array(x, copy=True)
 
-    def shape_of(self, x):
+    def shape_of(self, x: Prim) -> tuple[int, ...]:
         return x.shape
 
-    def dtype_of(self, x):
+    def dtype_of(self, x: Prim) -> D.DType:
         return FROM_NUMPY[x.dtype]
 
-    def full(self, shape, value, dtype):
+    def full(self, shape: tuple[int, ...], value: Scalar, dtype: D.DType) -> Prim:
         return np.full(shape, value, dtype=NUMPY_DTYPES[dtype])
 
-    def cast(self, x, dtype):
+    def cast(self, x: Prim, dtype: D.DType) -> Prim:
         return x.astype(NUMPY_DTYPES[dtype], copy=False)
 
-    def arange(self, start, stop, step, dtype):
+    def arange(self, start: int | float, stop: int | float, step: int | float, dtype: D.DType) -> Prim:
         return np.arange(start, stop, step, dtype=NUMPY_DTYPES[dtype])
 
     # ---- element-wise
-    def unary(self, op, x):
+    def unary(self, op: str, x: Prim) -> Prim:
         return _ops.UNARY[op](x)
 
-    def binary(self, op, a, b):
+    def binary(self, op: str, a: Prim | Scalar, b: Prim | Scalar) -> Prim:
         return _ops.BINARY[op](a, b)
 
-    def where(self, cond, a, b):
+    def where(self, cond: Prim, a: Prim | Scalar, b: Prim | Scalar) -> Prim:
         ref = a if isinstance(a, _ops._ARRAY) else b
         if isinstance(ref, _ops._ARRAY):
             out = _select_bits(cond, a, b, ref.dtype)
@@ -70,18 +75,18 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
             out = out.astype(ref.dtype)
         return out
 
-    def clamp(self, x, lo, hi):
+    def clamp(self, x: Prim, lo: float | int | None, hi: float | int | None) -> Prim:
         return np.clip(x, lo, hi).astype(x.dtype, copy=False)
 
     # ---- reductions and linear algebra
-    def reduce(self, op, x, dims, keepdim):
+    def reduce(self, op: str, x: Prim, dims: tuple[int, ...], keepdim: bool) -> Prim:
         return _ops.REDUCE[op](x, dims, keepdim)
 
-    def arg_reduce(self, op, x, dim, keepdim):
+    def arg_reduce(self, op: str, x: Prim, dim: int, keepdim: bool) -> Prim:
         fn = np.argmax if op == "argmax" else np.argmin
         return fn(x, axis=dim, keepdims=keepdim).astype(np.int64, copy=False)
 
-    def var(self, x, dims, correction, keepdim):
+    def var(self, x: Prim, dims: tuple[int, ...], correction: int, keepdim: bool) -> Prim:
         n = 1
         for d in dims:
             n *= x.shape[d]
@@ -89,71 +94,71 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.var(x, axis=dims, ddof=ddof, keepdims=keepdim, dtype=x.dtype)
 
-    def matmul(self, a, b):
+    def matmul(self, a: Prim, b: Prim) -> Prim:
         return a @ b  # the operator slot: cheaper than np.matmul's argument parsing on small inputs
 
     # ---- shape
-    def reshape(self, x, shape):
+    def reshape(self, x: Prim, shape: tuple[int, ...]) -> Prim:
         return x.reshape(shape)
 
-    def permute(self, x, dims):
+    def permute(self, x: Prim, dims: tuple[int, ...]) -> Prim:
         return x.transpose(dims)
 
-    def expand(self, x, shape):
+    def expand(self, x: Prim, shape: tuple[int, ...]) -> Prim:
         return np.broadcast_to(x, shape)
 
-    def slice(self, x, index):
+    def slice(self, x: Prim, index: Slices) -> Prim:
         return x[tuple(slice(a, b, s) for a, b, s in index)]
 
-    def slice_assign(self, x, index, value):
+    def slice_assign(self, x: Prim, index: Slices, value: Prim) -> Prim:
         out = np.array(x, copy=True)  # x may be a numpy scalar (0-d results of ufuncs)
         out[tuple(slice(a, b, s) for a, b, s in index)] = value
         return out
 
-    def cat(self, xs: Sequence[np.ndarray], dim):
+    def cat(self, xs: Sequence[Prim], dim: int) -> Prim:
         return np.concatenate(xs, axis=dim)
 
-    def stack(self, xs, dim):
+    def stack(self, xs: Sequence[Prim], dim: int) -> Prim:
         return np.stack(xs, axis=dim)
 
-    def flip(self, x, dims):
+    def flip(self, x: Prim, dims: tuple[int, ...]) -> Prim:
         return np.flip(x, dims)
 
-    def repeat(self, x, reps):
+    def repeat(self, x: Prim, reps: tuple[int, ...]) -> Prim:
         return np.tile(x, reps)
 
     # ---- indexing
-    def gather(self, x, dim, index):
+    def gather(self, x: Prim, dim: int, index: Prim) -> Prim:
         return np.take_along_axis(x, index, axis=dim)
 
-    def scatter_add(self, x, dim, index, src):
+    def scatter_add(self, x: Prim, dim: int, index: Prim, src: Prim) -> Prim:
         if x.dtype.kind == "f" and _in_range(index, x.shape[dim]):
             return _bincount_add(x, _flat_positions(x.shape, dim, index, index.shape), src)
         out = np.array(x, copy=True)
-        idx = list(np.indices(index.shape, sparse=True))
+        idx: list[Prim] = list(np.indices(index.shape, sparse=True))
         idx[dim] = index
         np.add.at(out, tuple(idx), src)
         return out
 
-    def select(self, x, dim, indices):
+    def select(self, x: Prim, dim: int, indices: Prim) -> Prim:
         return np.take(x, indices, axis=dim)
 
-    def select_add(self, x, dim, indices, values):
+    def select_add(self, x: Prim, dim: int, indices: Prim, values: Prim) -> Prim:
         if x.dtype.kind == "f" and _in_range(indices, x.shape[dim]):
             along = indices.reshape((1,) * dim + (-1,) + (1,) * (x.ndim - dim - 1))
             return _bincount_add(x, _flat_positions(x.shape, dim, along, values.shape), values)
         out = np.array(x, copy=True)
-        np.add.at(out, (slice(None),) * dim + (indices,), values)
+        np.add.at(out, (slice(None),) * dim + (indices,), values)  # type: ignore[arg-type]  # numpy's stubs take no slices here
         return out
 
-    def tril(self, x, k):
+    def tril(self, x: Prim, k: int) -> Prim:
         return np.tril(x, k)
 
-    def triu(self, x, k):
+    def triu(self, x: Prim, k: int) -> Prim:
         return np.triu(x, k)
 
     # ---- sort and scan
-    def sort(self, x, dim, descending):
+    def sort(self, x: Prim, dim: int, descending: bool) -> tuple[Prim, Prim]:
         if descending:
             # stable descending: sort the reversed array ascending, reverse back, map indices
             n = x.shape[dim]
@@ -163,23 +168,23 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
             idx = np.argsort(x, axis=dim, kind="stable")
         return np.take_along_axis(x, idx, axis=dim), idx.astype(np.int64, copy=False)
 
-    def cumsum(self, x, dim):
+    def cumsum(self, x: Prim, dim: int) -> Prim:
         return np.cumsum(x, axis=dim, dtype=x.dtype)
 
-    def cumprod(self, x, dim):
+    def cumprod(self, x: Prim, dim: int) -> Prim:
         return np.cumprod(x, axis=dim, dtype=x.dtype)
 
-    def pad(self, x, pads, mode, value):
+    def pad(self, x: Prim, pads: tuple[tuple[int, int], ...], mode: str, value: float) -> Prim:
         if mode == "constant":
             return np.pad(x, pads, mode="constant", constant_values=value)
-        return np.pad(x, pads, mode=mode)
+        return np.pad(x, pads, mode="reflect" if mode == "reflect" else "edge")  # the contract's modes
 
     # ---- activations
-    def softmax(self, x, dim):
+    def softmax(self, x: Prim, dim: int) -> Prim:
         e = np.exp(x - np.max(x, axis=dim, keepdims=True))
         return e / np.sum(e, axis=dim, keepdims=True)
 
-    def log_softmax(self, x, dim):
+    def log_softmax(self, x: Prim, dim: int) -> Prim:
         shifted = x - np.max(x, axis=dim, keepdims=True)
         return shifted - np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
 
@@ -231,7 +236,7 @@ _SELECT_MIN_SIZE = 4096
 _BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-def _select_bits(cond, a, b, dtype: np.dtype):
+def _select_bits(cond: Prim, a: Prim | Scalar, b: Prim | Scalar, dtype: np.dtype) -> Prim | None:
     if dtype.kind != "f" or getattr(cond, "dtype", None) != np.bool_:
         return None
     shape = np.broadcast_shapes(cond.shape, np.shape(a), np.shape(b))

@@ -12,15 +12,21 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
+from ..backend import Backend
 from ..backend import _pool_defaults as P
 from ..backend._conv_defaults import fill_value
 
+if TYPE_CHECKING:
+    import numpy as np
+
 Ints = tuple[int, ...]
+Array = Any  # a numpy array, or a CuPy one: these formulations run on either namespace (``xp``)
 
 
-def _windows(xp: Any, x: Any, kernel: Ints, stride: Ints, dilation: Ints, out: Ints) -> Any:
+def _windows(xp: ModuleType, x: Array, kernel: Ints, stride: Ints, dilation: Ints, out: Ints) -> Array:
     """A read-only strided view (N, C, *kernel, *out) of x (N, C, *S): no copy."""
     sn, sc, *ss = x.strides
     strides = (sn, sc) + tuple(s * d for s, d in zip(ss, dilation)) + tuple(s * t for s, t in zip(ss, stride))
@@ -32,7 +38,7 @@ def _windows(xp: Any, x: Any, kernel: Ints, stride: Ints, dilation: Ints, out: I
         return as_strided(x, shape=shape, strides=strides)
 
 
-def _pad(xp: Any, x: Any, pads: tuple[tuple[int, int], ...], value: Any) -> Any:
+def _pad(xp: ModuleType, x: Array, pads: tuple[tuple[int, int], ...], value: float | int | bool) -> Array:
     if not any(lo or hi for lo, hi in pads):
         return x
     # a filled buffer and one strided copy: half the time of xp.pad, which fills each side in turn
@@ -49,7 +55,7 @@ def _out_sizes(spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, dilatio
     )
 
 
-def _add_bias(y: Any, bias: Any) -> Any:
+def _add_bias(y: Array, bias: Array | None) -> Array:
     if bias is not None:
         y += bias.reshape((1, -1) + (1,) * (y.ndim - 2))  # y is freshly allocated: safe in place
     return y
@@ -73,7 +79,7 @@ def _tap(offset: Ints, stride: Ints, dilation: Ints, out: Ints) -> tuple[slice, 
     )
 
 
-def _first_match(xp: Any, taps: list[Any], values: Any) -> Any:
+def _first_match(xp: ModuleType, taps: list[Array], values: Array) -> Array:
     """Kernel offset (row-major) of the first tap equal to ``values``: the count of leading taps that
     differ from the max. Branch-free (masked copies and ``where`` mispredict on random data); exact
     when no value is NaN. uint8 counts while the kernel has at most 256 taps."""
@@ -86,7 +92,9 @@ def _first_match(xp: Any, taps: list[Any], values: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
-def _pool_index_tables(kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, spatial: Ints, out: Ints):
+def _pool_index_tables(
+    kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, spatial: Ints, out: Ints
+) -> tuple[np.ndarray, np.ndarray]:
     """Flat input index of window o's kernel offset k as ``base[o] + table[k]`` (int64, read-only):
     base (*out) is the window origin, table (prod(kernel),) the offset, both in unpadded coordinates."""
     import numpy as np
@@ -106,8 +114,8 @@ def _pool_index_tables(kernel: Ints, stride: Ints, padding: Ints, dilation: Ints
 
 
 def _col2im_unit_stride(
-    xp: Any, w: Any, x: Any, kernel: Ints, dilation: Ints, full: Ints, groups: int
-) -> Any:
+    xp: ModuleType, w: Array, x: Array, kernel: Ints, dilation: Ints, full: Ints, groups: int
+) -> Array:
     """col2im of a stride-1 conv_transpose, (N, C_out, *full), by k slice-adds of long contiguous rows.
 
     x (N, C_in, *S) is laid out on the output grid (zero-padded to ``full`` in every spatial dim but
@@ -135,10 +143,19 @@ def _col2im_unit_stride(
     return xp.lib.stride_tricks.as_strided(buf, shape=buf.shape[:2] + full, strides=strides)
 
 
-class NdArrayModuleOps:
-    xp: Any
+class NdArrayModuleOps(Backend):  # NdArrayBackend(NdArrayModuleOps, Backend): a plain mixin's MRO
+    xp: ModuleType  # the array namespace: numpy (or cupy)
 
-    def conv(self, x, weight, bias, stride, padding, dilation, groups):
+    def conv(
+        self,
+        x: Array,
+        weight: Array,
+        bias: Array | None,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        groups: int,
+    ) -> Array:
         xp = self.xp
         n, c = x.shape[:2]
         c_out, kernel = weight.shape[0], tuple(weight.shape[2:])
@@ -156,7 +173,17 @@ class NdArrayModuleOps:
         y = xp.matmul(weight.reshape(groups, c_out // groups, depth), cols)
         return _add_bias(y.reshape((n, c_out) + out), bias)
 
-    def conv_transpose(self, x, weight, bias, stride, padding, output_padding, dilation, groups):
+    def conv_transpose(
+        self,
+        x: Array,
+        weight: Array,
+        bias: Array | None,
+        stride: Ints,
+        padding: Ints,
+        output_padding: Ints,
+        dilation: Ints,
+        groups: int,
+    ) -> Array:
         xp = self.xp
         n, c_in, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
         c_out_g, kernel = weight.shape[1], tuple(weight.shape[2:])
@@ -182,7 +209,9 @@ class NdArrayModuleOps:
         y = buf[(slice(None), slice(None)) + tuple(slice(p, p + o) for p, o in zip(padding, out))]
         return _add_bias(xp.ascontiguousarray(y), bias)
 
-    def max_pool(self, x, kernel, stride, padding, dilation, ceil_mode):
+    def max_pool(
+        self, x: Array, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool
+    ) -> tuple[Array, Array]:
         xp = self.xp
         spatial = tuple(x.shape[2:])
         out = tuple(
@@ -211,7 +240,9 @@ class NdArrayModuleOps:
         values = xp.take_along_axis(cols, arg[..., None], axis=-1)[..., 0]
         return values, xp.add(base, xp.take(table, arg))
 
-    def avg_pool(self, x, kernel, stride, padding, count_include_pad, ceil_mode):
+    def avg_pool(
+        self, x: Array, kernel: Ints, stride: Ints, padding: Ints, count_include_pad: bool, ceil_mode: bool
+    ) -> Array:
         xp = self.xp
         spatial = tuple(x.shape[2:])
         ones = (1,) * len(spatial)
@@ -230,7 +261,7 @@ class NdArrayModuleOps:
         total /= xp.asarray(divisor, dtype=x.dtype)
         return total
 
-    def adaptive_avg_pool(self, x, output_size):
+    def adaptive_avg_pool(self, x: Array, output_size: Ints) -> Array:
         shape = x.shape
         if any(s % o for s, o in zip(shape[2:], output_size)):
             return super().adaptive_avg_pool(x, output_size)
@@ -239,7 +270,7 @@ class NdArrayModuleOps:
         axes = tuple(range(3, len(split), 2))
         return x.reshape(split).mean(axis=axes, dtype=x.dtype)
 
-    def adaptive_max_pool(self, x, output_size):
+    def adaptive_max_pool(self, x: Array, output_size: Ints) -> tuple[Array, Array]:
         spatial = tuple(x.shape[2:])
         if any(s % o for s, o in zip(spatial, output_size)):
             return super().adaptive_max_pool(x, output_size)
@@ -247,12 +278,12 @@ class NdArrayModuleOps:
         zeros = (0,) * len(spatial)
         return self.max_pool(x, kernel, kernel, zeros, (1,) * len(spatial), False)
 
-    def unfold4d(self, x, kernel, stride, padding, dilation):
+    def unfold4d(self, x: Array, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints) -> Array:
         xp = self.xp
         n, c = x.shape[:2]
         out = _out_sizes(x.shape[2:], kernel, stride, padding, dilation)
         view = _windows(xp, _pad(xp, x, tuple((p, p) for p in padding), 0), kernel, stride, dilation, out)
         return view.reshape(n, c * math.prod(kernel), math.prod(out))
 
-    def embedding(self, weight, indices):
+    def embedding(self, weight: Array, indices: Array) -> Array:
         return self.xp.take(weight, indices, axis=0)

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable
+from typing import cast
 
 import numpy as np
+
+# A primitive: a numpy array. ufuncs on 0-d arrays return numpy scalars, which count as primitives too
+# (``_ARRAY``): they have the same shape/dtype/astype interface.
+Prim = np.ndarray
+Scalar = float | int | bool
+UnaryFn = Callable[[Prim], Prim]
+BinaryFn = Callable[[Prim | Scalar, Prim | Scalar], Prim]
+# reduce(x, axis, keepdims); ``...``: numpy's stubs have no ufunc.reduce overload for a non-literal keepdims
+ReduceFn = Callable[..., Prim]
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
@@ -16,37 +27,37 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return erf(x).astype(x.dtype, copy=False)
 
 
-def _sigmoid(x):
+def _sigmoid(x: Prim) -> Prim:
     # tanh form: no overflow for large |x|, unlike 1 / (1 + exp(-x))
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
-def _softplus(x):
+def _softplus(x: Prim) -> Prim:
     return np.logaddexp(x.dtype.type(0), x)
 
 
-def _gelu(x):
+def _gelu(x: Prim) -> Prim:
     return 0.5 * x * (1.0 + _erf(x * x.dtype.type(1.0 / math.sqrt(2.0))))
 
 
-def _gelu_tanh(x):
+def _gelu_tanh(x: Prim) -> Prim:
     c = x.dtype.type(math.sqrt(2.0 / math.pi))
     return 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x * x * x)))
 
 
-def _round(x):
+def _round(x: Prim) -> Prim:
     return np.round(x)  # half to even, as PyTorch and Burn
 
 
-def _not(x):
+def _not(x: Prim) -> Prim:
     return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
 
 
-def _relu(x):
+def _relu(x: Prim) -> Prim:
     return np.maximum(x, x.dtype.type(0))
 
 
-UNARY = {
+UNARY: dict[str, UnaryFn] = {
     "neg": np.negative,
     "abs": np.abs,
     "sign": np.sign,
@@ -86,7 +97,7 @@ UNARY = {
 }
 
 
-def _int_div(a, b):
+def _int_div(a: Prim | Scalar, b: Prim | Scalar) -> Prim:
     """Integer division truncating toward zero (C and Burn semantics)."""
     return (a - np.fmod(a, b)) // b
 
@@ -95,16 +106,16 @@ def _int_div(a, b):
 _ARRAY = (np.ndarray, np.generic)
 
 
-def _div(a, b):
-    ref = a if isinstance(a, _ARRAY) else b
+def _div(a: Prim | Scalar, b: Prim | Scalar) -> Prim:
+    ref = cast(Prim, a if isinstance(a, _ARRAY) else b)  # one side is an array (the contract)
     if ref.dtype.kind in "iu":
         return _int_div(a, b)
-    return a / b
+    return a / b  # type: ignore[return-value]  # with an array operand, an array
 
 
-def _logical(np_bool, np_bits):
-    def fn(a, b):
-        ref = a if isinstance(a, _ARRAY) else b
+def _logical(np_bool: BinaryFn, np_bits: BinaryFn) -> BinaryFn:
+    def fn(a: Prim | Scalar, b: Prim | Scalar) -> Prim:
+        ref = cast(Prim, a if isinstance(a, _ARRAY) else b)  # one side is an array (the contract)
         return np_bool(a, b) if ref.dtype == np.bool_ else np_bits(a, b)
 
     return fn
@@ -112,7 +123,7 @@ def _logical(np_bool, np_bits):
 
 # Python's operators where they mean the same ufunc: ``a + b`` dispatches through the C number slots and
 # costs half of ``np.add(a, b)`` on small arrays (keyword parsing), which is most of burn's small-op cost
-BINARY = {
+BINARY: dict[str, BinaryFn] = {
     "add": operator.add,
     "sub": operator.sub,
     "mul": operator.mul,
@@ -136,18 +147,18 @@ BINARY = {
 }
 
 
-def _mean(x, axis, keepdims):
+def _mean(x: Prim, axis: tuple[int, ...], keepdims: bool) -> Prim:
     # float16 accumulates in float32 (a float16 running sum loses digits after ~2048 terms)
     acc = np.float32 if x.dtype == np.float16 else x.dtype
     n = 1
     for d in axis:
         n *= x.shape[d]
-    total = np.add.reduce(x, axis=axis, dtype=acc, keepdims=keepdims)
+    total = np.add.reduce(x, axis=axis, dtype=acc, keepdims=keepdims)  # type: ignore[call-overload]  # numpy's stubs: keepdims must be a literal
     return np.true_divide(total, n, dtype=acc).astype(x.dtype, copy=False)
 
 
 # ufunc.reduce directly: np.sum & co. add ~1 us of Python dispatch per call on small arrays
-REDUCE = {
+REDUCE: dict[str, ReduceFn] = {
     "sum": lambda x, axis, keepdims: np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims),
     "prod": lambda x, axis, keepdims: np.multiply.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims),
     "mean": _mean,

@@ -1,9 +1,17 @@
 """Entry point of the numpy backend: registered like any third-party backend (group ``burn``)."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from ..plugins import BackendSpec, hookimpl
 
+if TYPE_CHECKING:
+    from ._backend import NdArrayBackend
 
-def _make(index: int):
+
+def _make(index: int) -> NdArrayBackend:
     from ._backend import NdArrayBackend
 
     return NdArrayBackend()
@@ -18,7 +26,7 @@ def _available() -> tuple[bool, str]:
 
 
 @hookimpl
-def burn_register_backends(register):
+def burn_register_backends(register: Callable[[BackendSpec], None]) -> None:
     register(
         BackendSpec(
             name="ndarray",

@@ -14,6 +14,7 @@ no cache).
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 import threading
@@ -195,7 +196,7 @@ class Autotuner:
                 if cand is not ref_candidate and not family.matches(self.read(cand.fn(*args)), reference):
                     dropped[cand.name] = "wrong output (differs from the reference)"
                     continue
-                times[cand.name] = self.timer(lambda c=cand: c.fn(*args))
+                times[cand.name] = self.timer(functools.partial(cand.fn, *args))
             except Exception as exc:  # a candidate that cannot run here is dropped, never fatal
                 dropped[cand.name] = f"{type(exc).__name__}: {exc}"
         for name, why in dropped.items():

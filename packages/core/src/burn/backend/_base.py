@@ -16,20 +16,29 @@ transaction ops.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._dtype import DType, bool_, float32, int64
 from . import _module_ops
 from ._random import HostRandom
 
-Prim = Any
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .._device import Device
+    from .._gradients import Gradients
+
+Prim = Any  # a backend's own array type: each backend names its own (np.ndarray, WgpuTensor, ...)
 Slices = tuple[tuple[int, int, int], ...]  # (start, stop, step) per dim, 0 <= start <= stop, step >= 1
 
 
-def required(fn):
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def required(fn: _F) -> _F:
     """Mark a method as part of the required core (documentation and ``Backend.missing_core()``)."""
-    fn.__burn_required__ = True
+    fn.__burn_required__ = True  # type: ignore[attr-defined]  # a marker on the function object
     return fn
 
 
@@ -45,16 +54,38 @@ class Backend(_module_ops.ModuleOps, HostRandom):
     dtypes: frozenset[DType] = frozenset()
     default_float: DType = float32
     default_int: DType = int64
-    device: Any = None  # the burn.Device this instance serves; set by burn.device()
+    # the burn.Device this instance serves: attached by burn.device() (None only on a backend built by hand)
+    device: Device = None  # type: ignore[assignment]
     is_autodiff: bool = False
     # Optional table op -> callable(a, b) for BINARY_OPS on same-dtype primitives that broadcasts like
     # NumPy and raises ValueError on shapes that don't: the frontend's operators then call it directly
     # (no method call, no shape check), which is most of the cost of a small op.
-    binary_fns: dict | None = None
+    binary_fns: dict[str, Callable[[Prim, Prim], Prim]] | None = None
     # Primitives live in host memory (numpy): reading one costs no device sync.
     host_memory: bool = False
     # Activations ``unary`` runs with its own kernels; the others use ``activation``'s core compositions.
     native_activations: frozenset[str] = frozenset()
+
+    if TYPE_CHECKING:
+        # The autodiff decorator's surface: present only where ``is_autodiff`` is True (burn_autodiff's
+        # Autodiff), which callers check first. ``inner`` is the backend it wraps.
+        inner: Backend
+
+        def from_inner(self, p: Prim) -> Prim: ...
+
+        def inner_prim(self, p: Prim) -> Prim: ...
+
+        def require_grad(self, p: Prim) -> Prim: ...
+
+        def is_require_grad(self, p: Prim) -> bool: ...
+
+        def detach(self, p: Prim) -> Prim: ...
+
+        def node_id(self, p: Prim) -> int | None: ...
+
+        def grad(self, p: Prim, grads: Gradients) -> Prim | None: ...
+
+        def backward(self, p: Prim, seed: Prim | None = None) -> Gradients: ...
 
     @classmethod
     def missing_core(cls) -> list[str]:
@@ -71,12 +102,12 @@ class Backend(_module_ops.ModuleOps, HostRandom):
 
     # ---------------------------------------------------------------- creation and data (required)
     @required
-    def from_numpy(self, array: Any, dtype: DType) -> Prim:
+    def from_numpy(self, array: np.ndarray, dtype: DType) -> Prim:
         """Copy a numpy array onto this backend's device as ``dtype``."""
         raise NotImplementedError
 
     @required
-    def to_numpy(self, x: Prim) -> Any:
+    def to_numpy(self, x: Prim) -> np.ndarray:
         """Copy a primitive to a host numpy array (this is a sync point)."""
         raise NotImplementedError
 
@@ -340,7 +371,9 @@ class Backend(_module_ops.ModuleOps, HostRandom):
             shape = self.shape_of(x)
             n = shape[dim]
 
-            def part(start: int, stop: int, x=x, shape=shape, dim=dim) -> Prim:
+            def part(
+                start: int, stop: int, x: Prim = x, shape: tuple[int, ...] = shape, dim: int = dim
+            ) -> Prim:
                 return self.slice(
                     x, tuple((start, stop, 1) if d == dim else (0, s, 1) for d, s in enumerate(shape))
                 )
@@ -379,6 +412,6 @@ class Backend(_module_ops.ModuleOps, HostRandom):
         return self.binary("sub", shifted, lse)
 
     # ---------------------------------------------------------------- transaction ops
-    def read_many(self, xs: Sequence[Prim]) -> list[Any]:
+    def read_many(self, xs: Sequence[Prim]) -> list[np.ndarray]:
         """Read several primitives to numpy with one sync. The default reads them in turn."""
         return [self.to_numpy(x) for x in xs]

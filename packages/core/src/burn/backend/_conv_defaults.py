@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._dtype import DType
+    from ._base import Backend
 
 Prim = Any
 Ints = tuple[int, ...]
 Pads = tuple[tuple[int, int], ...]
 
 
-def fill_value(dtype: Any, lowest: bool = False) -> float | int | bool:
+def fill_value(dtype: DType, lowest: bool = False) -> float | int | bool:
     """0 of ``dtype``, or its lowest value (-inf for floats) when ``lowest``: the neutral pad of max."""
     if dtype.is_float:
         return -math.inf if lowest else 0.0
@@ -37,7 +41,7 @@ def conv_out_sizes(spatial: Ints, kernel: Ints, stride: Ints, pads: Pads, dilati
 
 
 def im2col(
-    b: Any,
+    b: Backend,
     x: Prim,
     kernel: Ints,
     stride: Ints,
@@ -67,7 +71,7 @@ def im2col(
     return b.stack(windows, 2), tuple(out)
 
 
-def add_bias(b: Any, y: Prim, bias: Prim | None) -> Prim:
+def add_bias(b: Backend, y: Prim, bias: Prim | None) -> Prim:
     """y (N, C_out, *S) + bias (C_out,) broadcast over batch and space."""
     if bias is None:
         return y
@@ -76,7 +80,14 @@ def add_bias(b: Any, y: Prim, bias: Prim | None) -> Prim:
 
 
 def conv(
-    b: Any, x: Prim, weight: Prim, bias: Prim | None, stride: Ints, padding: Ints, dilation: Ints, groups: int
+    b: Backend,
+    x: Prim,
+    weight: Prim,
+    bias: Prim | None,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    groups: int,
 ) -> Prim:
     """N-d convolution of x (N, C_in, *S): weight (C_out, C_in // groups, *kernel), bias (C_out,) or
     None. Default: im2col, then one matmul per group (batched over groups)."""
@@ -92,7 +103,7 @@ def conv(
 
 
 def conv_transpose(
-    b: Any,
+    b: Backend,
     x: Prim,
     weight: Prim,
     bias: Prim | None,
@@ -133,7 +144,7 @@ def conv_transpose(
     return b.conv(x, w, bias, (1,) * nd, (0,) * nd, dilation, groups)
 
 
-def unfold4d(b: Any, x: Prim, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints) -> Prim:
+def unfold4d(b: Backend, x: Prim, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints) -> Prim:
     """im2col as torch's unfold: x (N, C, H, W) -> (N, C * kh * kw, L) with L output positions; rows run
     channel-major, then kernel row-major."""
     n, c = b.shape_of(x)[:2]

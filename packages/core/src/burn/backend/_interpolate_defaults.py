@@ -9,7 +9,12 @@ as PyTorch does.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ._base import Backend
 
 Prim = Any
 Ints = tuple[int, ...]
@@ -17,7 +22,7 @@ Ints = tuple[int, ...]
 CUBIC_A = -0.75  # PyTorch's (and Keys') cubic convolution coefficient
 
 
-def _nearest(size: int, out: int, align_corners: bool) -> tuple[Any, None]:
+def _nearest(size: int, out: int, align_corners: bool) -> tuple[np.ndarray, None]:
     import numpy as np
 
     # PyTorch's "nearest": src = floor(dst * in / out), computed exactly in integers
@@ -25,7 +30,7 @@ def _nearest(size: int, out: int, align_corners: bool) -> tuple[Any, None]:
     return idx[None, :], None
 
 
-def _source(size: int, out: int, align_corners: bool) -> Any:
+def _source(size: int, out: int, align_corners: bool) -> np.ndarray:
     """Continuous source coordinate of each output sample (float64)."""
     import numpy as np
 
@@ -35,7 +40,7 @@ def _source(size: int, out: int, align_corners: bool) -> Any:
     return (dst + 0.5) * (size / out) - 0.5
 
 
-def _linear(size: int, out: int, align_corners: bool) -> tuple[Any, Any]:
+def _linear(size: int, out: int, align_corners: bool) -> tuple[np.ndarray, np.ndarray]:
     import numpy as np
 
     src = np.maximum(_source(size, out, align_corners), 0.0)  # PyTorch clamps negative sources for linear
@@ -45,22 +50,22 @@ def _linear(size: int, out: int, align_corners: bool) -> tuple[Any, Any]:
     return np.stack([i0, i1]), np.stack([1.0 - lam, lam])
 
 
-def _cubic_weights(t: Any) -> Any:
+def _cubic_weights(t: np.ndarray) -> np.ndarray:
     """Keys' cubic convolution weights of the taps at offsets -1, 0, 1, 2 from floor(src)."""
     import numpy as np
 
     a = CUBIC_A
 
-    def near(d):  # |d| <= 1
+    def near(d: np.ndarray) -> np.ndarray:  # |d| <= 1
         return ((a + 2) * d - (a + 3)) * d * d + 1
 
-    def far(d):  # 1 < |d| < 2
+    def far(d: np.ndarray) -> np.ndarray:  # 1 < |d| < 2
         return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
 
     return np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)])
 
 
-def _cubic(size: int, out: int, align_corners: bool) -> tuple[Any, Any]:
+def _cubic(size: int, out: int, align_corners: bool) -> tuple[np.ndarray, np.ndarray]:
     import numpy as np
 
     src = _source(size, out, align_corners)  # no clamping for cubic
@@ -72,7 +77,7 @@ def _cubic(size: int, out: int, align_corners: bool) -> tuple[Any, Any]:
 TAPS = {"nearest": _nearest, "bilinear": _linear, "bicubic": _cubic}
 
 
-def interpolate(b: Any, x: Prim, size: Ints, mode: str, align_corners: bool) -> Prim:
+def interpolate(b: Backend, x: Prim, size: Ints, mode: str, align_corners: bool) -> Prim:
     """Resize the spatial dims of x (N, C, *S) to ``size``: "nearest", "bilinear" or "bicubic", with
     PyTorch's coordinate rules (ratio in / out; ``align_corners`` ignored for nearest). The frontend
     sends 4-d inputs only (1-d resizes arrive with a unit height); this default handles any number of

@@ -12,7 +12,7 @@ method live once, with its default. A backend overrides a method (same signature
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _conv_defaults, _interpolate_defaults, _pool_defaults
 
@@ -21,6 +21,14 @@ Ints = tuple[int, ...]
 
 
 class ModuleOps:
+    if TYPE_CHECKING:  # a base of Backend, which provides these (its required core)
+
+        def shape_of(self, x: Prim) -> tuple[int, ...]: ...
+
+        def reshape(self, x: Prim, shape: tuple[int, ...]) -> Prim: ...
+
+        def select(self, x: Prim, dim: int, indices: Prim) -> Prim: ...
+
     conv = _conv_defaults.conv
     conv_transpose = _conv_defaults.conv_transpose
     unfold4d = _conv_defaults.unfold4d

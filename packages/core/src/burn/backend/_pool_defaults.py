@@ -9,7 +9,12 @@ in row-major kernel order.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ._base import Backend
 
 from .._dtype import bool_
 from ._conv_defaults import fill_value, im2col
@@ -28,16 +33,18 @@ def pool_out_size(size: int, k: int, st: int, p: int, d: int, ceil_mode: bool) -
     return out
 
 
-def pool_pads(spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, out: Ints):
+def pool_pads(
+    spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, out: Ints
+) -> tuple[tuple[int, int], ...]:
     """(before, after) pads so every window of a ceil-mode output fits in the padded input."""
-    pads = []
+    pads: list[tuple[int, int]] = []
     for s, k, st, p, d, o in zip(spatial, kernel, stride, padding, dilation, out):
         reach = (o - 1) * st + d * (k - 1) + 1  # last index touched, + 1, in padded coordinates
         pads.append((p, max(p, reach - s - p)))
     return tuple(pads)
 
 
-def _flat_positions(per_dim: list[Any], spatial: Ints) -> Any:
+def _flat_positions(per_dim: list[np.ndarray], spatial: Ints) -> np.ndarray:
     """Flat input indices (K1*...*Kn, O1, ..., On) from per-dim positions of shape (K_d, O_d)."""
     import numpy as np
 
@@ -52,7 +59,7 @@ def _flat_positions(per_dim: list[Any], spatial: Ints) -> Any:
     return table.reshape((-1,) + table.shape[nd:])
 
 
-def _arg_max_windows(b: Any, cols: Prim, positions: Any) -> tuple[Prim, Prim]:
+def _arg_max_windows(b: Backend, cols: Prim, positions: np.ndarray) -> tuple[Prim, Prim]:
     """Max over dim 2 of cols (N, C, K, *O) and the flat input index of the first maximum."""
     shape = tuple(b.shape_of(cols))
     values = b.reduce("max", cols, (2,), False)
@@ -63,7 +70,7 @@ def _arg_max_windows(b: Any, cols: Prim, positions: Any) -> tuple[Prim, Prim]:
 
 
 def max_pool(
-    b: Any, x: Prim, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool
+    b: Backend, x: Prim, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool
 ) -> tuple[Prim, Prim]:
     """N-d max pool: (values, indices); indices point into the flattened spatial input (PyTorch)."""
     import numpy as np
@@ -84,7 +91,7 @@ def max_pool(
 
 
 def avg_pool(
-    b: Any, x: Prim, kernel: Ints, stride: Ints, padding: Ints, count_include_pad: bool, ceil_mode: bool
+    b: Backend, x: Prim, kernel: Ints, stride: Ints, padding: Ints, count_include_pad: bool, ceil_mode: bool
 ) -> Prim:
     """N-d average pool; the divisor counts padding when ``count_include_pad`` (PyTorch)."""
     spatial = tuple(b.shape_of(x)[2:])
@@ -101,7 +108,7 @@ def avg_pool(
 
 def avg_divisor(
     spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, out: Ints, count_include_pad: bool
-) -> Any:
+) -> np.ndarray:
     """Divisor per output, as PyTorch: the window clipped to the padded input (``count_include_pad``)
     or to the input itself; a float64 numpy array of shape ``out``."""
     import numpy as np
@@ -115,7 +122,7 @@ def avg_divisor(
     return divisor
 
 
-def adaptive_windows(size: int, out: int) -> tuple[Any, Any, Any]:
+def adaptive_windows(size: int, out: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """PyTorch's adaptive windows [floor(i*in/out), ceil((i+1)*in/out)) as a (K, out) index table
     (short windows repeat their last index), a (K, out) validity mask and the window lengths."""
     import numpy as np
@@ -128,14 +135,14 @@ def adaptive_windows(size: int, out: int) -> tuple[Any, Any, Any]:
     return start + np.minimum(k, length - 1), k < length, length
 
 
-def _take_windows(b: Any, x: Prim, axis: int, table: Any) -> Prim:
+def _take_windows(b: Backend, x: Prim, axis: int, table: np.ndarray) -> Prim:
     """x with ``axis`` (size S) replaced by two axes (K, O): x[..., table[k, o], ...]."""
     shape = tuple(b.shape_of(x))
     picked = b.select(x, axis, b.from_numpy(table.reshape(-1), b.default_int))
     return b.reshape(picked, shape[:axis] + tuple(table.shape) + shape[axis + 1 :])
 
 
-def adaptive_avg_pool(b: Any, x: Prim, output_size: Ints) -> Prim:
+def adaptive_avg_pool(b: Backend, x: Prim, output_size: Ints) -> Prim:
     """Mean over PyTorch's adaptive windows [floor(i*in/out), ceil((i+1)*in/out)) per dim."""
     # a box mean is a mean over each dim in turn; invalid (repeated) taps are zeroed with where, not
     # multiplied by 0, so an inf in one window cannot turn into nan
@@ -154,7 +161,7 @@ def adaptive_avg_pool(b: Any, x: Prim, output_size: Ints) -> Prim:
     return x
 
 
-def adaptive_max_pool(b: Any, x: Prim, output_size: Ints) -> tuple[Prim, Prim]:
+def adaptive_max_pool(b: Backend, x: Prim, output_size: Ints) -> tuple[Prim, Prim]:
     """Max over adaptive windows: (values, flat spatial indices) as ``max_pool``."""
     # repeated taps are earlier taps of the same window, so they change neither the max nor the
     # first-maximum index in row-major order

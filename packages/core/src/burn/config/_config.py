@@ -27,7 +27,7 @@ import sys
 import types
 import typing
 import weakref
-from typing import Any, ClassVar, TypeVar, Union
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, Union, cast
 
 from .._errors import ConfigError, ConfigTypeError
 from ._types import NoFit, fit, type_name
@@ -39,6 +39,7 @@ _REGISTRY: dict[str, list[type[Config]]] = {}
 _TYPE_KEY = "__config__"
 
 
+@typing.dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
 class Config:
     """Base of every config: a dataclass with ``to_json``, ``save(path)``, ``load(path)``.
 
@@ -46,9 +47,17 @@ class Config:
     ...     width: int = 8
     >>> MyConfig.from_json(MyConfig(width=3).to_json()).width
     3
+    >>> import os, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     nn.LinearConfig(4, 2).save(os.path.join(tmp, "linear.json"))
+    ...     loaded = nn.LinearConfig.load(os.path.join(tmp, "linear.json"))
+    >>> loaded == nn.LinearConfig(4, 2), loaded.with_(bias=False).bias
+    (True, False)
     """
 
     _frozen: ClassVar[bool] = False
+    if TYPE_CHECKING:  # every subclass is made a dataclass (__init_subclass__)
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     def __init_subclass__(cls, frozen: bool | None = None, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -85,9 +94,10 @@ class Config:
         target = cls
         name = data.pop(_TYPE_KEY, None)
         if name is not None:
-            target = _class_named(name, (cls,), cls.__module__)
-            if target is None:
+            found = _class_named(name, (cls,), cls.__module__)
+            if found is None:
                 raise ConfigError(f"{cls.__name__}.from_dict: unknown config class {name!r}")
+            target = cast("type[C]", found)  # a subclass of cls: looked up among them
         hints = _hints(target)
         names = {f.name for f in dataclasses.fields(target)}
         unknown = sorted(set(data) - names)
@@ -223,7 +233,8 @@ def _class_named(name: Any, bases: tuple[type, ...], module: str | None = None) 
     the config holding the field) first, else the first defined."""
     found = [c for c in _REGISTRY.get(name, ()) if issubclass(c, bases)] if isinstance(name, str) else []
     local = [c for c in found if c.__module__ == module]
-    return (local or found or [None])[0]
+    candidates = local or found
+    return candidates[0] if candidates else None
 
 
 def _decode_tagged(value: dict[str, Any], declared: list[type[Config]], owner: type, where: str) -> Config:
@@ -263,6 +274,15 @@ def _union_has(tp: Any, kind: type) -> bool:
 
 
 def check(cond: bool, owner: str, message: str) -> None:
-    """Raise ``ConfigError(f"{owner}: {message}")`` unless ``cond`` (used by every ``init``)."""
+    """Raise ``ConfigError(f"{owner}: {message}")`` unless ``cond`` (used by every ``init``).
+
+    >>> from burn.config import check
+    >>> check(3 > 0, "MyConfig", "width must be positive, got 3")   # passes: nothing happens
+    >>> try:
+    ...     check(0 > 0, "MyConfig", "width must be positive, got 0")
+    ... except burn.ConfigError as exc:
+    ...     print(exc)
+    MyConfig: width must be positive, got 0
+    """
     if not cond:
         raise ConfigError(f"{owner}: {message}")

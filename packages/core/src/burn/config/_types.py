@@ -130,7 +130,7 @@ def _fit_literal(value: Any, args: tuple, lenient: bool) -> Any:
     raise NoFit
 
 
-def _fit_items(value: Any, item_types: list, kind: type, lenient: bool) -> Any:
+def _fit_items(value: Any, item_types: list[Any], kind: type[Any], lenient: bool) -> Any:
     items = [_fit(v, t, lenient) for v, t in zip(value, item_types)]
     if isinstance(value, kind) and all(a is b for a, b in zip(items, value)):
         return value  # unchanged (keeps a namedtuple a namedtuple)

@@ -11,6 +11,7 @@ Importing burn.data starts no thread and loads neither numpy nor Pillow.
 """
 
 from importlib import import_module as _import_module
+from typing import TYPE_CHECKING
 
 from ._batcher import Batcher
 from ._composed import ComposedDataset
@@ -22,8 +23,11 @@ from ._partial import PartialDataset
 from ._sampling import SamplerDataset, ShuffledDataset
 from ._windows import WindowsDataset
 
+if TYPE_CHECKING:  # loads on first access (__getattr__ below)
+    from . import vision
 
-def __getattr__(name: str):
+
+def __getattr__(name: str) -> object:
     if name == "vision":
         module = _import_module(f"{__name__}.vision")
         globals()[name] = module

@@ -14,7 +14,17 @@ class Batcher(Protocol[I_contra, B_co]):
     """An object with ``batch(items, device) -> batch`` (Burn's ``Batcher`` trait).
 
     With worker threads the data loader calls ``batch`` from those threads, so it should not rely on
-    state shared between calls.
+    state shared between calls. A plain function ``(items, device) -> batch`` works too.
+
+    >>> class TensorBatcher:
+    ...     def batch(self, items, device):
+    ...         return burn.tensor(items, device=device)   # n items -> shape (n,)
+    >>> isinstance(TensorBatcher(), Batcher)
+    True
+    >>> ds = burn.data.InMemDataset([1.0, 2.0, 3.0])
+    >>> loader = burn.data.DataLoaderBuilder(TensorBatcher()).batch_size(2).build(ds)
+    >>> [batch.tolist() for batch in loader]
+    [[1.0, 2.0], [3.0]]
     """
 
     def batch(self, items: Sequence[I_contra], device: Any) -> B_co: ...

@@ -11,14 +11,17 @@ from __future__ import annotations
 import operator
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .._errors import ConfigError
-from ._batcher import as_batcher
+from ._batcher import Batcher, as_batcher
 from ._dataset import Dataset
 from ._fetch import load_batch
 from ._partial import PartialDataset
+
+if TYPE_CHECKING:
+    from .._device import DeviceLike
 
 B = TypeVar("B")
 
@@ -41,17 +44,19 @@ def _int_arg(name: str, value: Any, minimum: int) -> int:
 class DataLoaderBuilder(Generic[B]):
     """Configures a DataLoader (Burn's builder): every setter returns the builder.
 
-    >>> loader = (DataLoaderBuilder(batcher).batch_size(64).shuffle(seed=42)
-    ...           .num_workers(4).drop_last().build(dataset))   # doctest: +SKIP
+    >>> loader = (DataLoaderBuilder(lambda items, device: sum(items)).batch_size(4).shuffle(seed=42)
+    ...           .num_workers(2).drop_last().build(burn.data.InMemDataset(range(10))))
+    >>> len(loader), len(list(loader))   # 10 items: two full batches, the last 2 items dropped
+    (2, 2)
     """
 
-    def __init__(self, batcher: Any) -> None:
+    def __init__(self, batcher: Batcher[Any, B] | Callable[[Sequence[Any], Any], B]) -> None:
         self._batcher = as_batcher(batcher)
         self._batch_size = 1
         self._seed: int | None = None
         self._num_workers = 0
         self._drop_last = False
-        self._device: Any = None
+        self._device: DeviceLike = None
         self._prefetch: int | None = None
 
     def batch_size(self, n: int) -> DataLoaderBuilder[B]:
@@ -79,7 +84,7 @@ class DataLoaderBuilder(Generic[B]):
         self._prefetch = _int_arg("prefetch", n, 1)
         return self
 
-    def set_device(self, device: Any) -> DataLoaderBuilder[B]:
+    def set_device(self, device: DeviceLike) -> DataLoaderBuilder[B]:
         """The device handed to ``batcher.batch`` (default: ``burn.default_device()`` at build)."""
         self._device = device
         return self
@@ -114,6 +119,14 @@ class DataLoader(Generic[B]):
     ``burn.data.DataLoaderError`` naming the item's index, with the original exception chained.
     Breaking out of the loop (or an exception in its body) stops and joins the workers; an iterator
     kept by hand can be stopped with ``close()`` or used as ``with iter(loader) as batches: ...``.
+
+    >>> ds = burn.data.InMemDataset([[float(i), float(i + 1)] for i in range(5)])
+    >>> to_tensor = lambda items, device: burn.tensor(items, device=device)   # n items -> (n, 2)
+    >>> loader = burn.data.DataLoaderBuilder(to_tensor).batch_size(2).shuffle(seed=0).build(ds)
+    >>> len(loader), [batch.shape for batch in loader]
+    (3, [(2, 2), (2, 2), (1, 2)])
+    >>> sorted(i for batch in loader.batch_indices() for i in batch)   # each epoch: a permutation
+    [0, 1, 2, 3, 4]
     """
 
     def __init__(
@@ -190,7 +203,7 @@ class DataLoader(Generic[B]):
         return PrefetchIterator(self._load, batches, workers, self.prefetch)
 
     def _with(self, dataset: Dataset[Any], device: Any) -> DataLoader[B]:
-        out = DataLoader(
+        out: DataLoader[B] = DataLoader(
             dataset,
             self.batcher,
             batch_size=self.batch_size,

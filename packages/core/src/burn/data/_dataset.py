@@ -18,6 +18,16 @@ class Dataset(Protocol[T_co]):
 
     Datasets are read concurrently by data-loader worker threads, so ``__getitem__`` must not depend
     on the order of calls (the random datasets here draw their whole index table up front for that).
+
+    >>> class Squares:
+    ...     def __len__(self):
+    ...         return 4
+    ...     def __getitem__(self, index):
+    ...         return index * index
+    >>> isinstance(Squares(), Dataset)
+    True
+    >>> list(burn.data.MapperDataset(Squares(), str))
+    ['0', '1', '4', '9']
     """
 
     def __len__(self) -> int: ...

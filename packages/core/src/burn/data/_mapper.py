@@ -14,7 +14,16 @@ O = TypeVar("O")
 
 @runtime_checkable
 class Mapper(Protocol[I_contra, O_co]):
-    """An object with ``map(item) -> item`` (Burn's ``Mapper`` trait). Plain callables work too."""
+    """An object with ``map(item) -> item`` (Burn's ``Mapper`` trait). Plain callables work too.
+
+    >>> class Scale:
+    ...     def map(self, item):
+    ...         return 10 * item
+    >>> isinstance(Scale(), Mapper)
+    True
+    >>> list(MapperDataset(burn.data.InMemDataset([1, 2]), Scale()))
+    [10, 20]
+    """
 
     def map(self, item: I_contra) -> O_co: ...
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .. import _dtype as D
@@ -20,6 +20,8 @@ from ..backend import ACTIVATION_OPS, Backend, broadcast_shape
 from ..backend._pool_defaults import pool_out_size
 from ..backend._vocabulary import OpKind, op_def
 from ._graph import Graph, IrError, OpRecord, Ref, TensorRef
+
+Ints = tuple[int, ...]
 
 
 class Sym:
@@ -54,7 +56,9 @@ def _reshape(shape: tuple[int, ...], new: Sequence[int]) -> tuple[int, ...]:
     return new
 
 
-def _conv_out(spatial, kernel, stride, padding, dilation) -> tuple[int, ...]:
+def _conv_out(
+    spatial: Sequence[int], kernel: Sequence[int], stride: Ints, padding: Ints, dilation: Ints
+) -> tuple[int, ...]:
     return tuple(
         (s + 2 * p - d * (k - 1) - 1) // st + 1
         for s, k, st, p, d in zip(spatial, kernel, stride, padding, dilation)
@@ -72,7 +76,9 @@ def _repeat(shape: tuple[int, ...], reps: Sequence[int]) -> tuple[int, ...]:
     return tuple(s * r for s, r in zip(shape, reps))
 
 
-def _conv_transpose_out(x, w, stride, padding, output_padding, dilation, groups) -> tuple[int, ...]:
+def _conv_transpose_out(
+    x: Ints, w: Ints, stride: Ints, padding: Ints, output_padding: Ints, dilation: Ints, groups: int
+) -> tuple[int, ...]:
     spatial = tuple(
         (s - 1) * st - 2 * p + d * (k - 1) + op + 1
         for s, k, st, p, op, d in zip(x[2:], w[2:], stride, padding, output_padding, dilation)
@@ -189,6 +195,7 @@ class CaptureBackend(Backend):
         first = next((s for s in _flat_syms(args)), None)
         value_dtype = first.ref.dtype if first is not None else None
         attr = next((a for a in args if isinstance(a, D.DType)), None)
+        dtypes: list[D.DType | None]
         if spec.result == "value":  # where: the value operands' dtype (the condition is bool)
             value = next((s for s in _flat_syms(args[1:])), None)
             dtypes = [value.ref.dtype if value is not None else _scalar_dtype(args[1], self)]
@@ -197,7 +204,11 @@ class CaptureBackend(Backend):
         else:
             rule = {"same": value_dtype, "bool": D.bool_, "int": self.default_int, "attr": attr}
             dtypes = [rule[spec.result]]
-        outs = [self._new(shape, dt) for dt in dtypes]
+        outs = []
+        for dt in dtypes:
+            if dt is None:
+                raise IrError(f"capture: {kind}: no operand gives the dtype of its result")
+            outs.append(self._new(shape, dt))
         self.graph.ops.append(OpRecord(OpKind(kind), record_args, tuple(o.ref for o in outs)))
         return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -234,6 +245,7 @@ class CaptureBackend(Backend):
 
 def _recorder(method: str) -> Callable[..., Any]:
     """The ``CaptureBackend`` method recording ``method`` (unary/binary/reduce/arg_reduce take the kind)."""
+    fn: Callable[..., Any]
     if method in _NAMED:
 
         def named(self: CaptureBackend, kind: str, *args: Any) -> Any:
@@ -274,7 +286,7 @@ def _as_shapes(a: Any) -> Any:
     return a
 
 
-def _flat_syms(args: Any):
+def _flat_syms(args: Any) -> Iterator[Sym]:
     for a in args:
         if isinstance(a, Sym):
             yield a
@@ -290,7 +302,7 @@ def _scalar_dtype(value: Any, b: Backend) -> D.DType:
 
 def capture(
     fn: Callable[..., Any],
-    inputs: dict[str, tuple[Sequence[int], Any]] | Sequence[tuple[Sequence[int], Any]],
+    inputs: Mapping[str, tuple[Sequence[int], Any]] | Sequence[tuple[Sequence[int], Any]],
     like: Any = None,
 ) -> Graph:
     """Record what ``fn`` does to symbolic inputs, without computing anything.
@@ -317,7 +329,9 @@ def capture(
 
     if isinstance(fn, Module):  # its inference copy, its weights as the graph's constants
         fn = fn.valid().to(backend.device)
-    named = inputs.items() if isinstance(inputs, dict) else ((f"input{i}", s) for i, s in enumerate(inputs))
+    named = (
+        inputs.items() if isinstance(inputs, Mapping) else ((f"input{i}", s) for i, s in enumerate(inputs))
+    )
     args = []
     for name, (shape, dtype) in named:
         dt = D.dtype(dtype)

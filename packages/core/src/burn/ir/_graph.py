@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +64,7 @@ class OpRecord:
         return tuple(_refs(self.args))
 
 
-def _refs(value: Any):
+def _refs(value: Any) -> Iterator[int]:
     if isinstance(value, Ref):
         yield value.id
     elif isinstance(value, (tuple, list)):

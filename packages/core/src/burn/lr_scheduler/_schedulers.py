@@ -22,7 +22,17 @@ def _positive_lr(owner: str, name: str, value: float) -> None:
 
 
 class LrScheduler:
-    """Base class: ``step() -> float``; ``record()`` / ``load_record()`` save the position."""
+    """Base class: ``step() -> float``; ``record()`` / ``load_record()`` save the position.
+
+    >>> config = burn.lr_scheduler.ExponentialLrSchedulerConfig(1.0, gamma=0.5)
+    >>> sched = config.init()
+    >>> sched.step(), sched.step()
+    (1.0, 0.5)
+    >>> sched.record()
+    {'scheduler': 'ExponentialLrScheduler', 'iteration': 2}
+    >>> config.init().load_record(sched.record()).step()   # resumes where it stopped
+    0.25
+    """
 
     _state: tuple[str, ...] = ()
 
@@ -48,7 +58,12 @@ class LrScheduler:
 
 
 class ConstantLr(LrScheduler):
-    """The same learning rate at every step."""
+    """The same learning rate at every step (a plain float passed as a schedule becomes one).
+
+    >>> sched = burn.lr_scheduler.ConstantLr(0.01)
+    >>> sched.step(), sched.step()
+    (0.01, 0.01)
+    """
 
     def __init__(self, lr: float) -> None:
         _positive_lr("ConstantLr", "lr", lr)
@@ -60,7 +75,12 @@ class ConstantLr(LrScheduler):
 
 class LinearLrSchedulerConfig(Config):
     """From ``initial_lr`` to ``final_lr`` in ``num_iters`` equal steps, then ``final_lr``. As in Burn the
-    first ``step()`` returns initial_lr itself: (0.9, 0.5, 4) gives 0.9, 0.8, 0.7, 0.6, 0.5, 0.5, ..."""
+    first ``step()`` returns initial_lr itself: (0.9, 0.5, 4) gives 0.9, 0.8, 0.7, 0.6, 0.5, 0.5, ...
+
+    >>> sched = burn.lr_scheduler.LinearLrSchedulerConfig(initial_lr=0.9, final_lr=0.5, num_iters=4).init()
+    >>> [round(sched.step(), 4) for _ in range(6)]
+    [0.9, 0.8, 0.7, 0.6, 0.5, 0.5]
+    """
 
     initial_lr: float
     final_lr: float
@@ -74,6 +94,13 @@ class LinearLrSchedulerConfig(Config):
 
 
 class LinearLrScheduler(LrScheduler):
+    """Built by ``LinearLrSchedulerConfig.init()``; its record is the number of steps to go.
+
+    >>> sched = burn.lr_scheduler.LinearLrSchedulerConfig(0.9, 0.5, num_iters=4).init()
+    >>> sched.step(), sched.record()
+    (0.9, {'scheduler': 'LinearLrScheduler', 'remaining_iters': 4})
+    """
+
     _state = ("remaining_iters",)
 
     def __init__(self, c: LinearLrSchedulerConfig) -> None:
@@ -89,7 +116,12 @@ class LinearLrScheduler(LrScheduler):
 
 class CosineAnnealingLrSchedulerConfig(Config):
     """min_lr + (initial_lr - min_lr) * (1 + cos(pi * t / num_iters)) / 2 for t = 0, 1, ..., num_iters,
-    then restarting at t = 0 (SGDR warm restarts, as Burn)."""
+    then restarting at t = 0 (SGDR warm restarts, as Burn).
+
+    >>> sched = burn.lr_scheduler.CosineAnnealingLrSchedulerConfig(initial_lr=1.0, num_iters=4).init()
+    >>> [round(sched.step(), 4) for _ in range(6)]
+    [1.0, 0.8536, 0.5, 0.1464, 0.0, 1.0]
+    """
 
     initial_lr: float
     num_iters: int
@@ -108,6 +140,13 @@ class CosineAnnealingLrSchedulerConfig(Config):
 
 
 class CosineAnnealingLrScheduler(LrScheduler):
+    """Built by ``CosineAnnealingLrSchedulerConfig.init()``; its record is the position in the cycle.
+
+    >>> sched = burn.lr_scheduler.CosineAnnealingLrSchedulerConfig(1.0, num_iters=4, min_lr=0.5).init()
+    >>> [round(sched.step(), 4) for _ in range(3)], sched.record()["current_iter"]
+    ([1.0, 0.9268, 0.75], 2)
+    """
+
     _state = ("current_iter",)
 
     def __init__(self, c: CosineAnnealingLrSchedulerConfig) -> None:
@@ -121,7 +160,12 @@ class CosineAnnealingLrScheduler(LrScheduler):
 
 
 class ExponentialLrSchedulerConfig(Config):
-    """initial_lr * gamma^t for t = 0, 1, ...; gamma in (0, 1]."""
+    """initial_lr * gamma^t for t = 0, 1, ...; gamma in (0, 1].
+
+    >>> sched = burn.lr_scheduler.ExponentialLrSchedulerConfig(initial_lr=1.0, gamma=0.5).init()
+    >>> [sched.step() for _ in range(4)]
+    [1.0, 0.5, 0.25, 0.125]
+    """
 
     initial_lr: float
     gamma: float
@@ -135,6 +179,13 @@ class ExponentialLrSchedulerConfig(Config):
 
 
 class ExponentialLrScheduler(LrScheduler):
+    """Built by ``ExponentialLrSchedulerConfig.init()``; its record is the step count.
+
+    >>> sched = burn.lr_scheduler.ExponentialLrSchedulerConfig(0.1, gamma=0.9).init()
+    >>> sched.step(), sched.record()
+    (0.1, {'scheduler': 'ExponentialLrScheduler', 'iteration': 1})
+    """
+
     _state = ("iteration",)
 
     def __init__(self, c: ExponentialLrSchedulerConfig) -> None:
@@ -149,7 +200,12 @@ class ExponentialLrScheduler(LrScheduler):
 
 class NoamLrSchedulerConfig(Config):
     """init_lr * model_size^-0.5 * min(t^-0.5, t * warmup_steps^-1.5) for t = 1, 2, ... ("Attention Is
-    All You Need")."""
+    All You Need").
+
+    >>> sched = burn.lr_scheduler.NoamLrSchedulerConfig(init_lr=1.0, warmup_steps=2, model_size=4).init()
+    >>> [round(sched.step(), 4) for _ in range(4)]   # up during warm-up, then down as 1 / sqrt(t)
+    [0.1768, 0.3536, 0.2887, 0.25]
+    """
 
     init_lr: float
     warmup_steps: int = 4000
@@ -167,6 +223,13 @@ class NoamLrSchedulerConfig(Config):
 
 
 class NoamLrScheduler(LrScheduler):
+    """Built by ``NoamLrSchedulerConfig.init()``; its record is the step count.
+
+    >>> sched = burn.lr_scheduler.NoamLrSchedulerConfig(1.0, warmup_steps=4000, model_size=512).init()
+    >>> sched.step() < sched.step()   # still warming up
+    True
+    """
+
     _state = ("step_count",)
 
     def __init__(self, c: NoamLrSchedulerConfig) -> None:
@@ -181,7 +244,12 @@ class NoamLrScheduler(LrScheduler):
 
 class StepLrSchedulerConfig(Config):
     """initial_lr * gamma^floor(t / step_size) for t = 0, 1, ...: (0.5, 3, 0.1) gives 0.5, 0.5, 0.5,
-    0.05, ... As in Burn a gamma above 1 (a growing rate) is allowed but warned about."""
+    0.05, ... As in Burn a gamma above 1 (a growing rate) is allowed but warned about.
+
+    >>> sched = burn.lr_scheduler.StepLrSchedulerConfig(initial_lr=0.5, step_size=3, gamma=0.1).init()
+    >>> [round(sched.step(), 4) for _ in range(4)]
+    [0.5, 0.5, 0.5, 0.05]
+    """
 
     initial_lr: float
     step_size: int
@@ -203,6 +271,13 @@ class StepLrSchedulerConfig(Config):
 
 
 class StepLrScheduler(LrScheduler):
+    """Built by ``StepLrSchedulerConfig.init()``; its record is the step count.
+
+    >>> sched = burn.lr_scheduler.StepLrSchedulerConfig(0.5, step_size=3).init()
+    >>> sched.step(), sched.record()
+    (0.5, {'scheduler': 'StepLrScheduler', 'iteration': 1})
+    """
+
     _state = ("iteration",)
 
     def __init__(self, c: StepLrSchedulerConfig) -> None:

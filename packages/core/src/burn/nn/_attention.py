@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .._errors import DTypeError, ShapeError
 from ..config import Config, check
@@ -13,15 +13,33 @@ from ._linear import LinearConfig
 from ._module import Module
 from .init import Initializer, KaimingUniform
 
+if TYPE_CHECKING:
+    from .._device import DeviceLike
+    from .._tensor import Tensor
+
 
 class MhaOutput(NamedTuple):
-    """context (batch, seq_q, d_model) and attention weights (batch, n_heads, seq_q, seq_k)."""
+    """context (batch, seq_q, d_model) and attention weights (batch, n_heads, seq_q, seq_k).
 
-    context: Any
-    weights: Any
+    >>> mha = nn.MultiHeadAttentionConfig(8, 2).init()
+    >>> context, weights = mha(burn.zeros((1, 3, 8)), burn.zeros((1, 4, 8)))   # 3 queries, 4 keys
+    >>> context.shape, weights.shape
+    ((1, 3, 8), (1, 2, 3, 4))
+    """
+
+    context: Tensor
+    weights: Tensor
 
 
 class MultiHeadAttentionConfig(Config):
+    """Builds ``nn.MultiHeadAttention``: ``d_model`` split over ``n_heads`` heads (d_model % n_heads == 0),
+    ``dropout`` on the attention weights, masked scores set to ``min_float``, ``quiet_softmax`` adds a
+    zero logit so a head may attend to nothing.
+
+    >>> nn.MultiHeadAttentionConfig(d_model=16, n_heads=4, dropout=0.0).init().d_k
+    4
+    """
+
     d_model: int
     n_heads: int
     dropout: float = 0.1
@@ -29,11 +47,11 @@ class MultiHeadAttentionConfig(Config):
     quiet_softmax: bool = False
     initializer: Initializer = KaimingUniform(gain=1.0 / math.sqrt(3.0), fan_out_only=False)
 
-    def init(self, device: Any = None) -> MultiHeadAttention:
+    def init(self, device: DeviceLike = None) -> MultiHeadAttention:
         return MultiHeadAttention(self, device)
 
 
-def quiet_softmax(x: Any, dim: int) -> Any:
+def quiet_softmax(x: Tensor, dim: int) -> Tensor:
     """softmax with an extra zero logit: exp(x_i) / (1 + sum_j exp(x_j)), computed stably, so a
     head can attend to nothing."""
     m = x.max(dim, keepdim=True).detach().clamp_min(0.0)
@@ -47,9 +65,17 @@ class MultiHeadAttention(Module):
     query (batch, seq_q, d_model); key/value (batch, seq_k, d_model), default: query (self-attention).
     mask_pad (batch, seq_k) bool, True at padding; mask_attn (batch, seq_q, seq_k) bool, True where
     attention is forbidden. Masked scores are set to ``min_float`` before the softmax.
+
+    >>> mha = nn.MultiHeadAttentionConfig(d_model=16, n_heads=4).init()
+    >>> pad = burn.tensor([[False, False, False, True]])   # the last key is padding
+    >>> out = mha(burn.randn((1, 4, 16)), mask_pad=pad)
+    >>> out.context.shape, out.weights.shape
+    ((1, 4, 16), (1, 4, 4, 4))
+    >>> out.weights[..., 3].max().item() < 1e-6
+    True
     """
 
-    def __init__(self, config: MultiHeadAttentionConfig, device: Any = None) -> None:
+    def __init__(self, config: MultiHeadAttentionConfig, device: DeviceLike = None) -> None:
         d, n = config.d_model, config.n_heads
         check(
             d > 0 and n > 0 and d % n == 0,
@@ -63,12 +89,17 @@ class MultiHeadAttention(Module):
         self.dropout = Dropout(config.dropout)
         self._config = config
 
-    def _heads(self, x: Any) -> Any:
+    def _heads(self, x: Tensor) -> Tensor:
         b, s, _ = x.shape
         return x.reshape(b, s, self.n_heads, self.d_k).transpose(1, 2)  # (b, heads, s, d_k)
 
     def forward(
-        self, query: Any, key: Any = None, value: Any = None, mask_pad: Any = None, mask_attn: Any = None
+        self,
+        query: Tensor,
+        key: Tensor | None = None,
+        value: Tensor | None = None,
+        mask_pad: Tensor | None = None,
+        mask_attn: Tensor | None = None,
     ) -> MhaOutput:
         key = query if key is None else key
         value = key if value is None else value
@@ -92,7 +123,7 @@ class MultiHeadAttention(Module):
         return MhaOutput(self.output(context), weights)
 
 
-def _check_mask(name: str, mask: Any, shape: tuple[int, ...]) -> None:
+def _check_mask(name: str, mask: Tensor, shape: tuple[int, ...]) -> None:
     if not mask.dtype.is_bool:
         raise DTypeError(f"MultiHeadAttention: {name} must be a bool tensor, got {mask.dtype}")
     if tuple(mask.shape) != shape:

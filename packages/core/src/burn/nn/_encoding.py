@@ -3,23 +3,35 @@ tensors (moved with the module, not recorded, not trained)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .._errors import ShapeError
 from ..config import Config, check
 from ._module import Module
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .._device import DeviceLike
+    from .._tensor import Tensor
+
 
 class PositionalEncodingConfig(Config):
+    """Builds ``nn.PositionalEncoding``: a (max_sequence_size, d_model) sinusoid table, d_model even.
+
+    >>> nn.PositionalEncodingConfig(d_model=16, max_sequence_size=128).init().sinusoids.shape
+    (128, 16)
+    """
+
     d_model: int
     max_sequence_size: int = 5000
     max_timescale: int = 10000
 
-    def init(self, device: Any = None) -> PositionalEncoding:
+    def init(self, device: DeviceLike = None) -> PositionalEncoding:
         return PositionalEncoding(self, device)
 
 
-def sinusoids(length: int, d_model: int, max_timescale: float) -> Any:
+def sinusoids(length: int, d_model: int, max_timescale: float) -> np.ndarray:
     """(length, d_model) table: sin(pos / T^(i/d)) at even i, cos(pos / T^((i-1)/d)) at odd i."""
     import numpy as np
 
@@ -32,9 +44,15 @@ def sinusoids(length: int, d_model: int, max_timescale: float) -> Any:
 
 
 class PositionalEncoding(Module):
-    """Add the sinusoid table to x: (batch, seq, d_model) -> same, seq <= max_sequence_size."""
+    """Add the sinusoid table to x: (batch, seq, d_model) -> same, seq <= max_sequence_size.
 
-    def __init__(self, config: PositionalEncodingConfig, device: Any = None) -> None:
+    >>> pe = nn.PositionalEncodingConfig(d_model=8).init()
+    >>> out = pe(burn.zeros((2, 10, 8)))
+    >>> out.shape, out[0, 0, :2].tolist()   # position 0: sin(0), cos(0)
+    ((2, 10, 8), [0.0, 1.0])
+    """
+
+    def __init__(self, config: PositionalEncodingConfig, device: DeviceLike = None) -> None:
         from .._creation import tensor
 
         check(
@@ -48,7 +66,7 @@ class PositionalEncoding(Module):
         self.sinusoids = tensor(table, dtype="float32", device=device)
         self._config = config
 
-    def forward(self, x: Any) -> Any:
+    def forward(self, x: Tensor) -> Tensor:
         if x.ndim != 3 or x.shape[2] != self.d_model or x.shape[1] > self.max_sequence_size:
             raise ShapeError(
                 f"PositionalEncoding: input must be (batch, seq <= {self.max_sequence_size}, {self.d_model}), got {x.shape}"
@@ -57,11 +75,17 @@ class PositionalEncoding(Module):
 
 
 class RotaryEncodingConfig(Config):
+    """Builds ``nn.RotaryEncoding`` for positions below ``max_sequence_length``; d_model even.
+
+    >>> nn.RotaryEncodingConfig(max_sequence_length=128, d_model=64).init().cos.shape
+    (128, 64)
+    """
+
     max_sequence_length: int
     d_model: int
     theta: float = 10000.0
 
-    def init(self, device: Any = None) -> RotaryEncoding:
+    def init(self, device: DeviceLike = None) -> RotaryEncoding:
         return RotaryEncoding(self, device)
 
 
@@ -69,9 +93,14 @@ class RotaryEncoding(Module):
     """Rotate each interleaved pair (x[2i], x[2i+1]) at position p by the angle p * theta^(-2i/d).
 
     x: (..., seq, d_model) -> same; ``forward(x, start=0)`` starts at position ``start``.
+
+    >>> rope = nn.RotaryEncodingConfig(max_sequence_length=32, d_model=4).init()
+    >>> q = burn.ones((2, 8, 4))
+    >>> rope(q).shape, rope(q)[0, 0].tolist()   # position 0 is not rotated
+    ((2, 8, 4), [1.0, 1.0, 1.0, 1.0])
     """
 
-    def __init__(self, config: RotaryEncodingConfig, device: Any = None) -> None:
+    def __init__(self, config: RotaryEncodingConfig, device: DeviceLike = None) -> None:
         import numpy as np
 
         from .._creation import tensor
@@ -91,7 +120,7 @@ class RotaryEncoding(Module):
         self.rotate = tensor(rot, dtype="float32", device=device)
         self._config = config
 
-    def forward(self, x: Any, start: int = 0) -> Any:
+    def forward(self, x: Tensor, start: int = 0) -> Tensor:
         if x.ndim < 2 or x.shape[-1] != self.d_model:
             raise ShapeError(f"RotaryEncoding: input must be (..., seq, {self.d_model}), got {x.shape}")
         s = x.shape[-2]

@@ -19,17 +19,35 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import RecordError
 from .._tensor import Tensor
 from ._param import Param, RunningState
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .._device import Device, DeviceLike
+
 Entry = Param | RunningState
 
 
 class Module:
-    """Base class of layers; ``m(x)`` calls ``m.forward(x)``."""
+    """Base class of layers; ``m(x)`` calls ``m.forward(x)``.
+
+    >>> class Mlp(nn.Module):
+    ...     def __init__(self, device=None):
+    ...         self.fc1 = nn.LinearConfig(4, 8).init(device)
+    ...         self.fc2 = nn.LinearConfig(8, 1).init(device)
+    ...     def forward(self, x):
+    ...         return self.fc2(F.relu(self.fc1(x)))
+    >>> model = Mlp()
+    >>> model(burn.ones((2, 4))).shape, model.num_params()
+    ((2, 1), 49)
+    >>> [name for name, _ in model.named_params()]
+    ['fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias']
+    """
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.forward(*args, **kwargs)
@@ -74,8 +92,8 @@ class Module:
         """Dotted name -> stable id of every Param and RunningState (records store these)."""
         return {n: e.id for n, e in self.named_entries()}
 
-    def devices(self) -> list[Any]:
-        out: list[Any] = []
+    def devices(self) -> list[Device]:
+        out: list[Device] = []
         for _, e in self.named_entries():
             if e.value.device not in out:
                 out.append(e.value.device)
@@ -92,7 +110,7 @@ class Module:
         constants = constants or fn
         return _map_module(self, fn, constants)
 
-    def to(self, device: Any) -> Module:
+    def to(self, device: DeviceLike) -> Module:
         """A copy on ``device`` (a burn.Device or a name such as ``"cpu"``)."""
         from .._device import device as as_device
 
@@ -108,7 +126,7 @@ class Module:
         return self.map(lambda t: t)
 
     # ------------------------------------------------------------------ records
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, np.ndarray]:
         """Dotted name -> numpy array of every Param and RunningState."""
         return {n: e.value.numpy() for n, e in self.named_entries()}
 

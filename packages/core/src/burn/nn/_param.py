@@ -8,16 +8,21 @@ On an autodiff device a trainable Param's tensor is a ``require_grad`` leaf.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .._tensor import Tensor, _wrap
+
+if TYPE_CHECKING:
+    from .._device import Device
+    from .._dtype import DType
+    from ..backend import Backend
 
 
 def new_param_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
-def lift(inner: Tensor, backend: Any) -> Tensor:
+def lift(inner: Tensor, backend: Backend) -> Tensor:
     """A tensor of the inner backend placed back on ``backend`` (the Autodiff decorator or itself)."""
     if backend.is_autodiff and not inner.backend.is_autodiff:
         return _wrap(backend.from_inner(inner.primitive), backend)
@@ -28,6 +33,8 @@ class _Recorded:
     """What ``Param`` and ``RunningState`` share: a stable ``id`` and the tensor ``value``."""
 
     __slots__ = ("id", "value")
+    id: str
+    value: Tensor
 
     def val(self) -> Tensor:
         """The tensor (Burn's ``param.val()``)."""
@@ -38,7 +45,7 @@ class _Recorded:
         return self.value.shape
 
     @property
-    def dtype(self) -> Any:
+    def dtype(self) -> DType:
         return self.value.dtype
 
 
@@ -74,7 +81,7 @@ class Param(_Recorded):
         return self
 
     @property
-    def device(self) -> Any:
+    def device(self) -> Device:
         return self.value.device
 
     def numel(self) -> int:
@@ -87,7 +94,14 @@ class Param(_Recorded):
 
 class RunningState(_Recorded):
     """A recorded tensor that is not trained: batch-norm running statistics. ``value`` is replaced
-    (never graph-tracked) by the forward pass that updates it."""
+    (never graph-tracked) by the forward pass that updates it.
+
+    >>> bn = nn.BatchNormConfig(2).init()
+    >>> bn.running_var, bn.running_var.val().tolist()
+    (RunningState(shape=(2,), dtype=float32), [1.0, 1.0])
+    >>> sorted(bn.record()), bn.num_params()   # recorded, but not a param
+    (['beta', 'gamma', 'running_mean', 'running_var'], 4)
+    """
 
     __slots__ = ()
 

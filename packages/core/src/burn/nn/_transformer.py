@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..config import Config, check
 from . import functional as F
@@ -14,8 +14,20 @@ from ._module import Module
 from ._norm import LayerNormConfig
 from .init import Initializer, KaimingUniform
 
+if TYPE_CHECKING:
+    from .._device import DeviceLike
+    from .._tensor import Tensor
+
 
 class TransformerEncoderConfig(Config):
+    """Builds ``nn.TransformerEncoder``: ``n_layers`` layers of ``n_heads``-head self-attention and a
+    d_model -> d_ff -> d_model feed-forward block; ``norm_first`` selects pre-norm.
+
+    >>> enc = nn.TransformerEncoderConfig(16, d_ff=32, n_heads=4, n_layers=3, norm_first=True).init()
+    >>> len(enc.layers), enc.layers[0].norm_first
+    (3, True)
+    """
+
     d_model: int
     d_ff: int
     n_heads: int
@@ -26,27 +38,32 @@ class TransformerEncoderConfig(Config):
     layer_norm_eps: float = 1e-5
     initializer: Initializer = KaimingUniform(gain=1.0 / math.sqrt(3.0), fan_out_only=False)
 
-    def init(self, device: Any = None) -> TransformerEncoder:
+    def init(self, device: DeviceLike = None) -> TransformerEncoder:
         return TransformerEncoder(self, device)
 
 
 class PositionWiseFeedForward(Module):
     """linear (d_model -> d_ff), gelu, dropout, linear (d_ff -> d_model)."""
 
-    def __init__(self, config: TransformerEncoderConfig, device: Any = None) -> None:
+    def __init__(self, config: TransformerEncoderConfig, device: DeviceLike = None) -> None:
         self.linear_inner = LinearConfig(config.d_model, config.d_ff, True, config.initializer).init(device)
         self.linear_outer = LinearConfig(config.d_ff, config.d_model, True, config.initializer).init(device)
         self.dropout = Dropout(config.dropout)
 
-    def forward(self, x: Any) -> Any:
+    def forward(self, x: Tensor) -> Tensor:
         return self.linear_outer(self.dropout(F.gelu(self.linear_inner(x))))
 
 
 class TransformerEncoderLayer(Module):
     """Post-norm: x = norm_1(x + drop(mha(x))); x = norm_2(x + drop(pwff(x))). Pre-norm (norm_first)
-    normalises the input of each sub-layer instead."""
+    normalises the input of each sub-layer instead. x: (batch, seq, d_model) -> same shape.
 
-    def __init__(self, config: TransformerEncoderConfig, device: Any = None) -> None:
+    >>> layer = nn.TransformerEncoderLayer(nn.TransformerEncoderConfig(16, 32, 4, 1), burn.device("cpu"))
+    >>> layer(burn.randn((1, 3, 16)), mask_pad=burn.tensor([[False, False, True]])).shape
+    (1, 3, 16)
+    """
+
+    def __init__(self, config: TransformerEncoderConfig, device: DeviceLike = None) -> None:
         self.mha = MultiHeadAttentionConfig(
             config.d_model,
             config.n_heads,
@@ -60,7 +77,7 @@ class TransformerEncoderLayer(Module):
         self.dropout = Dropout(config.dropout)
         self.norm_first = config.norm_first
 
-    def forward(self, x: Any, mask_pad: Any = None, mask_attn: Any = None) -> Any:
+    def forward(self, x: Tensor, mask_pad: Tensor | None = None, mask_attn: Tensor | None = None) -> Tensor:
         if self.norm_first:
             h = self.norm_1(x)
             x = x + self.dropout(self.mha(h, mask_pad=mask_pad, mask_attn=mask_attn).context)
@@ -71,9 +88,14 @@ class TransformerEncoderLayer(Module):
 
 class TransformerEncoder(Module):
     """x: (batch, seq, d_model), optional mask_pad (batch, seq) / mask_attn (batch, seq, seq) bool ->
-    (batch, seq, d_model)."""
+    (batch, seq, d_model).
 
-    def __init__(self, config: TransformerEncoderConfig, device: Any = None) -> None:
+    >>> enc = nn.TransformerEncoderConfig(d_model=16, d_ff=32, n_heads=4, n_layers=2).init()
+    >>> enc(burn.randn((2, 5, 16))).shape
+    (2, 5, 16)
+    """
+
+    def __init__(self, config: TransformerEncoderConfig, device: DeviceLike = None) -> None:
         check(
             config.n_layers > 0,
             "TransformerEncoderConfig",
@@ -84,7 +106,7 @@ class TransformerEncoder(Module):
         self.layers = [TransformerEncoderLayer(config, device) for _ in range(config.n_layers)]
         self._config = config
 
-    def forward(self, x: Any, mask_pad: Any = None, mask_attn: Any = None) -> Any:
+    def forward(self, x: Tensor, mask_pad: Tensor | None = None, mask_attn: Tensor | None = None) -> Tensor:
         for layer in self.layers:
             x = layer(x, mask_pad, mask_attn)
         return x

@@ -21,7 +21,21 @@ State = dict[str, Any]
 
 class Optimizer:
     """Base class. Subclasses implement ``_update(lr, w, g, state) -> (new_w, new_state)`` where w and
-    g are tensors on the inner backend and state is None on a param's first step."""
+    g are tensors on the inner backend and state is None on a param's first step.
+
+    ``step(lr, model, grads)`` updates the model's params in place and returns it; ``record()`` and
+    ``load_record()`` save and restore the per-param state (keyed by param id).
+
+    >>> dev = burn.device("cpu", autodiff=True)
+    >>> model = nn.LinearConfig(2, 1).init(dev)
+    >>> grads = model(burn.ones((4, 2), device=dev)).sum().backward()   # d loss / d weight = 4
+    >>> opt = burn.optim.AdamConfig().init()
+    >>> model = opt.step(1e-3, model, grads)
+    >>> record = opt.record()
+    >>> record["optimizer"], sorted(record["states"]) == sorted(p.id for p in model.params())
+    ('Adam', True)
+    >>> resumed = burn.optim.AdamConfig().init().load_record(record)
+    """
 
     def __init__(self, config: Any) -> None:
         self.config = config

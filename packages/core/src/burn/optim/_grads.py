@@ -14,6 +14,13 @@ class GradientsParams:
 
     Build it from ``loss.backward()`` with ``GradientsParams.from_grads(grads, model)``, or by hand with
     ``register(param_id, tensor)`` (optimizers accept either this or a ``burn.Gradients``).
+
+    >>> dev = burn.device("cpu", autodiff=True)
+    >>> model = nn.LinearConfig(2, 1).init(dev)
+    >>> grads = model(burn.ones((4, 2), device=dev)).sum().backward()   # d loss / d weight = 4
+    >>> params = GradientsParams.from_grads(grads, model)
+    >>> len(params), params.get(model.weight.id).tolist()
+    (2, [[4.0], [4.0]])
     """
 
     def __init__(self, grads: dict[str, Tensor] | None = None) -> None:
@@ -82,9 +89,15 @@ class GradientsParams:
 class GradientsAccumulator:
     """Sum gradients over several backward passes (gradient accumulation).
 
+    >>> dev = burn.device("cpu", autodiff=True)
+    >>> model = nn.LinearConfig(2, 1).init(dev)
     >>> acc = GradientsAccumulator()
-    >>> acc.accumulate(model, GradientsParams.from_grads(loss.backward(), model))   # doctest: +SKIP
-    >>> model = opt.step(lr, model, acc.grads())                                     # doctest: +SKIP
+    >>> for _ in range(3):   # three backward passes, gradient 1 each
+    ...     acc.accumulate(model, model(burn.ones((1, 2), device=dev)).sum().backward())
+    >>> grads = acc.grads()   # summed; the accumulator starts over
+    >>> grads.get(model.weight.id).tolist(), acc.count
+    ([[3.0], [3.0]], 0)
+    >>> model = burn.optim.SgdConfig().init().step(0.1, model, grads)
     """
 
     def __init__(self) -> None:

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..config import Config, check
-from ._base import Optimizer, check_common, decay
+from ._base import Optimizer, State, check_common, decay
 from ._clipping import GradientClipping
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
 
 
 class RmsPropConfig(Config):
     """sq = alpha * sq + (1 - alpha) * g^2; avg = sq - gavg^2 (centred, gavg the running mean of g) or
-    sq; step = g / (sqrt(avg) + eps); with momentum: buf = momentum * buf + step, w -= lr * buf."""
+    sq; step = g / (sqrt(avg) + eps); with momentum: buf = momentum * buf + step, w -= lr * buf.
+
+    >>> dev = burn.device("cpu", autodiff=True)
+    >>> model = nn.LinearConfig(2, 1).init(dev)
+    >>> grads = model(burn.ones((4, 2), device=dev)).sum().backward()   # d loss / d weight = 4
+    >>> before = model.weight.val().numpy()
+    >>> model = burn.optim.RmsPropConfig(alpha=0.99).init().step(0.1, model, grads)
+    >>> np.allclose(before - model.weight.val().numpy(), 1.0, atol=1e-4)   # 10 * lr: g / sqrt(0.01 g^2)
+    True
+    """
 
     alpha: float = 0.99
     epsilon: float = 1e-5
@@ -26,9 +40,21 @@ class RmsPropConfig(Config):
 
 
 class RmsProp(Optimizer):
+    """RMSProp, built by ``RmsPropConfig.init()``; keeps square_avg, plus grad_avg (centered) and
+    momentum (momentum > 0).
+
+    >>> dev = burn.device("cpu", autodiff=True)
+    >>> model = nn.LinearConfig(2, 1).init(dev)
+    >>> grads = model(burn.ones((4, 2), device=dev)).sum().backward()   # d loss / d weight = 4
+    >>> opt = burn.optim.RmsPropConfig(centered=True).init()
+    >>> model = opt.step(1e-3, model, grads)
+    >>> [sorted(state) for state in opt.record()["states"].values()]   # weight, bias
+    [['grad_avg', 'square_avg'], ['grad_avg', 'square_avg']]
+    """
+
     config: RmsPropConfig
 
-    def _state_keys(self):
+    def _state_keys(self) -> tuple[str, ...]:
         keys = ["square_avg"]
         if self.config.centered:
             keys.append("grad_avg")
@@ -36,19 +62,22 @@ class RmsProp(Optimizer):
             keys.append("momentum")
         return tuple(keys)
 
-    def _update(self, lr, w, g, state):
+    def _update(self, lr: float, w: Tensor, g: Tensor, state: State | None) -> tuple[Tensor, State]:
         c = self.config
         g = decay(w, g, c.weight_decay)
-        first = state is None
-        sq = g * g * (1.0 - c.alpha) if first else state["square_avg"] * c.alpha + g * g * (1.0 - c.alpha)
+        sq = (
+            g * g * (1.0 - c.alpha)
+            if state is None
+            else state["square_avg"] * c.alpha + g * g * (1.0 - c.alpha)
+        )
         new = {"square_avg": sq}
         avg = sq
         if c.centered:
-            gavg = g * (1.0 - c.alpha) if first else state["grad_avg"] * c.alpha + g * (1.0 - c.alpha)
+            gavg = g * (1.0 - c.alpha) if state is None else state["grad_avg"] * c.alpha + g * (1.0 - c.alpha)
             new["grad_avg"] = gavg
             avg = sq - gavg * gavg
         step = g / (avg.sqrt() + c.epsilon)
         if c.momentum:
-            step = step if first else state["momentum"] * c.momentum + step
+            step = step if state is None else state["momentum"] * c.momentum + step
             new["momentum"] = step
         return w - step * lr, new

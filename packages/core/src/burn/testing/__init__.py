@@ -28,7 +28,7 @@ __all__ = ["SPECS", "CoreOnlyBackend", "OpSpec"]
 _LAZY = {"CoreOnlyBackend": "._core_only", "OpSpec": "._specs", "SPECS": "._specs"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         value = getattr(_import_module(_LAZY[name], __name__), name)
         globals()[name] = value

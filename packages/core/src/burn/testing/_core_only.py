@@ -8,6 +8,9 @@ when a test asks for the backends under test.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from burn._ndarray import NdArrayBackend
 from burn.backend import Backend
 from burn.plugins import BackendSpec, hookimpl
@@ -15,8 +18,8 @@ from burn.plugins import BackendSpec, hookimpl
 _CORE = tuple(Backend.missing_core())  # every @required method name of the contract
 
 
-def _delegate(name: str):
-    def method(self, *args, **kwargs):
+def _delegate(name: str) -> Callable[..., Any]:
+    def method(self: CoreOnlyBackend, *args: Any, **kwargs: Any) -> Any:
         return getattr(self._numpy, name)(*args, **kwargs)
 
     method.__name__ = name
@@ -41,7 +44,7 @@ assert not CoreOnlyBackend.missing_core(), CoreOnlyBackend.missing_core()
 
 
 @hookimpl
-def burn_register_backends(register):
+def burn_register_backends(register: Callable[[BackendSpec], None]) -> None:
     register(
         BackendSpec(
             name="core-only",

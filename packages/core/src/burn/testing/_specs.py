@@ -27,6 +27,9 @@ NUM = (*FLOATS, *INTS)
 ALL = (*NUM, "int8", "uint8", "bool")
 
 # (rtol, atol) per dtype; ints and bool compare exactly
+# inputs(rng, dtype name) -> the op's input arrays
+Inputs = Callable[[np.random.Generator, str], list[np.ndarray]]
+
 TOL = {F16: (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2), F32: (1e-5, 1e-5), F64: (1e-10, 1e-10)}
 
 
@@ -34,7 +37,7 @@ TOL = {F16: (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2), F32: (1e-5, 1e-5), F64: (1e-
 class OpSpec:
     name: str
     call: Callable[..., Any]
-    inputs: Callable[[np.random.Generator, str], list[np.ndarray]]
+    inputs: Inputs
     dtypes: tuple[str, ...] = FLOATS
     ref: Callable[..., Any] | None = None
     tol: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -56,21 +59,21 @@ def _values(rng: np.random.Generator, dtype: str, shape: tuple[int, ...], kind: 
     if dtype in INTS or dtype in ("int8", "uint8"):
         lo = 1 if kind in ("pos", "unit") else (0 if dtype == "uint8" else -5)
         return rng.integers(lo, 6, shape).astype(dtype)
-    x = {
+    draw: dict[str, Callable[[tuple[int, ...]], Any]] = {
         "normal": rng.standard_normal,
         "pos": lambda s: rng.random(s) + 0.1,
         "unit": lambda s: rng.random(s) * 1.8 - 0.9,
-    }[kind](shape)
-    return np.asarray(x).astype(dtype)
+    }
+    return np.asarray(draw[kind](shape)).astype(dtype)
 
 
-def gen(
-    *shapes: tuple[int, ...], kind: str = "normal"
-) -> Callable[[np.random.Generator, str], list[np.ndarray]]:
+def gen(*shapes: tuple[int, ...], kind: str = "normal") -> Inputs:
     return lambda rng, dtype: [_values(rng, dtype, s, kind) for s in shapes]
 
 
-def with_index(shape: tuple[int, ...], index_shape: tuple[int, ...], high: int, extra: bool = False):
+def with_index(
+    shape: tuple[int, ...], index_shape: tuple[int, ...], high: int, extra: bool = False
+) -> Inputs:
     """A value tensor, an int64 index tensor with values in [0, high), optionally a src like the index."""
 
     def make(rng: np.random.Generator, dtype: str) -> list[np.ndarray]:
@@ -82,11 +85,11 @@ def with_index(shape: tuple[int, ...], index_shape: tuple[int, ...], high: int, 
     return make
 
 
-def with_mask(shape: tuple[int, ...], mask_shape: tuple[int, ...] | None = None):
+def with_mask(shape: tuple[int, ...], mask_shape: tuple[int, ...] | None = None) -> Inputs:
     return lambda rng, dtype: [_values(rng, dtype, shape, "normal"), rng.random(mask_shape or shape) < 0.5]
 
 
-NONE = lambda rng, dtype: []  # noqa: E731  (creation ops take no inputs)
+NONE: Inputs = lambda rng, dtype: []  # noqa: E731  (creation ops take no inputs)
 S = (3, 4)
 B3 = (2, 3, 4)
 
@@ -114,7 +117,7 @@ def _module_fn(name: str) -> Callable[..., Any]:
 
 
 def _unary_rows() -> list[OpSpec]:
-    table = {
+    table: dict[str, tuple[str, Callable[..., Any], tuple[str, ...]]] = {
         # name: (input kind, numpy reference, dtypes)
         "abs": ("normal", np.abs, NUM),
         "neg": ("normal", np.negative, NUM),

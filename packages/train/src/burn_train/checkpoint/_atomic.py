@@ -63,7 +63,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes) -> str:
 def remove_stale_temps(folder: str | os.PathLike[str]) -> list[str]:
     """Delete temporary files left by writes that never finished (a killed process); returns them."""
     folder = os.fspath(folder)
-    removed = []
+    removed: list[str] = []
     if not os.path.isdir(folder):
         return removed
     for name in os.listdir(folder):

@@ -24,9 +24,10 @@ def _model_to_bytes(model: Any) -> tuple[bytes, str]:
         from burn.nn import Module
         from burn.record import to_bytes
     except ImportError:  # burn.nn/record not available: fall back to the plain record
-        Module = None
-    if Module is not None and isinstance(model, Module):
-        return to_bytes(model), "safetensors"
+        pass
+    else:
+        if isinstance(model, Module):
+            return to_bytes(model), "safetensors"
     record = {"record": model.record()}
     if hasattr(model, "param_ids"):
         record["ids"] = model.param_ids()

@@ -19,9 +19,14 @@ import argparse
 import math
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from burn_train import ClassificationOutput, LearnerBuilder, TrainOutput
+
+if TYPE_CHECKING:
+    from burn import Device, Tensor
+    from burn.data import Dataset
+    from burn.data.vision import DigitsItem
 
 BACKENDS = ("cpu", "wgpu", "cuda", "auto")
 MODULE_PROG = "python -m burn_train.examples.digits"
@@ -47,6 +52,10 @@ class _ClassifierSteps:
     """The learner's steps for a classifier on ``(images, targets)`` batches: cross-entropy of
     ``self.forward(images)`` (logits (N, classes)) against the int targets (N,). A mixin, so that this
     module needs no ``burn.nn`` at import."""
+
+    if TYPE_CHECKING:  # the model class's
+
+        def forward(self, images: Tensor) -> Tensor: ...
 
     def _output(self, batch: Any) -> ClassificationOutput:
         from burn.nn import functional as F
@@ -74,13 +83,13 @@ def make_model_class() -> type:
         Input (N, 1, 8, 8) float32, output logits (N, 10).
         """
 
-        def __init__(self, device: Any) -> None:
+        def __init__(self, device: Device) -> None:
             self.conv1 = nn.Conv2dConfig((1, 16), 3, padding=1).init(device)
             self.conv2 = nn.Conv2dConfig((16, 32), 3, padding=1).init(device)
             self.pool = nn.MaxPool2dConfig(2, stride=2).init(device)
             self.fc = nn.LinearConfig(32 * 2 * 2, 10).init(device)
 
-        def forward(self, images: Any) -> Any:
+        def forward(self, images: Tensor) -> Tensor:
             x = self.pool(F.relu(self.conv1(images)))
             x = self.pool(F.relu(self.conv2(x)))
             return self.fc(x.flatten(1))
@@ -108,7 +117,8 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     devices = [burn.device(name.strip(), autodiff=True) for name in names]
     adev = devices[0]  # the main device: model, optimizer and validation live here
     batcher = ImageClassificationBatcher(mean=0.3, std=0.4)
-    train_ds, valid_ds = DigitsDataset("train"), DigitsDataset("test")
+    train_ds: Dataset[DigitsItem] = DigitsDataset("train")
+    valid_ds: Dataset[DigitsItem] = DigitsDataset("test")
     if args.limit:
         from burn.data import PartialDataset
 

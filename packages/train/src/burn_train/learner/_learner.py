@@ -10,12 +10,14 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from .._events import EndEpochEvent, EndEvent, ItemEvent, Progress, StartEvent, StatusEvent, TrainingProgress
 from .._interrupter import sigint_deferred
 from ..processor import MetricsHub, MetricSlot, make_processor
 from ..renderer import make_renderer
+from ..renderer._state import Points
 from ._builder import LearnerConfig
 from ._strategy import DataParallel, SingleDevice, Strategy
 from ._summary import LearnerSummary
@@ -246,11 +248,19 @@ class Learner:
         return "completed"
 
     def _next_lr(self) -> float:
-        return float(self.scheduler.step()) if self.scheduler is not None else self.lr
+        if self.scheduler is not None:
+            return float(self.scheduler.step())
+        assert self.lr is not None  # a float lr when there is no scheduler (__init__)
+        return self.lr
+
+    def _fitting(self) -> Strategy:
+        """The strategy ``fit`` picked (set before the first epoch)."""
+        assert self.strategy is not None, "the strategy is picked by fit()"
+        return self.strategy
 
     def _train_epoch(self, epoch: int) -> None:
         c = self.config
-        strategy = self.strategy
+        strategy = self._fitting()
         strategy.set_epoch(epoch - 1)  # epoch e's order depends on e only: resuming replays it exactly
         sizes = [_Sizes(part) for part in strategy.loaders]
         total = sum(s.total for s in sizes)
@@ -293,7 +303,7 @@ class Learner:
         if hasattr(loader, "set_epoch"):
             loader.set_epoch(epoch - 1)
         sizes = _Sizes(loader)
-        sync_here = self.strategy.sync_here[0]  # validation runs on the main device
+        sync_here = self._fitting().sync_here[0]  # validation runs on the main device
         model = self.model.valid() if hasattr(self.model, "valid") else self.model
         if not hasattr(model, "valid_step"):
             raise TypeError(f"the model ({type(model).__name__}) must define valid_step(batch) to validate")
@@ -366,7 +376,7 @@ class Learner:
             return
         self.processor.submit(StatusEvent("writing plots…"))
         self.processor.flush(raise_errors=False)  # on screen before the ~1 s matplotlib takes
-        history = {}
+        history: dict[str, Mapping[str, Points]] = {}
         for name in self.hub.state.snapshot().numeric:
             history.update(self.hub.state.snapshot(history_of=name).history)
         folder = os.path.join(self.config.directory, "plots")

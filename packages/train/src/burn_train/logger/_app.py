@@ -38,8 +38,10 @@ class AppLogger:
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
         self.handler = logging.FileHandler(self.path, encoding="utf-8")
         if header is not None:
-            blank = "\n" if self.handler.stream.tell() > 0 else ""
-            self.handler.stream.write(f"{blank}{header or run_separator()}\n")
+            stream = self.handler.stream  # opened by FileHandler's constructor (delay=False)
+            assert stream is not None
+            blank = "\n" if stream.tell() > 0 else ""
+            stream.write(f"{blank}{header or run_separator()}\n")
             self.handler.flush()
         self.handler.setLevel(level)
         self.handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

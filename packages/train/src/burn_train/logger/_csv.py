@@ -57,7 +57,10 @@ class CsvMetricLogger:
 
     def log_item(self, split: str, progress: TrainingProgress, entries: list[Any]) -> None:
         columns = [self._column(e.name, e) for e in entries]
-        row = {"iteration": progress.iteration, "items": progress.progress.items_processed}
+        row: dict[str, int | str] = {
+            "iteration": progress.iteration,
+            "items": progress.progress.items_processed,
+        }
         for column, e in zip(columns, entries):
             row[column] = _scaled(e.value, self._unit(e.name, e)[1])
         self._writer(split, progress.epoch, columns).writerow(row)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping, Sequence
 from importlib.util import find_spec
 from typing import Any
 
@@ -20,7 +21,7 @@ def _slug(name: str) -> str:
 
 def save_plots(
     store: Any,
-    history: dict[str, dict[str, list[tuple[float, float]]]],
+    history: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]],
     directory: str,
     units: dict[str, tuple[str, float]] | None = None,
 ) -> list[str]:

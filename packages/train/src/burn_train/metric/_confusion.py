@@ -13,17 +13,20 @@ averages are computed from those sums, which equals scikit-learn's ``precision_s
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 from .._events import MetricMetadata
 from ._accuracy import class_scores, multilabel_decisions
 from ._base import Metric
 
+if TYPE_CHECKING:
+    import numpy as np
+
 _TASKS = ("multiclass", "multilabel", "binary")
 _AVERAGES = ("micro", "macro")
 
 
-def _fbeta_from_counts(tp: Any, predicted: Any, actual: Any, beta2: float) -> Any:
+def _fbeta_from_counts(tp: np.ndarray, predicted: np.ndarray, actual: np.ndarray, beta2: float) -> np.ndarray:
     """(1+b2) tp / ((1+b2) tp + b2 fn + fp) with 0 where the denominator is 0 (arrays or floats)."""
     import numpy as np
 
@@ -61,18 +64,18 @@ class _ConfusionMetric(Metric):
 
     # Burn-style constructors: PrecisionMetric.multiclass(top_k=1).with_average("macro")
     @classmethod
-    def multiclass(cls, top_k: int = 1, **kwargs: Any) -> Any:
+    def multiclass(cls, top_k: int = 1, **kwargs: Any) -> Self:
         return cls(task="multiclass", top_k=top_k, **kwargs)
 
     @classmethod
-    def multilabel(cls, threshold: float = 0.5, **kwargs: Any) -> Any:
+    def multilabel(cls, threshold: float = 0.5, **kwargs: Any) -> Self:
         return cls(task="multilabel", threshold=threshold, **kwargs)
 
     @classmethod
-    def binary(cls, threshold: float = 0.5, **kwargs: Any) -> Any:
+    def binary(cls, threshold: float = 0.5, **kwargs: Any) -> Self:
         return cls(task="binary", threshold=threshold, **kwargs)
 
-    def with_average(self, average: str) -> Any:
+    def with_average(self, average: str) -> Self:
         return type(self)(self.task, average, self.top_k, self.threshold, self.sigmoid, self.beta)
 
     @property
@@ -120,6 +123,7 @@ class _ConfusionMetric(Metric):
         elif self.kind == "recall":
             per_class = np.divide(tp, actual, out=np.zeros(tp.shape), where=actual > 0)
         else:
+            assert beta2 is not None  # kind == "fbeta"
             per_class = _fbeta_from_counts(tp, pred, actual, beta2)
         return float(per_class.mean())
 

@@ -79,7 +79,9 @@ class MetricsHub:
 
     # ---------------------------------------------------------------- handlers
     def _on_start(self, event: StartEvent) -> None:
-        numeric, text, formatters = [], [], {}
+        numeric: list[str] = []
+        text: list[str] = []
+        formatters: dict[str, Any] = {}
         for slots in self.metrics.values():
             for slot in slots:
                 slot.metric.clear()  # a metric reused by a second fit starts from nothing

@@ -12,7 +12,7 @@ from ._select import make_renderer
 from ._state import DashboardState, Snapshot, SplitView
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name == "TuiRenderer":  # rich loads only when the TUI is used
         from ._tui import TuiRenderer
 

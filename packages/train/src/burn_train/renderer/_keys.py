@@ -49,7 +49,7 @@ class KeyReader:
             self._fd = self.stream.fileno()
         except (AttributeError, ValueError, OSError):
             return False
-        if os.name == "nt":
+        if sys.platform == "win32":  # os.name == "nt"; a check mypy understands
             self.active = True
             return True
         try:
@@ -67,7 +67,7 @@ class KeyReader:
         """Keys typed since the last call; never waits."""
         if not self.active:
             return []
-        if os.name == "nt":
+        if sys.platform == "win32":  # os.name == "nt"; a check mypy understands
             import msvcrt
 
             chars = []

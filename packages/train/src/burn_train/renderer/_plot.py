@@ -7,13 +7,16 @@ each series; ``chart_text`` joins them for tests and plain output.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
+
+Series = Mapping[str, Sequence[tuple[float, float]]]  # split name -> (x, y) points
 
 # Bit of each dot in a braille cell, indexed [row][col] (Unicode braille patterns, U+2800 base).
 _DOT_BITS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))
 _BRAILLE = 0x2800
 
 
-def _finite(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+def _finite(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
     return [(x, y) for x, y in points if math.isfinite(x) and math.isfinite(y)]
 
 
@@ -36,7 +39,7 @@ def _line(x0: int, y0: int, x1: int, y1: int) -> list[tuple[int, int]]:
             y0 += sy
 
 
-def bounds(series: dict[str, list[tuple[float, float]]]) -> tuple[float, float, float, float] | None:
+def bounds(series: Series) -> tuple[float, float, float, float] | None:
     """(x_min, x_max, y_min, y_max) over every finite point, padded so a flat line is drawable."""
     pts = [p for points in series.values() for p in _finite(points)]
     if not pts:
@@ -51,9 +54,7 @@ def bounds(series: dict[str, list[tuple[float, float]]]) -> tuple[float, float, 
     return x0, x1, y0, y1
 
 
-def braille_chart(
-    series: dict[str, list[tuple[float, float]]], width: int, height: int
-) -> list[list[tuple[str, str]]]:
+def braille_chart(series: Series, width: int, height: int) -> list[list[tuple[str, str]]]:
     """Rows (top first) of (text, series-name-or-"") runs drawing every series in a width x height box."""
     width, height = max(1, width), max(1, height)
     box = bounds(series)
@@ -95,7 +96,7 @@ def braille_chart(
     return rows
 
 
-def chart_text(series: dict[str, list[tuple[float, float]]], width: int, height: int) -> str:
+def chart_text(series: Series, width: int, height: int) -> str:
     """The chart as plain text (one line per row)."""
     return "\n".join("".join(text for text, _ in row) for row in braille_chart(series, width, height))
 

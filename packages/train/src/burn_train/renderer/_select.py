@@ -5,6 +5,7 @@ or a name a plugin registered through ``burn_register_renderers``."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from importlib.util import find_spec
 from typing import Any
 
@@ -20,7 +21,7 @@ def _tui(**kwargs: Any) -> Renderer:
     return TuiRenderer(**kwargs)
 
 
-BUILTIN = {"tui": _tui, "cli": CliRenderer, "none": NoneRenderer}
+BUILTIN: dict[str, Callable[..., Renderer]] = {"tui": _tui, "cli": CliRenderer, "none": NoneRenderer}
 
 
 def _stdout_is_terminal() -> bool:

@@ -13,13 +13,18 @@ so they show on an 80x24 terminal.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .._sync import threads_available
 from ._base import Renderer, fmt_duration
 from ._keys import KeyReader
-from ._plot import bounds, braille_chart
+from ._plot import Series, bounds, braille_chart
 from ._state import Snapshot
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions
+    from rich.segment import Segment
 
 SERIES_STYLE = {"train": "cyan", "valid": "magenta"}
 PLOT_KINDS = ("recent", "full")
@@ -29,10 +34,10 @@ RECENT_POINTS = 300
 class _Chart:
     """A renderable line chart sized to the space rich gives it."""
 
-    def __init__(self, series: dict[str, list[tuple[float, float]]], fmt: Any) -> None:
+    def __init__(self, series: Series, fmt: Callable[[float], str]) -> None:
         self.series, self.fmt = series, fmt
 
-    def __rich_console__(self, console: Any, options: Any):
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Segment]:
         from rich.segment import Segment
         from rich.style import Style
 
@@ -220,7 +225,7 @@ class TuiRenderer(Renderer):
             layout["status"].update(self._popup_panel())
         return layout
 
-    def _plot_title(self, names: list[str], selected: str | None) -> Any:
+    def _plot_title(self, names: Sequence[str], selected: str | None) -> Any:
         """Every metric's tab when they fit the panel, else the selected one as ``Loss [1/7]``."""
         from rich.text import Text
 
@@ -261,7 +266,7 @@ class TuiRenderer(Renderer):
                 subtitle=hints,
                 subtitle_align="right",
             )
-        series = snap.history.get(selected, {})
+        series: Series = snap.history.get(selected, {})
         if self.plot_kind == "recent":
             train = series.get("train", [])[-RECENT_POINTS:]
             x0 = train[0][0] if train else -float("inf")
@@ -353,7 +358,10 @@ class TuiRenderer(Renderer):
         grid.add_row(
             Text(f"[{mode}] epoch {snap.epoch}/{snap.epoch_total}"),
             ProgressBar(
-                total=max(total, 1), completed=done, style="grey23", complete_style=SERIES_STYLE.get(mode)
+                total=max(total, 1),
+                completed=done,
+                style="grey23",
+                complete_style=SERIES_STYLE.get(mode, "bar.complete"),
             ),
             Text(
                 f"{100 * view.progress.fraction:5.1f}%  ETA {fmt_duration(view.eta_seconds(snap.now))}"

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..._errors import ShapeError
+
+if TYPE_CHECKING:
+    from ..._device import DeviceLike
+    from ..._tensor import Tensor
 
 # Integer pixel types are scaled to [0, 1] by their maximum; float images are taken as they are.
 _SCALE = {"uint8": 255.0, "uint16": 65535.0}
@@ -75,7 +79,7 @@ class ImageClassificationBatcher:
         std = np.asarray(self.std, np.float32).reshape(1, -1, 1, 1)
         return (x - mean) / std
 
-    def batch(self, items: Sequence[Any], device: Any) -> tuple[Any, Any]:
+    def batch(self, items: Sequence[Any], device: DeviceLike) -> tuple[Tensor, Tensor]:
         """``(images (N, C, H, W) float32, targets (N,) int64 or the backend's int)`` tensors on ``device``."""
         import numpy as np
 

@@ -48,6 +48,15 @@ def read_idx(path: Any, *, expect_magic: int | None = None) -> Any:
 
     ``expect_magic`` (e.g. ``0x00000803`` for MNIST images: unsigned bytes, 3 dims) rejects any other
     type or rank. Returns a read-only numpy array of the file's shape, in native byte order.
+
+    >>> import os, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "labels-idx1-ubyte")
+    ...     with open(path, "wb") as fh:   # magic 0x00000801 (unsigned bytes, 1 dim), size 3, the values
+    ...         _ = fh.write(bytes([0, 0, 8, 1, 0, 0, 0, 3, 7, 2, 1]))
+    ...     labels = burn.data.vision.read_idx(path, expect_magic=0x00000801)
+    >>> labels.shape, labels.tolist()
+    ((3,), [7, 2, 1])
     """
     import numpy as np
 

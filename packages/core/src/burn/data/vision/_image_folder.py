@@ -61,6 +61,17 @@ class ImageFolderDataset(DatasetBase[ImageDatasetItem]):
     ``new_coco_detection``. ``classes`` lists the class names; labels index into it.
 
     Items are ``ImageDatasetItem(image (H, W, C) uint8, annotation, image_path)``.
+
+    >>> import os, tempfile
+    >>> from PIL import Image
+    >>> with tempfile.TemporaryDirectory() as root:
+    ...     for name in ("cat", "dog"):   # root/cat/1.png, root/dog/1.png
+    ...         os.makedirs(os.path.join(root, name))
+    ...         Image.new("RGB", (4, 3)).save(os.path.join(root, name, "1.png"))
+    ...     ds = ImageFolderDataset.new_classification(root)
+    ...     item = ds[1]
+    >>> ds.classes, len(ds), item.image.shape, item.label
+    (['cat', 'dog'], 2, (3, 4, 3), 1)
     """
 
     def __init__(

@@ -42,9 +42,15 @@ class MnistDataset(DatasetBase[MnistItem]):
     dataset is built: magic numbers, sizes against the header, equal image and label counts.
     Items are ``MnistItem(image (H, W) uint8, label int)``.
 
-    >>> ds = MnistDataset("data/mnist", "train")   # doctest: +SKIP
-    >>> ds[0].image.shape, ds[0].label              # doctest: +SKIP
-    ((28, 28), 5)
+    >>> import os, tempfile
+    >>> with tempfile.TemporaryDirectory() as root:   # one 2x2 image labelled 7, in IDX files
+    ...     with open(os.path.join(root, "train-images-idx3-ubyte"), "wb") as fh:
+    ...         _ = fh.write(bytes([0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 2, 0, 64, 128, 255]))
+    ...     with open(os.path.join(root, "train-labels-idx1-ubyte"), "wb") as fh:
+    ...         _ = fh.write(bytes([0, 0, 8, 1, 0, 0, 0, 1, 7]))
+    ...     ds = MnistDataset(root, "train")
+    >>> len(ds), ds[0].image.tolist(), ds[0].label
+    (1, [[0, 64], [128, 255]], 7)
     """
 
     def __init__(self, root: Any, split: str = "train") -> None:

@@ -24,12 +24,22 @@ def _float(op: str, x: Any) -> Tensor:
 
 
 def relu(x: Tensor) -> Tensor:
-    """max(x, 0), element-wise."""
+    """max(x, 0), element-wise. x: any shape -> same shape.
+
+    >>> F.relu(burn.tensor([-1.0, 0.0, 2.0])).tolist()
+    [0.0, 0.0, 2.0]
+    """
     return _check_tensor("relu", x)._unary("relu")
 
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
-    """x * Phi(x) (``approximate="tanh"``: the tanh approximation)."""
+    """x * Phi(x) (``approximate="tanh"``: the tanh approximation). x: any shape -> same shape.
+
+    >>> [round(v, 4) for v in F.gelu(burn.tensor([-1.0, 0.0, 1.0])).tolist()]
+    [-0.1587, 0.0, 0.8413]
+    >>> round(F.gelu(burn.tensor([1.0]), approximate="tanh").item(), 4)
+    0.8412
+    """
     ops = {"none": "gelu", "tanh": "gelu_tanh"}
     if approximate not in ops:
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
@@ -37,20 +47,38 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
 
 
 def silu(x: Tensor) -> Tensor:
-    """x * sigmoid(x)."""
+    """x * sigmoid(x). x: any shape -> same shape.
+
+    >>> [round(v, 4) for v in F.silu(burn.tensor([-1.0, 0.0, 1.0])).tolist()]
+    [-0.2689, 0.0, 0.7311]
+    """
     return _float("silu", x)._unary("silu")
 
 
 def sigmoid(x: Tensor) -> Tensor:
+    """1 / (1 + exp(-x)). x: any shape -> same shape.
+
+    >>> [round(v, 4) for v in F.sigmoid(burn.tensor([0.0, 2.0])).tolist()]
+    [0.5, 0.8808]
+    """
     return _float("sigmoid", x)._unary("sigmoid")
 
 
 def tanh(x: Tensor) -> Tensor:
+    """Hyperbolic tangent. x: any shape -> same shape.
+
+    >>> [round(v, 4) for v in F.tanh(burn.tensor([-1.0, 0.0, 1.0])).tolist()]
+    [-0.7616, 0.0, 0.7616]
+    """
     return _float("tanh", x)._unary("tanh")
 
 
 def softplus(x: Tensor, beta: float = 1.0) -> Tensor:
-    """log(1 + exp(beta * x)) / beta."""
+    """log(1 + exp(beta * x)) / beta. x: any shape -> same shape.
+
+    >>> round(F.softplus(burn.zeros(1)).item(), 4), round(F.softplus(burn.zeros(1), beta=2.0).item(), 4)
+    (0.6931, 0.3466)
+    """
     x = _float("softplus", x)
     if beta <= 0:
         raise ValueError(f"softplus: beta must be positive, got {beta}")
@@ -60,12 +88,21 @@ def softplus(x: Tensor, beta: float = 1.0) -> Tensor:
 
 
 def mish(x: Tensor) -> Tensor:
-    """x * tanh(softplus(x))."""
+    """x * tanh(softplus(x)). x: any shape -> same shape.
+
+    >>> round(F.mish(burn.ones(1)).item(), 4)
+    0.8651
+    """
     return _float("mish", x)._unary("mish")
 
 
 def hard_sigmoid(x: Tensor, alpha: float = 1.0 / 6.0, beta: float = 0.5) -> Tensor:
-    """clamp(alpha * x + beta, 0, 1); the defaults are PyTorch's hardsigmoid (Burn uses 0.2, 0.5)."""
+    """clamp(alpha * x + beta, 0, 1); the defaults are PyTorch's hardsigmoid (Burn uses 0.2, 0.5).
+    x: any shape -> same shape.
+
+    >>> F.hard_sigmoid(burn.tensor([-3.0, 0.0, 3.0])).tolist()
+    [0.0, 0.5, 1.0]
+    """
     x = _float("hard_sigmoid", x)
     if alpha == 1.0 / 6.0 and beta == 0.5:
         return x._unary("hard_sigmoid")
@@ -73,13 +110,22 @@ def hard_sigmoid(x: Tensor, alpha: float = 1.0 / 6.0, beta: float = 0.5) -> Tens
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
-    """x where x >= 0, else negative_slope * x."""
+    """x where x >= 0, else negative_slope * x. x: any shape -> same shape.
+
+    >>> F.leaky_relu(burn.tensor([-2.0, 2.0]), negative_slope=0.5).tolist()
+    [-1.0, 2.0]
+    """
     x = _float("leaky_relu", x)
     return _wrap(x.backend.leaky_relu(x.primitive, float(negative_slope)), x.backend)
 
 
 def prelu(x: Tensor, alpha: Tensor) -> Tensor:
-    """Leaky relu with a learned slope: ``alpha`` (1,) for all, or (C,) per channel (dim 1 of x)."""
+    """Leaky relu with a learned slope: ``alpha`` (1,) for all, or (C,) per channel (dim 1 of x).
+    x: (N, C, ...) -> same shape.
+
+    >>> F.prelu(burn.tensor([[-1.0, -1.0]]), burn.tensor([0.25, 0.5])).tolist()
+    [[-0.25, -0.5]]
+    """
     x = _float("prelu", x)
     alpha = _check_tensor("prelu", alpha, "alpha")
     if alpha.ndim != 1:
@@ -94,14 +140,22 @@ def prelu(x: Tensor, alpha: Tensor) -> Tensor:
 
 
 def softmax(x: Tensor, dim: int) -> Tensor:
-    """exp(x) / sum(exp(x)) along ``dim`` (computed stably)."""
+    """exp(x) / sum(exp(x)) along ``dim`` (computed stably). x: any shape -> same shape.
+
+    >>> [round(v, 4) for v in F.softmax(burn.tensor([1.0, 2.0, 3.0]), dim=0).tolist()]
+    [0.09, 0.2447, 0.6652]
+    """
     x = _float("softmax", x)
     d = norm_dim("softmax", dim, x.ndim)
     return _wrap(x.backend.softmax(x.primitive, d), x.backend)
 
 
 def log_softmax(x: Tensor, dim: int) -> Tensor:
-    """log(softmax(x, dim)), computed stably."""
+    """log(softmax(x, dim)), computed stably. x: any shape -> same shape.
+
+    >>> [round(v, 4) for v in F.log_softmax(burn.zeros((1, 4)), dim=1)[0].tolist()]   # log(1/4)
+    [-1.3863, -1.3863, -1.3863, -1.3863]
+    """
     x = _float("log_softmax", x)
     d = norm_dim("log_softmax", dim, x.ndim)
     return _wrap(x.backend.log_softmax(x.primitive, d), x.backend)
@@ -111,6 +165,12 @@ def dropout(x: Tensor, prob: float, training: bool | None = None) -> Tensor:
     """Zero each element with probability ``prob`` and scale the rest by 1 / (1 - prob).
 
     ``training=None`` follows Burn: active only when x lives on an autodiff device.
+    x: any shape -> same shape.
+
+    >>> F.dropout(burn.ones(3), 0.5).tolist()   # not on an autodiff device: unchanged
+    [1.0, 1.0, 1.0]
+    >>> sorted(set(F.dropout(burn.ones(100), 0.5, training=True).tolist()))
+    [0.0, 2.0]
     """
     x = _float("dropout", x)
     if not 0.0 <= prob <= 1.0:
@@ -130,6 +190,10 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight + bias with Burn's layout: weight (d_input, d_output), bias (d_output,).
 
     x: (..., d_input) -> (..., d_output).
+
+    >>> y = F.linear(burn.ones((2, 3)), burn.ones((3, 4)), burn.full((4,), 0.5))
+    >>> y.shape, y[0, 0].item()
+    ((2, 4), 3.5)
     """
     x = _check_tensor("linear", x)
     weight = _check_tensor("linear", weight, "weight")

@@ -42,6 +42,12 @@ def cross_entropy(
     With smoothing eps the target distribution is (1 - eps) * one_hot + eps / C. ``weight`` (C,)
     scales each class; the mean divides by the summed weights of the counted targets. Targets equal to
     ``ignore_index`` add nothing and are not counted. Returns a scalar, or (N,) for ``reduction="none"``.
+
+    >>> logits = burn.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    >>> [round(v, 4) for v in F.cross_entropy(logits, burn.tensor([0, 2]), reduction="none").tolist()]
+    [0.2395, 1.0986]
+    >>> round(F.cross_entropy(logits, burn.tensor([0, 2])).item(), 4)
+    0.6691
     """
     logits = _float("cross_entropy", logits)
     targets = _check_tensor("cross_entropy", targets, "targets")
@@ -93,7 +99,13 @@ def cross_entropy(
 def binary_cross_entropy(
     probs: Tensor, targets: Tensor, weight: Tensor | None = None, reduction: str = "mean"
 ) -> Tensor:
-    """-(t log p + (1 - t) log(1 - p)), element-wise, with logs clamped at -100 as in PyTorch."""
+    """-(t log p + (1 - t) log(1 - p)), element-wise, with logs clamped at -100 as in PyTorch.
+
+    probs and targets: the same shape -> a scalar, or that shape for ``reduction="none"``.
+
+    >>> round(F.binary_cross_entropy(burn.tensor([0.5, 0.9]), burn.tensor([1.0, 1.0])).item(), 4)
+    0.3993
+    """
     probs = _float("binary_cross_entropy", probs)
     targets = _float("binary_cross_entropy", targets)
     _same_shape("binary_cross_entropy", probs, targets, "probs/targets")
@@ -113,7 +125,14 @@ def binary_cross_entropy_with_logits(
     reduction: str = "mean",
 ) -> Tensor:
     """Binary cross-entropy of sigmoid(logits), computed stably as
-    (1 - t) * x + (1 + (pos_weight - 1) * t) * softplus(-x)."""
+    (1 - t) * x + (1 + (pos_weight - 1) * t) * softplus(-x).
+
+    logits and targets: the same shape -> a scalar, or that shape for ``reduction="none"``.
+
+    >>> loss = F.binary_cross_entropy_with_logits(burn.zeros(2), burn.tensor([0.0, 1.0]))
+    >>> round(loss.item(), 4)   # log 2: sigmoid(0) = 0.5 for either target
+    0.6931
+    """
     x = _float("binary_cross_entropy_with_logits", logits)
     t = _float("binary_cross_entropy_with_logits", targets)
     _same_shape("binary_cross_entropy_with_logits", x, t, "logits/targets")
@@ -125,7 +144,13 @@ def binary_cross_entropy_with_logits(
 
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """(input - target)^2, element-wise."""
+    """(input - target)^2, element-wise; the same shapes -> a scalar, or that shape for "none".
+
+    >>> F.mse_loss(burn.tensor([1.0, 2.0]), burn.tensor([1.0, 4.0])).item()
+    2.0
+    >>> F.mse_loss(burn.tensor([1.0, 2.0]), burn.tensor([1.0, 4.0]), reduction="sum").item()
+    4.0
+    """
     input, target = _float("mse_loss", input), _float("mse_loss", target)
     _same_shape("mse_loss", input, target)
     diff = input - target
@@ -142,14 +167,24 @@ def _huber(op: str, input: Tensor, target: Tensor, delta: float) -> Tensor:
 
 
 def huber_loss(input: Tensor, target: Tensor, delta: float = 1.0, reduction: str = "mean") -> Tensor:
-    """0.5 r^2 if |r| <= delta else delta * (|r| - 0.5 delta), with r = input - target."""
+    """0.5 r^2 if |r| <= delta else delta * (|r| - 0.5 delta), with r = input - target; the same
+    shapes -> a scalar, or that shape for ``reduction="none"``.
+
+    >>> F.huber_loss(burn.zeros(2), burn.tensor([0.5, 3.0]), reduction="none").tolist()
+    [0.125, 2.5]
+    """
     if delta <= 0:
         raise ValueError(f"huber_loss: delta must be positive, got {delta}")
     return _reduce("huber_loss", _huber("huber_loss", input, target, delta), reduction)
 
 
 def smooth_l1_loss(input: Tensor, target: Tensor, beta: float = 1.0, reduction: str = "mean") -> Tensor:
-    """0.5 r^2 / beta if |r| < beta else |r| - 0.5 beta (beta = 0: plain L1)."""
+    """0.5 r^2 / beta if |r| < beta else |r| - 0.5 beta (beta = 0: plain L1), with r = input - target;
+    the same shapes -> a scalar, or that shape for ``reduction="none"``.
+
+    >>> F.smooth_l1_loss(burn.zeros(2), burn.tensor([0.5, 3.0]), beta=2.0, reduction="none").tolist()
+    [0.0625, 2.0]
+    """
     if beta < 0:
         raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
     if beta == 0:
@@ -164,6 +199,11 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean", log_target: b
 
     ``input`` holds log-probabilities; ``reduction="batchmean"`` divides the sum by the batch size
     (the mathematically correct KL); ``"mean"`` averages over every element, as PyTorch.
+    input and target: the same shape (N, ...).
+
+    >>> log_q = burn.tensor([[0.5, 0.5]]).log()
+    >>> round(F.kl_div(log_q, burn.tensor([[1.0, 0.0]]), reduction="batchmean").item(), 4)   # log 2
+    0.6931
     """
     input, target = _float("kl_div", input), _float("kl_div", target)
     _same_shape("kl_div", input, target)

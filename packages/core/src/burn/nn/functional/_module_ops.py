@@ -29,7 +29,14 @@ from ._module_args import (
 IntOrTuple = int | tuple[int, ...]
 
 
-def _padding(op: str, x: Tensor, padding: Any, kernel, stride, dilation) -> tuple[Tensor, tuple[int, ...]]:
+def _padding(
+    op: str,
+    x: Tensor,
+    padding: Any,
+    kernel: tuple[int, ...],
+    stride: tuple[int, ...],
+    dilation: tuple[int, ...],
+) -> tuple[Tensor, tuple[int, ...]]:
     """Numeric padding, or "valid" (none) / "same" (stride 1; an odd total pads one more at the end,
     as PyTorch, by padding x itself)."""
     nd = len(kernel)
@@ -47,7 +54,17 @@ def _padding(op: str, x: Tensor, padding: Any, kernel, stride, dilation) -> tupl
     return x, tuple(t // 2 for t in total)
 
 
-def _conv(op: str, nd: int, x, weight, bias, stride, padding, dilation, groups) -> Tensor:
+def _conv(
+    op: str,
+    nd: int,
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: IntOrTuple,
+    padding: Any,
+    dilation: IntOrTuple,
+    groups: int,
+) -> Tensor:
     x = spatial_input(op, x, nd)
     weight, bias = weight_and_bias(op, x, weight, bias, nd)
     groups = int_arg(op, groups, "groups", 1)
@@ -129,7 +146,18 @@ def conv3d(
     return _conv("conv3d", 3, x, weight, bias, stride, padding, dilation, groups)
 
 
-def _conv_transpose(op, nd, x, weight, bias, stride, padding, output_padding, groups, dilation) -> Tensor:
+def _conv_transpose(
+    op: str,
+    nd: int,
+    x: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: IntOrTuple,
+    padding: IntOrTuple,
+    output_padding: IntOrTuple,
+    groups: int,
+    dilation: IntOrTuple,
+) -> Tensor:
     x = spatial_input(op, x, nd)
     weight, bias = weight_and_bias(op, x, weight, bias, nd)
     groups = int_arg(op, groups, "groups", 1)
@@ -324,7 +352,7 @@ def interpolate(
     if size is not None:
         out = ints(op, size, nd, "size", 1)
     else:
-        scales = (scale_factor,) * nd if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
+        scales = (scale_factor,) * nd if isinstance(scale_factor, (int, float)) else tuple(scale_factor)  # type: ignore[arg-type]  # size is None: scale_factor is given
         if len(scales) != nd or not all(isinstance(s, (int, float)) and s > 0 for s in scales):
             raise ValueError(
                 f"{op}: scale_factor must be a positive number or {nd} of them, got {scale_factor!r}"

@@ -5,6 +5,7 @@ and PyTorch's normalisation layers."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import overload
 
 from ..._errors import ShapeError
 from ..._tensor import Tensor
@@ -32,6 +33,9 @@ def layer_norm(
     """Normalise over the trailing ``normalized_shape`` dims, then scale by weight and shift by bias.
 
     x: (..., *normalized_shape) -> same shape.
+
+    >>> [round(v, 4) for v in F.layer_norm(burn.tensor([[1.0, 3.0]]), 2)[0].tolist()]
+    [-1.0, 1.0]
     """
     x = _float("layer_norm", x)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
@@ -49,6 +53,10 @@ def layer_norm(
     return out
 
 
+@overload
+def _channel_view(op: str, x: Tensor, t: Tensor, arg: str) -> Tensor: ...
+@overload
+def _channel_view(op: str, x: Tensor, t: Tensor | None, arg: str) -> Tensor | None: ...
 def _channel_view(op: str, x: Tensor, t: Tensor | None, arg: str) -> Tensor | None:
     if t is None:
         return None
@@ -84,8 +92,14 @@ def batch_norm(
     training: bool = False,
     eps: float = 1e-5,
 ) -> Tensor:
-    """Batch norm over (N, C, ...). ``training=False`` uses the running statistics; ``True`` the
-    batch's (the ``BatchNorm`` module also updates its running statistics).
+    """Batch norm over (N, C, ...) -> same shape; running_mean, running_var, weight and bias are (C,).
+    ``training=False`` uses the running statistics; ``True`` the batch's (the ``BatchNorm`` module also
+    updates its running statistics).
+
+    >>> x = burn.full((2, 3, 4), 5.0)
+    >>> y = F.batch_norm(x, burn.full((3,), 1.0), burn.full((3,), 4.0))   # (5 - 1) / sqrt(4)
+    >>> y.shape, round(y[0, 0, 0].item(), 4)
+    ((2, 3, 4), 2.0)
     """
     if training:
         return batch_norm_train(x, weight, bias, eps)[0]
@@ -107,7 +121,13 @@ def group_norm(
     bias: Tensor | None = None,
     eps: float = 1e-5,
 ) -> Tensor:
-    """Normalise (N, C, ...) over groups of C // num_groups channels and the spatial dims."""
+    """Normalise (N, C, ...) over groups of C // num_groups channels and the spatial dims -> same shape;
+    weight and bias are (C,).
+
+    >>> y = F.group_norm(burn.randn((2, 6, 4, 4)), num_groups=3)
+    >>> y.shape, y.reshape(2, 3, -1).mean(2).abs().max().item() < 1e-5   # zero mean per group
+    ((2, 6, 4, 4), True)
+    """
     x = _float("group_norm", x)
     if x.ndim < 2:
         raise ShapeError(f"group_norm: input must be (N, C, ...), got shape {x.shape}")
@@ -125,7 +145,13 @@ def group_norm(
 def instance_norm(
     x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5
 ) -> Tensor:
-    """Normalise each (sample, channel) of (N, C, ...) over its spatial dims."""
+    """Normalise each (sample, channel) of (N, C, ...) over its spatial dims -> same shape; weight and
+    bias are (C,).
+
+    >>> y = F.instance_norm(burn.randn((2, 3, 8)))
+    >>> y.shape, y.mean(2).abs().max().item() < 1e-5
+    ((2, 3, 8), True)
+    """
     x = _float("instance_norm", x)
     if x.ndim < 2:
         raise ShapeError(f"instance_norm: input must be (N, C, ...), got shape {x.shape}")
@@ -133,7 +159,11 @@ def instance_norm(
 
 
 def rms_norm(x: Tensor, weight: Tensor | None = None, eps: float = 1e-5) -> Tensor:
-    """x / sqrt(mean(x^2, last dim) + eps) * weight. x: (..., d) -> same shape."""
+    """x / sqrt(mean(x^2, last dim) + eps) * weight (d,). x: (..., d) -> same shape.
+
+    >>> [round(v, 3) for v in F.rms_norm(burn.tensor([3.0, 4.0])).tolist()]   # rms = sqrt(12.5)
+    [0.849, 1.131]
+    """
     x = _float("rms_norm", x)
     _check_affine("rms_norm", weight, (x.shape[-1],), "weight")
     out = x * ((x * x).mean(-1, keepdim=True) + eps).rsqrt()

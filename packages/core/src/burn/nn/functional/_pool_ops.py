@@ -4,15 +4,27 @@ functions."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..._tensor import Tensor, _wrap
 from ._module_args import half_kernel_padding, ints, output_size_arg, spatial_input, window_out_sizes
 
+if TYPE_CHECKING:
+    from ...backend import Backend
+
 IntOrTuple = int | tuple[int, ...]
 
 
-def _window_args(op: str, x: Tensor, nd: int, kernel_size, stride, padding, dilation, ceil_mode):
+def _window_args(
+    op: str,
+    x: Tensor,
+    nd: int,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None,
+    padding: IntOrTuple,
+    dilation: IntOrTuple,
+    ceil_mode: bool,
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     kernel = ints(op, kernel_size, nd, "kernel_size", 1)
     stride = kernel if stride is None else ints(op, stride, nd, "stride", 1)
     padding = ints(op, padding, nd, "padding", 0)
@@ -23,13 +35,23 @@ def _window_args(op: str, x: Tensor, nd: int, kernel_size, stride, padding, dila
     return kernel, stride, padding, dilation
 
 
-def _values(b: Any, pair: tuple[Any, Any], return_indices: bool) -> Any:
+def _values(b: Backend, pair: tuple[Any, Any], return_indices: bool) -> Tensor | tuple[Tensor, Tensor]:
     """A max pool's (values, indices) primitives as tensors, or the values alone."""
     values, indices = pair
     return (_wrap(values, b), _wrap(indices, b)) if return_indices else _wrap(values, b)
 
 
-def _max_pool(op, nd, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+def _max_pool(
+    op: str,
+    nd: int,
+    x: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None,
+    padding: IntOrTuple,
+    dilation: IntOrTuple,
+    ceil_mode: bool,
+    return_indices: bool,
+) -> Any:
     x = spatial_input(op, x, nd, kind="num")
     args = _window_args(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode)
     return _values(x.backend, x.backend.max_pool(x.primitive, *args, bool(ceil_mode)), return_indices)
@@ -71,7 +93,16 @@ def max_pool2d(
     return _max_pool("max_pool2d", 2, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
-def _avg_pool(op, nd, x, kernel_size, stride, padding, ceil_mode, count_include_pad):
+def _avg_pool(
+    op: str,
+    nd: int,
+    x: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None,
+    padding: IntOrTuple,
+    ceil_mode: bool,
+    count_include_pad: bool,
+) -> Tensor:
     x = spatial_input(op, x, nd)
     kernel, stride, padding, _ = _window_args(op, x, nd, kernel_size, stride, padding, 1, ceil_mode)
     b = x.backend
