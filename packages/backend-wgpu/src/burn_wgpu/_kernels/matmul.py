@@ -48,6 +48,17 @@ def render(dtype: DType, nb: int, tile: int = TILE, tk: int = TK) -> Kernel:
             f"    ao += c{d} * info[{10 + nb + d}u];",
             f"    bo += c{d} * info[{10 + 2 * nb + d}u];",
         ]
+    # accumulators are indexed with constants only (unrolled init, FMAs and stores): a runtime index
+    # makes shader compilers keep the array in local memory instead of registers
+    zero = "\n".join(f"    acc[{i}] = ACC(0);" for i in range(r * r))
+    stores = "\n".join(
+        f"    if (row0 + lid.y + {16 * i}u < M && col0 + lid.x + {16 * j}u < N) {{\n"
+        f"        let v = acc[{i * r + j}];\n"
+        f"        out[ob + (row0 + lid.y + {16 * i}u) * N + col0 + lid.x + {16 * j}u] = {store};\n"
+        f"    }}"
+        for i in range(r)
+        for j in range(r)
+    )
     fma = "\n".join(f"            acc[{i * r + j}] += ar{i} * br{j};" for i in range(r) for j in range(r))
     loads = "\n".join(
         f"            let ar{i} = As[kk * {tile}u + lid.y + {16 * i}u];\n"
@@ -81,7 +92,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     let col0 = wid.x * {tile}u;
     let tid = lid.y * 16u + lid.x;
     var acc: array<ACC, {r * r}>;
-    for (var i = 0u; i < {r * r}u; i++) {{ acc[i] = ACC(0); }}
+{zero}
     for (var k0 = 0u; k0 < K; k0 += {tk}u) {{
         for (var l = 0u; l < {loads_per_thread}u; l++) {{
             let e = tid + l * 256u;
@@ -104,16 +115,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         workgroupBarrier();
     }}
     let ob = bz * M * N;
-    for (var i = 0u; i < {r}u; i++) {{
-        let r = row0 + lid.y + 16u * i;
-        for (var j = 0u; j < {r}u; j++) {{
-            let c = col0 + lid.x + 16u * j;
-            if (r < M && c < N) {{
-                let v = acc[i * {r}u + j];
-                out[ob + r * N + c] = {store};
-            }}
-        }}
-    }}
+{stores}
 }}
 """
     suffix = "" if (tile, tk) == (TILE, TK) else f"_t{tile}k{tk}"
