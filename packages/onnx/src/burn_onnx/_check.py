@@ -25,6 +25,7 @@ def unsupported(model: Model) -> list[UnsupportedNode]:
     opset = model.opset
     for node in model.graph.all_nodes():
         spec = table.get(node.op_type) if node.domain == "" else None
+        reason: str | None
         if node.domain:
             reason = f"domain {node.domain!r} is not supported (only the default ai.onnx domain is)"
         elif opset < OLDEST_OPSET:

@@ -232,7 +232,7 @@ def _graph(g: Any, opsets: dict[str, int], where: str) -> Graph:
     for st in g.sparse_initializer:
         from onnx import numpy_helper
 
-        initializers[st.values.name] = numpy_helper.to_array(st)  # type: ignore[arg-type]
+        initializers[st.values.name] = numpy_helper.to_array(st)
     overridable = [vi.name for vi in g.input if vi.name in initializers]
     in_infos = [_value_info(vi) for vi in g.input if vi.name not in initializers]
     nodes = []

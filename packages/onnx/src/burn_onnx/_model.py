@@ -121,7 +121,7 @@ class OnnxModel(Module):
         if missing:
             raise TypeError(f"{self._source}: missing input(s) {', '.join(map(repr, missing))}")
         dims: dict[str, tuple[int, str]] = {}
-        out = []
+        out: list[Any] = []  # a tensor per input, a list of tensors per sequence input
         backend = device.backend
         for info, value in zip(self.inputs, values):
             if info.kind == "sequence":

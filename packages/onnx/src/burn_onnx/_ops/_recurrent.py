@@ -131,9 +131,11 @@ def _run(
         reverse = direction == "reverse" or d == 1
         xs = x
         rev = None
-        if reverse:
-            rev = _reverse_index(lengths, seq, batch, x.device) if ragged else None
-            xs = _time_major(x, rev) if ragged else x.flip([0])
+        if reverse and ragged:
+            rev = _reverse_index(lengths, seq, batch, x.device)
+            xs = _time_major(x, rev)
+        elif reverse:
+            xs = x.flip([0])
         pre = proj(d, xs)  # (seq, batch, gates * hidden)
         carry = [
             s.narrow(0, d, 1).reshape(batch, hidden)
@@ -177,7 +179,7 @@ def _projection(
 ) -> Callable[[int, burn.Tensor], burn.Tensor]:
     def proj(d: int, xs: burn.Tensor) -> burn.Tensor:
         out = xs @ w.narrow(0, d, 1).reshape(w.shape[1], w.shape[2]).transpose(0, 1)
-        if wb is not None:
+        if wb is not None and rb is not None:  # both or neither (one bias input holds the two)
             out = out + (wb.narrow(0, d, 1) + rb.narrow(0, d, 1)).reshape(-1)
         return out
 

@@ -147,7 +147,7 @@ def pad(
         dims = list(range(x.ndim))
     else:
         raw, fill = ctx.ints(pads), ctx.scalar(value, 0)
-        dims = axes_arg(ctx, node, axes, x.ndim) if axes is not None else list(range(x.ndim))
+        dims = axes_arg(ctx, node, axes, x.ndim) if axes is not None else list(range(x.ndim))  # type: ignore[assignment]  # axes given: a list
     n = len(dims)
     begin = dict(zip(dims, raw[:n]))
     end = dict(zip(dims, raw[n:]))
