@@ -304,6 +304,9 @@ class Autodiff(AutodiffModuleOps, Backend):
         return self._op(RULES["triu"], (x,), k)
 
     # ---------------------------------------------------------------- indexing ops
+    def counters(self) -> dict[str, int]:
+        return self.inner.counters()
+
     def check_index(self, index: ADPrim, size: int, negative: bool, message: str) -> ADPrim:
         return ADPrim(self.inner.check_index(_in(index), size, negative, message))
 

@@ -55,6 +55,8 @@ class CudaBackend(CudaModuleOps, Backend):
             self.stream = cupy.cuda.Stream(non_blocking=True)
             self.index_checks = IndexChecker(cupy, self.stream)
         self._stream_ptr = self.stream.ptr
+        self._ops = 0  # ops issued on the stream (a CuPy routine may launch several kernels)
+        self._syncs = 0
         self._current_stream_ptr = _current_stream_ptr_fn(cupy)
         self.memory_pool = cupy.get_default_memory_pool()
         self._on()
@@ -68,6 +70,7 @@ class CudaBackend(CudaModuleOps, Backend):
         an op issued there would race with this stream's work."""
         if getattr(_tls, "active", None) is not self or self._current_stream_ptr() != self._stream_ptr:
             self.activate()
+        self._ops += 1
         return self.xp
 
     def activate(self) -> None:
@@ -77,6 +80,7 @@ class CudaBackend(CudaModuleOps, Backend):
         _tls.active = self
 
     def sync(self) -> None:
+        self._syncs += 1
         self.index_checks.fetch()
         self.stream.synchronize()
         self.index_checks.raise_if_failed()
@@ -94,6 +98,11 @@ class CudaBackend(CudaModuleOps, Backend):
         out = [x.get(stream=self.stream, blocking=False) for x in xs]
         self.sync()  # one sync for the whole batch, which also reports failed index checks
         return out
+
+    def counters(self) -> dict[str, int]:
+        """``kernels``/``submits`` count ops issued (each goes to the stream on its own); ``syncs`` the
+        stream synchronisations (reads, transactions, ``sync``)."""
+        return {"kernels": self._ops, "submits": self._ops, "syncs": self._syncs, "fused": 0}
 
     def check_index(self, index: Prim, size: int, negative: bool, message: str) -> Prim:
         self._on()

@@ -123,6 +123,15 @@ class WgpuBackend(WgpuOps, Backend):
         else:
             self.ex.sync()
 
+    def counters(self) -> dict[str, int]:
+        stats = self.ex.stats
+        return {
+            "kernels": stats["dispatches"],
+            "submits": stats["submits"],
+            "syncs": stats["maps"],
+            "fused": 0,
+        }
+
     def check_index(self, index: WgpuTensor, size: int, negative: bool, message: str) -> WgpuTensor:
         return self.index_checks.check(index, size, negative, message)
 

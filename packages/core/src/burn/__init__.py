@@ -63,6 +63,7 @@ from ._errors import (
     ShapeError,
 )
 from ._gradients import Gradients
+from ._profile import Profile, profile
 from ._tensor import Tensor
 from ._transaction import Transaction
 from ._version import __version__
@@ -85,6 +86,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "Profile",
     "BackendInfo",
     "BackendUnavailableError",
     "BurnError",
@@ -127,6 +129,7 @@ __all__ = [
     "ones",
     "ones_like",
     "plugins",
+    "profile",
     "promote_types",
     "rand",
     "randint",

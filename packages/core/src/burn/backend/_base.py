@@ -135,6 +135,11 @@ class Backend(_module_ops.ModuleOps, HostRandom):
     def sync(self) -> None:
         """Wait until queued work is done. Eager backends have nothing to wait for."""
 
+    def counters(self) -> dict[str, int]:
+        """Cumulative activity counts ``burn.profile`` reads: ``kernels``, ``submits``, ``syncs``,
+        ``fused``. The default counts nothing (all zero)."""
+        return {}
+
     # ---------------------------------------------------------------- element-wise (required)
     @required
     def unary(self, op: str, x: Prim) -> Prim:
