@@ -8,10 +8,15 @@
 fine-tuned and saved with ``burn.record``). ``supported_ops()`` lists the operators per opset; any node
 that cannot run is reported at load time, all at once, in an ``UnsupportedOnnxError``. The command line
 ``burn onnx check model.onnx`` prints inputs, outputs, an op histogram and what is unsupported.
+``export(module, example_inputs, "out.onnx", opset=17)`` writes a module's forward as an ONNX model.
+``codegen("model.onnx", "out/", name="Net")`` (``burn onnx codegen``) writes a model as readable burn code
+(``out/net.py``) and its weights as a record (``out/net.safetensors``).
 """
 
 from ._check import supported_ops
+from ._codegen import codegen
 from ._errors import OnnxError, OnnxLoadError, OnnxRuntimeError, UnsupportedNode, UnsupportedOnnxError
+from ._export import UnsupportedExportError, export
 from ._graph import ValueInfo
 from ._model import OnnxModel, load
 from ._version import __version__
@@ -21,10 +26,13 @@ __all__ = [
     "OnnxLoadError",
     "OnnxModel",
     "OnnxRuntimeError",
+    "UnsupportedExportError",
     "UnsupportedNode",
     "UnsupportedOnnxError",
     "ValueInfo",
     "__version__",
+    "codegen",
+    "export",
     "load",
     "supported_ops",
 ]

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ._check import histogram, newest_opset, unsupported
-from ._errors import OnnxLoadError
+from ._errors import OnnxLoadError, UnsupportedOnnxError
 from ._graph import read_model
 
 
@@ -88,4 +88,14 @@ def run(args: argparse.Namespace) -> int:
             return 1
         sys.stdout.write(json.dumps(report, indent=2) + "\n" if args.json else render(report))
         return 1 if report["unsupported"] else 0
+    if args.onnx_command == "codegen":
+        from ._codegen import codegen
+
+        try:
+            path = codegen(args.model, args.out, name=args.name)
+        except (OnnxLoadError, UnsupportedOnnxError, ValueError) as exc:
+            sys.stderr.write(f"burn onnx codegen: {exc}\n")
+            return 1
+        sys.stdout.write(f"wrote {path} and {path.with_suffix('.safetensors')}\n")
+        return 0
     raise SystemExit(f"burn onnx: unknown subcommand {args.onnx_command!r}")

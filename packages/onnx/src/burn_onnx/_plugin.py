@@ -21,6 +21,15 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     )
     check.add_argument("model", help="path of the .onnx file")
     check.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    codegen = sub.add_parser(
+        "codegen",
+        help="write a model as readable burn code plus a safetensors record of its weights",
+        description="Write OUT/<name>.py (a burn.nn.Module subclass) and OUT/<name>.safetensors (its weights); "
+        "exit status 1 when some node has no code emitter (all such nodes are listed).",
+    )
+    codegen.add_argument("model", help="path of the .onnx file")
+    codegen.add_argument("-o", "--out", required=True, help="folder to write the module and record into")
+    codegen.add_argument("--name", default="Net", help="class name (the files are its lower-case name)")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -36,7 +45,7 @@ def burn_register_commands(register: Callable[[CommandSpec], None]) -> None:
             name="onnx",
             configure=_configure,
             run=_run,
-            help="ONNX tools: check a model (burn-onnx)",
+            help="ONNX tools: check a model, generate burn code (burn-onnx)",
             description="ONNX tools of burn-onnx.",
         )
     )

@@ -66,7 +66,7 @@ class Builder:
 
     def scalar(self, value: float | int | bool, like: burn.DType) -> str:
         """A 0-d initializer of ``value`` as dtype ``like`` (a scalar operand of a binary op)."""
-        from burn.backend._numpy_dtypes import NUMPY_DTYPES
+        from burn.backend import NUMPY_DTYPES
 
         if like not in NUMPY_DTYPES:
             raise OpUnsupported(f"a scalar operand of dtype {like.name} cannot be stored")

@@ -124,7 +124,7 @@ def _mask_fill(b: Builder, op: OpRecord) -> list[str]:
 def _one_hot(b: Builder, op: OpRecord) -> list[str]:
     x, n, dtype = op.args
     ref = b.ref(x)
-    from burn.backend._numpy_dtypes import NUMPY_DTYPES
+    from burn.backend import NUMPY_DTYPES
 
     classes = b.const(np.arange(n, dtype=NUMPY_DTYPES[ref.dtype]).reshape((1,) * len(ref.shape) + (n,)))
     eq = b.node("Equal", [b.node("Unsqueeze", [b.name(x), b.ints([-1])]), classes])
@@ -213,14 +213,14 @@ def _interpolate(b: Builder, op: OpRecord) -> list[str]:
 
 # ---------------------------------------------------------------- creation
 def _full(b: Builder, op: OpRecord) -> list[str]:
-    from burn.backend._numpy_dtypes import NUMPY_DTYPES
+    from burn.backend import NUMPY_DTYPES
 
     shape, value, dtype = op.args
     return [b.const(np.full(tuple(shape), value, dtype=NUMPY_DTYPES[dtype]), name=_out(op))]
 
 
 def _arange(b: Builder, op: OpRecord) -> list[str]:
-    from burn.backend._numpy_dtypes import NUMPY_DTYPES
+    from burn.backend import NUMPY_DTYPES
 
     start, stop, step, dtype = op.args
     return [b.const(np.arange(start, stop, step).astype(NUMPY_DTYPES[dtype]), name=_out(op))]
