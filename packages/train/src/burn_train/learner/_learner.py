@@ -342,7 +342,7 @@ class Learner:
                 self.processor.flush(raise_errors=False)
                 duration = time.monotonic() - started
                 self.summary = LearnerSummary.from_store(
-                    self.store, duration, reason, self._best_metric(), c.resume_epoch
+                    self.store, duration, reason, self._best_metric(), c.resume_epoch, self.hub.units()
                 )
                 if c.summary:
                     self.summary.save(c.directory)

@@ -20,6 +20,8 @@ class MetricSummary:
     max_epoch: int
     last: float
     higher_is_better: bool
+    unit: str = ""  # what the text table shows the values in ("%": fractions times 100)
+    scale: float = 1.0
 
 
 @dataclass
@@ -48,7 +50,10 @@ class LearnerSummary:
         reason: str,
         best: tuple[str, str] | None = None,
         resumed_from: int | None = None,
+        units: dict[str, tuple[str, float]] | None = None,
     ) -> LearnerSummary:
+        """The summary of ``store``'s epoch values; ``units`` maps a metric to the ``(unit, scale)`` the
+        text table shows it in (``metric.display_unit``); ``to_dict`` keeps the raw values."""
         splits: dict[str, list[MetricSummary]] = {}
         epochs = 0
         for split, metrics in store.values.items():
@@ -62,7 +67,8 @@ class LearnerSummary:
                 hi = max(finite, key=lambda e: (finite[e], -e))
                 last = series[max(series)]
                 higher = store.higher_is_better.get(name, False)
-                rows.append(MetricSummary(name, finite[lo], lo, finite[hi], hi, last, higher))
+                unit, scale = (units or {}).get(name, ("", 1.0))
+                rows.append(MetricSummary(name, finite[lo], lo, finite[hi], hi, last, higher, unit, scale))
             if rows:
                 splits[split] = rows
         summary = cls(epochs, duration_s, reason, splits, resumed_from=resumed_from)
@@ -92,17 +98,19 @@ class LearnerSummary:
     def __str__(self) -> str:
         lines = [self.headline()]
         for split, rows in self.splits.items():
-            width = max(len("Metric"), *(len(r.name) for r in rows))
+            names = [f"{r.name} ({r.unit})" if r.unit else r.name for r in rows]
+            width = max(len("Metric"), *(len(n) for n in names))
             lines.append("")
             lines.append(f"| Split: {split}")
             lines.append(
                 f"| {'Metric':<{width}} | {'Min.':>10} | Epoch | {'Max.':>10} | Epoch | {'Last':>10} |"
             )
             lines.append(f"|{'-' * (width + 2)}|{'-' * 12}|-------|{'-' * 12}|-------|{'-' * 12}|")
-            for r in rows:
+            for r, label in zip(rows, names):
+                lo, hi, last = r.minimum * r.scale, r.maximum * r.scale, r.last * r.scale
                 lines.append(
-                    f"| {r.name:<{width}} | {r.minimum:>10.5g} | {r.min_epoch:>5} | {r.maximum:>10.5g} | "
-                    f"{r.max_epoch:>5} | {r.last:>10.5g} |"
+                    f"| {label:<{width}} | {lo:>10.5g} | {r.min_epoch:>5} | {hi:>10.5g} | "
+                    f"{r.max_epoch:>5} | {last:>10.5g} |"
                 )
         if self.best_epoch is not None:
             lines.append("")
