@@ -452,7 +452,6 @@ class Tensor(MathOps, ShapeOps):
         """The general path of every binary op: devices, dtype promotion, broadcasting, then one
         backend call. ``reverse``: ``other`` is the left operand."""
         b = self._b
-        kind = BINARY_OPS[op]
         if isinstance(other, Tensor):
             if other._b is not b:
                 where = ("lhs", "rhs") if not reverse else ("rhs", "lhs")
@@ -467,13 +466,13 @@ class Tensor(MathOps, ShapeOps):
                     broadcast_shapes(op, sb, sa)
                 else:
                     broadcast_shapes(op, sa, sb)
-            dt = _op_dtype(op, kind, da if da is db else D.promote_types(da, db), b)
+            dt = _op_dtype(op, da if da is db else D.promote_types(da, db), b)
             if dt is not da and dt is not db:
                 _check_supported(op, b, dt)
             pa = self._p if da is dt else b.cast(self._p, dt)
             pb = other._p if db is dt else b.cast(other._p, dt)
         elif isinstance(other, _SCALARS):
-            dt = _scalar_dtype(op, kind, self.dtype, other, b)
+            dt = _scalar_dtype(op, self.dtype, other, b)
             pa = self._p if dt is self.dtype else b.cast(self._p, dt)
             pb = _scalar_for(dt, other)
             if op == "pow" and dt.is_int and pb < 0 and not reverse:
@@ -546,7 +545,7 @@ class Tensor(MathOps, ShapeOps):
         return self._unary("not")
 
 
-def _scalar_dtype(op: str, kind: str, dt: D.DType, value: Scalar, b: Backend) -> D.DType:
+def _scalar_dtype(op: str, dt: D.DType, value: Scalar, b: Backend) -> D.DType:
     """The dtype of ``tensor <op> scalar``: Python numbers are weak (they keep the tensor's dtype)
     unless the tensor cannot hold them: a float with an int/bool tensor gives the default float, an
     int with a bool tensor the default int."""
@@ -568,10 +567,10 @@ def _scalar_dtype(op: str, kind: str, dt: D.DType, value: Scalar, b: Backend) ->
                     f"{op}: scalar {value} is out of range for the tensor's dtype {dt.name} "
                     f"(expected {lo}..{hi}); cast the tensor first"
                 )
-    return _op_dtype(op, kind, dt, b)
+    return _op_dtype(op, dt, b)
 
 
-def _op_dtype(op: str, kind: str, dt: D.DType, b: Backend) -> D.DType:
+def _op_dtype(op: str, dt: D.DType, b: Backend) -> D.DType:
     """The dtype ``op`` computes in for operands of ``dt`` (its row in the op vocabulary)."""
     row = ROWS[op]
     return dt if dt in row.as_is else row.operand_dtype(dt, b.default_float, b.default_int)

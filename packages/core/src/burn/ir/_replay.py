@@ -23,6 +23,7 @@ def replay(
     [4.0, 4.0]
     """
     from .. import _tensor as T
+    from .._creation import tensor
     from .._device import default_device
     from .._device import device as make_device
     from ..backend._numpy_dtypes import FROM_NUMPY
@@ -40,8 +41,8 @@ def replay(
     env: dict[int, Any] = {}
     for name, ref in graph.inputs.items():
         t = given[name]
-        if not isinstance(t, T.Tensor):
-            t = T._as_tensor_like(t, T._wrap(None, b, ref.dtype), "replay")
+        if not isinstance(t, T.Tensor):  # a numpy array or nested list: a tensor of the recorded dtype
+            t = tensor(t, dtype=ref.dtype, device=device)
         if t.device != device:
             t = t.to(device)
         if check and (tuple(t.shape) != ref.shape or t.dtype is not ref.dtype):
