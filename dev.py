@@ -69,6 +69,26 @@ def _ensure_lavapipe() -> None:
         print(f"warning: could not install mesa-vulkan-drivers ({exc}); wgpu tests will skip", flush=True)
 
 
+def _ensure_browser() -> None:
+    """Debian's headless Chromium for the WebGPU page tests (best effort; Playwright's own browser
+    download is not used: the tests point Playwright at this executable)."""
+    have = any(Path(p).exists() for p in ("/usr/lib/chromium/chromium-headless-shell", "/usr/bin/chromium"))
+    if have or not shutil.which("apt-get") or os.geteuid() != 0:
+        return
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    try:
+        _run(["apt-get", "update", "-qq"], env=env)
+    except (subprocess.CalledProcessError, OSError) as exc:
+        print(f"warning: apt-get update failed ({exc})", flush=True)
+    for package in ("chromium-headless-shell", "chromium"):
+        try:
+            _run(["apt-get", "install", "-y", "-qq", package], env=env)
+            return
+        except (subprocess.CalledProcessError, OSError) as exc:
+            print(f"warning: could not install {package} ({exc})", flush=True)
+    print("warning: no Chromium; the browser tests of burn_wgpu.web will skip", flush=True)
+
+
 def _hand_over(cmd: list[str], env: dict[str, str]) -> int:
     """Run ``cmd`` as if the user had typed it: the same process, terminal and signals (POSIX exec).
 
@@ -94,6 +114,7 @@ def main(argv: list[str]) -> int:
     cmd, rest = argv[0], argv[1:]
     if cmd == "test":
         _ensure_lavapipe()
+        _ensure_browser()
     python = setup()
     if cmd == "setup":
         return 0

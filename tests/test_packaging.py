@@ -1,6 +1,6 @@
 """Every package builds a wheel whose metadata says what the workspace promises.
 
-All eight wheels are built once per session with one ``pip wheel --no-deps --no-build-isolation`` call
+All nine wheels are built once per session with one ``pip wheel --no-deps --no-build-isolation`` call
 (offline, with the hatchling installed in the dev environment); each test reads the built files. The
 release script (scripts/release) is exercised on one package: sdist + wheel + ``twine check``.
 """
@@ -28,7 +28,7 @@ from packaging.version import Version
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIRS = sorted(p.parent for p in ROOT.glob("packages/*/pyproject.toml"))
 
-# dist -> import module; the eight distributions of the design
+# dist -> import module; the nine distributions of the design
 EXPECTED = {
     "burn-core": "burn",
     "burn-autodiff": "burn_autodiff",
@@ -38,6 +38,7 @@ EXPECTED = {
     "burn-metrics-cuda": "burn_metrics_cuda",
     "burn-metrics-web": "burn_metrics_web",
     "burn-onnx": "burn_onnx",
+    "burn-remote": "burn_remote",
 }
 
 # burn-core extra -> distributions it must pull in
@@ -51,6 +52,7 @@ CORE_EXTRAS = {
     "metrics-wasm": {"burn-metrics-web"},
     "metrics-web": {"burn-metrics-web"},
     "onnx": {"burn-onnx"},
+    "remote": {"burn-remote"},
 }
 
 
@@ -115,7 +117,7 @@ def _source_version(folder: Path) -> str:
     return re.search(r"""__version__\s*=\s*["']([^"']+)["']""", path.read_text()).group(1)
 
 
-def test_the_eight_packages_build(built):
+def test_the_nine_packages_build(built):
     assert set(built) == set(EXPECTED)
 
 
@@ -157,10 +159,12 @@ def test_plugin_packages_have_burn_entry_points(built):
         "burn-metrics-cuda",
         "burn-metrics-web",
         "burn-onnx",
+        "burn-remote",
     }
     assert dict(built["burn-core"].entry_points["burn"]) == {
         "ndarray": "burn._ndarray._plugin",
         "autotune": "burn.autotune._commands",
+        "fusion": "burn.fusion._plugin",
     }
     assert dict(built["burn-autodiff"].entry_points["burn"]) == {"autodiff": "burn_autodiff._plugin"}
 

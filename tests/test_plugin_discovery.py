@@ -242,7 +242,7 @@ def test_disable_env_vars_in_a_real_install(venv: Venv) -> None:
     assert sorted(info["disabled"]) == ["hook-error", "import-error"]
     assert venv.run(venv.burn, "info", "--strict", BURN_DISABLE_PLUGINS="burn-test-broken").returncode == 0
     info = venv.info(BURN_DISABLE_PLUGIN_AUTOLOAD="1")
-    assert [p["name"] for p in info["plugins"]] == ["ndarray", "autotune"]  # burn-core's built-ins load
+    assert [p["name"] for p in info["plugins"]] == ["ndarray", "autotune", "fusion"]  # burn-core's built-ins load
     assert info["autoload"] is False
 
 

@@ -33,6 +33,7 @@ TOP_LEVEL = (
     "burn_metrics_cuda",
     "burn_metrics_web",
     "burn_onnx",
+    "burn_remote",
 )
 UPDATE = os.environ.get("BURN_UPDATE_API_SNAPSHOT", "").strip().lower() in {"1", "true", "yes", "on"}
 

@@ -28,8 +28,16 @@ def dev():
 
 
 @pytest.fixture(scope="session")
+def raw_dev(dev):
+    """The same adapter without the fusion decorator: the executor sees every op as its own kernel."""
+    return burn.device(dev, fusion=False)
+
+
+@pytest.fixture(scope="session")
 def backend(dev):
-    return dev.backend
+    """The WgpuBackend itself (under the fusion decorator the device runs by default)."""
+    b = dev.backend
+    return getattr(b, "inner", b)
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import pytest
 from burn import DTypeError, ShapeError
 
 
-def test_batching_one_submit_for_many_ops(backend, dev):
-    x = burn.ones((8, 8), device=dev)
+def test_batching_one_submit_for_many_ops(backend, raw_dev):
+    x = burn.ones((8, 8), device=raw_dev)
     backend.sync()
     before = dict(backend.ex.stats)
     y = x
@@ -27,8 +27,8 @@ def test_batching_one_submit_for_many_ops(backend, dev):
     np.testing.assert_array_equal(out, np.full((8, 8), 41.0, np.float32))
 
 
-def test_batches_flush_at_batch_size(backend, dev):
-    x = burn.zeros((4,), device=dev)
+def test_batches_flush_at_batch_size(backend, raw_dev):
+    x = burn.zeros((4,), device=raw_dev)
     backend.sync()
     before = backend.ex.stats["submits"]
     for _ in range(backend.ex.batch_size * 2):
@@ -82,8 +82,8 @@ def test_transaction_reads_with_one_map(backend, dev):
     np.testing.assert_array_equal(arrays[5], np.arange(6).reshape(2, 3).T)
 
 
-def test_views_share_storage(dev):
-    x = burn.from_numpy(np.arange(24, dtype=np.float32).reshape(2, 3, 4), device=dev)
+def test_views_share_storage(raw_dev):
+    x = burn.from_numpy(np.arange(24, dtype=np.float32).reshape(2, 3, 4), device=raw_dev)
     st = x.primitive.storage
     for view in (x.permute(2, 0, 1), x[:, 1:, ::2], x.reshape(6, 4), x[:1].expand(5, 3, 4)):
         assert view.primitive.storage is st

@@ -90,9 +90,9 @@ def test_keyword_errors_name_the_decorator(tagged):
     ):
         burn.device("cpu", level=3)
     with pytest.raises(
-        ValueError, match=r"unknown keyword 'fusion'; the registered decorators take .*tagged=True with level"
+        ValueError, match=r"unknown keyword 'fusing'; the registered decorators take .*tagged=True with level"
     ):
-        burn.device("cpu", fusion=True)
+        burn.device("cpu", fusing=True)
     with pytest.raises(TypeError, match=r"tagged= switches the 'tagged' decorator on or off, got 'yes'"):
         burn.device("cpu", tagged="yes")
 

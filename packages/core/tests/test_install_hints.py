@@ -82,7 +82,7 @@ def test_autodiff_not_installed_names_the_extra(clean):
         burn.device("cpu:7", autodiff=True)
     assert str(exc.value) == (
         f"device cpu:7: autodiff=True: decorator 'autodiff' is not installed: {autodiff.install}; "
-        "registered decorators: none"
+        "registered decorators: fusion"
     )
     with pytest.raises(burn.BackendUnavailableError, match=re.escape(autodiff.install)):
         burn.device("cpu", autodiff=True, checkpointing="balanced")

@@ -49,6 +49,7 @@ def test_every_backend_op_has_a_kind():
         "sync",
         "missing_core",
         "counters",
+        "fusion_runtime",
     }
     public = {
         name

@@ -248,7 +248,7 @@ def test_autoload_off_keeps_builtins_and_code_plugins(fake, monkeypatch):
     plugins.reload()
     reg = plugins.registry()  # no entry point is imported, so no warning can come from one
     assert reg.autoload is False
-    assert [p.name for p in reg.plugins] == ["ndarray", "autotune"]  # burn-core's own plugins
+    assert [p.name for p in reg.plugins] == ["ndarray", "autotune", "fusion"]  # burn-core's own plugins
     assert fake.modules[0] not in sys.modules
     plugins.register_plugin(_CodePlugin("codeb"))
     assert set(plugins.registry().backends) == {"ndarray", "codeb"}

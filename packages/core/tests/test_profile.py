@@ -22,15 +22,27 @@ def _wgpu():
 
 
 def test_wgpu_counts_dispatches_submits_and_reads():
-    dev = _wgpu()
+    dev = burn.device(_wgpu(), fusion=False)
     x = burn.tensor(np.arange(8, dtype=np.float32), device=dev)
     x.numpy()  # uploads settled outside the block
     with burn.profile(dev) as p:
         y = ((x * 2 + 1).exp() - 3).relu()
         assert p.syncs == 0  # nothing read yet: the dispatches wait in one batch
         y.numpy()
-    assert p.kernels == 5  # mul, add, exp, sub, relu: one dispatch each, no fusion yet
+    assert p.kernels == 5  # mul, add, exp, sub, relu: one dispatch each without fusion
     assert p.submits == 1 and p.syncs == 1 and p.fused == 0
+
+
+def test_fusion_runs_a_chain_as_one_counted_kernel():
+    dev = _wgpu()  # fusion is on by default on wgpu
+    x = burn.tensor(np.arange(8, dtype=np.float32), device=dev)
+    x.numpy()
+    with burn.profile(dev) as p:
+        y = ((x * 2 + 1).exp() - 3).relu()
+        assert p.kernels == 0  # deferred: nothing launched before the value is needed
+        out = y.numpy()
+    assert p.kernels == 1 and p.fused == 1 and p.submits == 1 and p.syncs == 1
+    np.testing.assert_allclose(out, np.maximum(np.exp(np.arange(8) * 2 + 1) - 3, 0), rtol=1e-5)
 
 
 def test_autodiff_device_reports_its_inner_counts():

@@ -20,6 +20,7 @@ from burn.backend import ACTIVATION_OPS, Backend, Slices
 
 from . import _kernels, _matmul, _probe, _scan
 from ._dtypes import FROM_NP, TO_NP
+from ._fusion import CudaFusion
 from ._index_check import IndexChecker
 from ._module import CudaModuleOps
 from ._types import Prim, Scalar
@@ -59,6 +60,7 @@ class CudaBackend(CudaModuleOps, Backend):
         self._syncs = 0
         self._current_stream_ptr = _current_stream_ptr_fn(cupy)
         self.memory_pool = cupy.get_default_memory_pool()
+        self._fusion: CudaFusion | None = None
         self._on()
 
     # ---- device and stream
@@ -103,6 +105,12 @@ class CudaBackend(CudaModuleOps, Backend):
         """``kernels``/``submits`` count ops issued (each goes to the stream on its own); ``syncs`` the
         stream synchronisations (reads, transactions, ``sync``)."""
         return {"kernels": self._ops, "submits": self._ops, "syncs": self._syncs, "fused": 0}
+
+    def fusion_runtime(self) -> CudaFusion:
+        """The generator of fused element-wise kernels (``burn.fusion``)."""
+        if self._fusion is None:
+            self._fusion = CudaFusion(self)
+        return self._fusion
 
     def check_index(self, index: Prim, size: int, negative: bool, message: str) -> Prim:
         self._on()

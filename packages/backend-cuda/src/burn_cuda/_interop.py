@@ -18,12 +18,19 @@ if TYPE_CHECKING:
     DeviceLike = Device | str | None
 
 
+def _innermost(backend: Backend) -> Backend:
+    """The backend under every decorator (autodiff, fusion): each keeps the one it wraps as ``inner``."""
+    while getattr(backend, "inner", None) is not None:
+        backend = backend.inner
+    return backend
+
+
 def _cuda_backend(device: DeviceLike) -> tuple[Device, Backend, CudaBackend]:
     import burn
 
     dev = burn.device(device if device is not None else "cuda")
     backend = dev.backend
-    inner = backend.inner if backend.is_autodiff else backend
+    inner = _innermost(backend)
     if getattr(inner, "name", None) != "cuda":
         raise DeviceError(f"expected a CUDA device such as 'cuda:0', got {dev}")
     return dev, backend, cast("CudaBackend", inner)
@@ -64,23 +71,32 @@ def from_dlpack(obj: Any, device: DeviceLike = None) -> Tensor:
             f"from_dlpack: dtype {arr.dtype} is not supported by the CUDA backend "
             f"(supported: {', '.join(sorted(d.name for d in FROM_NP))})"
         )
-    if backend.is_autodiff:  # an untracked leaf on the autodiff device, still sharing memory
-        wrap_inner = getattr(backend, "from_inner", None)
+    layers = []  # the decorators, outermost first: each wraps the array as an untracked value
+    b = backend
+    while getattr(b, "inner", None) is not None:
+        layers.append(b)
+        b = b.inner
+    prim = arr
+    for layer in reversed(layers):
+        wrap_inner = getattr(layer, "from_inner", None)
         if wrap_inner is None:
-            raise DeviceError(f"from_dlpack: this burn-autodiff cannot wrap an inner array; use {dev.inner}")
-        return from_primitive(wrap_inner(arr), backend)
-    return from_primitive(arr, backend)
+            raise DeviceError(f"from_dlpack: the {layer.name} decorator cannot wrap an inner array")
+        prim = wrap_inner(prim)
+    return from_primitive(prim, backend)
 
 
 def as_cupy(tensor: Tensor) -> Prim:
     """The ``cupy.ndarray`` behind a CUDA tensor (zero-copy; do not write to it). It implements
     ``__dlpack__``, so ``torch.from_dlpack(burn_cuda.as_cupy(t))`` shares memory too."""
     backend = tensor.backend
-    inner = backend.inner if backend.is_autodiff else backend
-    if getattr(inner, "name", None) != "cuda":
+    if getattr(_innermost(backend), "name", None) != "cuda":
         raise DeviceError(f"as_cupy: expected a tensor on a CUDA device, got one on {tensor.device}")
-    cast("CudaBackend", inner)._on()  # a CUDA backend: its name says so
-    return backend.inner_prim(tensor.primitive) if backend.is_autodiff else tensor.primitive
+    prim = tensor.primitive
+    while getattr(backend, "inner", None) is not None:  # through autodiff and fusion
+        prim = backend.inner_prim(prim)
+        backend = backend.inner
+    cast("CudaBackend", backend)._on()  # a CUDA backend: its name says so
+    return prim
 
 
 def to_dlpack(tensor: Tensor) -> object:
@@ -88,8 +104,7 @@ def to_dlpack(tensor: Tensor) -> object:
 
     The device's stream is synchronised first, since a capsule carries no stream to wait on."""
     arr = as_cupy(tensor)
-    backend = tensor.backend
-    (backend.inner if backend.is_autodiff else backend).sync()
+    _innermost(tensor.backend).sync()
     return arr.__dlpack__()
 
 

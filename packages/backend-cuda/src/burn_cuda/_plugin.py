@@ -36,6 +36,7 @@ def burn_register_backends(register: Callable[[BackendSpec], None]) -> None:
             devices=_probe.devices,
             aliases=("cupy",),
             priority=20,
+            default_decorators=("fusion",),
             description="CUDA on NVIDIA GPUs through CuPy (cuBLAS matmul, generated element-wise kernels)",
         )
     )

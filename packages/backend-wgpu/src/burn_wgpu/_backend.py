@@ -24,6 +24,7 @@ from ._buffer import BufferPool
 from ._device import OPTIONS, GpuContext, create_context
 from ._dtypes import BASE_DTYPES, ELEM_BYTES, np_storage
 from ._executor import Executor
+from ._fusion import WgpuFusion
 from ._index_check import IndexChecker
 from ._ops import WgpuOps
 from ._primitive import WgpuTensor, contiguous_strides, numel
@@ -52,6 +53,7 @@ class WgpuBackend(WgpuOps, Backend):
         self.ex = Executor(self.ctx.device, self.pool, OPTIONS.batch_size)
         self.ex.label = f"wgpu:{index}"
         self.index_checks = IndexChecker(self)
+        self._fusion: WgpuFusion | None = None
         if "shader-f16" in self.ctx.features:
             self.dtypes = frozenset(BASE_DTYPES | {burn.float16})
 
@@ -131,6 +133,12 @@ class WgpuBackend(WgpuOps, Backend):
             "syncs": stats["maps"],
             "fused": 0,
         }
+
+    def fusion_runtime(self) -> WgpuFusion:
+        """The WGSL renderer of fused element-wise plans (``burn.fusion``)."""
+        if self._fusion is None:
+            self._fusion = WgpuFusion(self)
+        return self._fusion
 
     def check_index(self, index: WgpuTensor, size: int, negative: bool, message: str) -> WgpuTensor:
         return self.index_checks.check(index, size, negative, message)

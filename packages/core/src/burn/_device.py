@@ -42,6 +42,7 @@ class Device:
 
     ``autodiff`` says whether the Autodiff decorator wraps it; ``decorators`` names the other decorators
     (innermost first), and ``options`` holds the decorators' keyword options, sorted by name.
+    ``backend_options`` holds the backend's own keyword options (``url=`` of ``remote``), sorted by name.
     """
 
     kind: str
@@ -49,6 +50,7 @@ class Device:
     autodiff: bool = False
     options: tuple[tuple[str, Any], ...] = field(default=())
     decorators: tuple[str, ...] = field(default=())
+    backend_options: tuple[tuple[str, Any], ...] = field(default=())
 
     @property
     def backend(self) -> Backend:
@@ -61,7 +63,7 @@ class Device:
         return backend
 
     def _key(self) -> tuple[Any, ...]:
-        return (self.kind, self.index, self.autodiff, self.options, self.decorators)
+        return (self.kind, self.index, self.autodiff, self.options, self.decorators, self.backend_options)
 
     @property
     def inner(self) -> Device:
@@ -112,7 +114,7 @@ def _below(dev: Device, name: str) -> Device:
     else:  # only devices with several decorators need the registry to know whose options are whose
         owners = registry().decorator_keywords()
         options = tuple((k, v) for k, v in dev.options if owners.get(k) in rest)
-    return Device(dev.kind, dev.index, False, options, rest)
+    return Device(dev.kind, dev.index, False, options, rest, dev.backend_options)
 
 
 def _build_backend(dev: Device) -> Backend:
@@ -125,7 +127,7 @@ def _build_backend(dev: Device) -> Backend:
     ok, reason = probe(spec.is_available)
     if not ok:
         raise BackendUnavailableError(f"device {dev}: backend {spec.name!r} is unavailable: {reason}")
-    backend = spec.factory(dev.index)
+    backend = spec.factory(dev.index, **dict(dev.backend_options))
     backend.device = dev
     return backend
 
@@ -145,12 +147,15 @@ def _decorate(
     autodiff: bool,
     keywords: dict[str, Any],
     base: Device | None = None,
+    defaults: tuple[str, ...] = (),
 ) -> tuple[bool, tuple[tuple[str, Any], ...], tuple[str, ...]]:
     """``burn.device()``'s keywords as Device fields ``(autodiff, options, decorators)``, checked: every
     decorator switched on is registered, every option belongs to one of them. A ``base`` device's
-    decorators and options carry over (its options only while their decorator stays on)."""
+    decorators and options carry over (its options only while their decorator stays on); ``defaults``
+    are the backend's decorators on unless switched off (keyword or ``BURN_<NAME>=0``)."""
     owners = reg.decorator_keywords()
     on = set(base.decorators if base else ()) | ({AUTODIFF} if autodiff else set())
+    on |= {d for d in defaults if d in reg.decorators and os.environ.get(f"BURN_{d.upper()}", "1") != "0"}
     options: dict[str, Any] = {}
     unknown = []
     for key, value in keywords.items():
@@ -196,13 +201,22 @@ def device(spec: str | Device | None = None, autodiff: bool = False, **options: 
     if isinstance(spec, Device):
         if not autodiff and not options:
             return spec
-        flags = _decorate(registry(), str(spec), autodiff or spec.autodiff, options, spec)
-        return Device(spec.kind, spec.index, *flags)
+        reg = registry()
+        mine, options = _split_backend_options(reg, spec.kind, options)
+        flags = _decorate(reg, str(spec), autodiff or spec.autodiff, options, spec)
+        merged = tuple(sorted((dict(spec.backend_options) | mine).items()))
+        return Device(spec.kind, spec.index, *flags, merged)
     if spec is None:
         spec = os.environ.get("BURN_DEVICE", "cpu")
     if not isinstance(spec, str):
         raise TypeError(f"device: expected a device name such as 'cpu' or 'cuda:0', got {spec!r}")
-    name, index = _parse(spec.strip().lower())
+    name, *switched = spec.strip().lower().split("+")  # "cpu+fusion": the form str(device) prints
+    for deco in switched:
+        if deco == AUTODIFF:
+            autodiff = True
+        else:
+            options.setdefault(deco, True)
+    name, index = _parse(name)
     reg = registry()
     if name == "auto":
         name = _best_available(reg)
@@ -210,7 +224,34 @@ def device(spec: str | Device | None = None, autodiff: bool = False, **options: 
         kind = reg.backend(name).name
     except KeyError as exc:
         raise DeviceError(f"device: {exc.args[0]}") from None
-    return Device(kind, index or 0, *_decorate(reg, spec, bool(autodiff), options))
+    defaults = reg.backend(kind).default_decorators
+    mine, options = _split_backend_options(reg, kind, options)
+    flags = _decorate(reg, spec, bool(autodiff), options, defaults=defaults)
+    return Device(kind, index or 0, *flags, tuple(sorted(mine.items())))
+
+
+def _split_backend_options(
+    reg: Registry, kind: str, keywords: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``burn.device()``'s keywords split into the backend's own options (``BackendSpec.options``) and
+    the rest (decorator switches and options). A keyword neither takes is an error naming both."""
+    offered = reg.backend(kind).options
+    if not offered:
+        return {}, keywords
+    mine = {k: v for k, v in keywords.items() if k in offered}
+    rest = {k: v for k, v in keywords.items() if k not in offered}
+    owners = reg.decorator_keywords()
+    unknown = [k for k in rest if k not in owners]
+    if unknown:
+        decorators = "; ".join(
+            f"{d.name}=True" + (f" with {', '.join(d.options)}" if d.options else "")
+            for d in sorted(reg.decorators.values(), key=lambda d: d.name)
+        )
+        raise ValueError(
+            f"device: unknown keyword {unknown[0]!r}; backend {kind!r} takes {', '.join(offered)}, and "
+            f"the registered decorators take {decorators or 'nothing (none is registered)'}"
+        )
+    return mine, rest
 
 
 def _best_available(reg: Registry) -> str:

@@ -135,6 +135,11 @@ class Backend(_module_ops.ModuleOps, HostRandom):
     def sync(self) -> None:
         """Wait until queued work is done. Eager backends have nothing to wait for."""
 
+    def fusion_runtime(self) -> Any:
+        """The kernel generator of the fusion decorator on this backend (a ``burn.fusion.FusionRuntime``),
+        or None: fusion then runs its plans op by op on this backend (``ReferenceRuntime``)."""
+        return None
+
     def counters(self) -> dict[str, int]:
         """Cumulative activity counts ``burn.profile`` reads: ``kernels``, ``submits``, ``syncs``,
         ``fused``. The default counts nothing (all zero)."""

@@ -26,7 +26,11 @@ CORE_DIST = "burn-core"
 
 # entry-point name -> module of burn-core's own plugins; kept equal to [project.entry-points.burn] in
 # packages/core/pyproject.toml (a test checks it)
-BUILTINS: dict[str, str] = {"ndarray": "burn._ndarray._plugin", "autotune": "burn.autotune._commands"}
+BUILTINS: dict[str, str] = {
+    "ndarray": "burn._ndarray._plugin",
+    "autotune": "burn.autotune._commands",
+    "fusion": "burn.fusion._plugin",
+}
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 

@@ -38,7 +38,7 @@ WEB_SOURCES = ("web-timing", "web-js-heap", "web-wasm-heap", "web-cpu-cores", "w
 
 KNOWN: tuple[KnownDist, ...] = (
     KnownDist("burn-autodiff", "burn_autodiff", "autodiff", ("decorator:autodiff",)),
-    KnownDist("burn-wgpu", "burn_wgpu", "wgpu", ("backend:wgpu",)),
+    KnownDist("burn-wgpu", "burn_wgpu", "wgpu", ("backend:wgpu", "command:web")),
     KnownDist("burn-cuda", "burn_cuda", "cuda", ("backend:cuda",)),
     KnownDist("burn-train", "burn_train", "train", ("collector:cpu-use", "collector:cpu-memory")),
     KnownDist("burn-metrics-cuda", "burn_metrics_cuda", "metrics-cuda", ("collector:cuda",)),
@@ -49,6 +49,7 @@ KNOWN: tuple[KnownDist, ...] = (
         (*(f"collector:{name}" for name in WEB_SOURCES), "renderer:web"),
     ),
     KnownDist("burn-onnx", "burn_onnx", "onnx", ("command:onnx",)),
+    KnownDist("burn-remote", "burn_remote", "remote", ("backend:remote", "command:remote")),
 )
 
 

@@ -47,6 +47,21 @@ def _check_backend_name(field_name: str, value: object) -> None:
         raise ValueError(f"BackendSpec.{field_name}: {value!r} is reserved by burn.device()")
 
 
+_DEVICE_PARAMETERS = frozenset({"spec", "autodiff"})  # burn.device()'s own parameters
+
+
+def _check_backend_options(options: object) -> None:
+    if isinstance(options, str) or not isinstance(options, (tuple, list)):
+        raise TypeError(f"BackendSpec.options: expected a tuple of keyword names, got {options!r}")
+    for option in options:
+        if not isinstance(option, str) or not option.isidentifier():
+            raise ValueError(f"BackendSpec.options: expected keyword names, got {option!r}")
+        if option in _DEVICE_PARAMETERS:
+            raise ValueError(f"BackendSpec.options: {option!r} is a parameter of burn.device() itself")
+    if len(set(options)) != len(options):
+        raise ValueError(f"BackendSpec.options: {tuple(options)!r} repeats a name")
+
+
 @dataclass(frozen=True)
 class BackendSpec:
     """A tensor backend a plugin offers.
@@ -55,9 +70,12 @@ class BackendSpec:
     device). ``is_available()`` returns ``(ok, reason)``. ``devices()`` lists device strings such as
     ``["wgpu:0"]`` and may import the backend's library; it is only called when the backend is
     available. ``aliases`` are other names ``burn.device()`` accepts; ``priority`` orders backends
-    for ``burn.device("auto")`` (higher wins). For example::
+    for ``burn.device("auto")`` (higher wins). ``options`` names the backend's own keyword options:
+    ``burn.device(name, url=...)`` passes the ones given to ``factory(index, **options)`` (a backend with
+    options keeps a separate instance per distinct set of values). For example::
 
         BackendSpec(name="trace", factory=lambda index: TraceBackend(), aliases=("tracer",))
+        BackendSpec(name="remote", factory=connect, options=("url", "token", "timeout"))
     """
 
     name: str
@@ -67,9 +85,17 @@ class BackendSpec:
     aliases: tuple[str, ...] = ()
     priority: int = 0
     description: str = ""
+    # decorators on by default for this backend's devices (GPU backends: ("fusion",)); burn.device(...,
+    # fusion=False) or BURN_FUSION=0 turns one off
+    default_decorators: tuple[str, ...] = ()
+    # keyword options burn.device() passes to factory(index, **options) (e.g. ("url", "token", "timeout"))
+    options: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _check_backend_name("name", self.name)
+        _check_backend_options(self.options)
+        object.__setattr__(self, "options", tuple(self.options))
+        object.__setattr__(self, "default_decorators", tuple(self.default_decorators))
         if isinstance(self.aliases, str) or not isinstance(self.aliases, (tuple, list)):
             raise TypeError(f"BackendSpec.aliases: expected a tuple of names, got {self.aliases!r}")
         object.__setattr__(self, "aliases", tuple(self.aliases))

@@ -62,14 +62,26 @@ def _backends_under_test(config: pytest.Config) -> list[Any]:
     if chosen is None:
         # unavailable backends are not parametrized (test_unavailable_backends_give_reasons covers them)
         names: list[Any] = [name for name, info in infos.items() if info.available]
-    elif chosen not in infos:
+    elif _base_name(chosen) not in infos:  # "wgpu+fusion": a backend with decorators
         raise pytest.UsageError(f"{source} {chosen!r}: not a registered backend (known: {sorted(infos)})")
-    elif not infos[chosen].available:
-        names = [pytest.param(chosen, marks=pytest.mark.skip(reason=f"{chosen}: {infos[chosen].reason}"))]
+    elif not infos[_base_name(chosen)].available:
+        reason = infos[_base_name(chosen)].reason
+        names = [pytest.param(chosen, marks=pytest.mark.skip(reason=f"{chosen}: {reason}"))]
     else:
         names = [chosen]
     config.stash[_BACKENDS] = names
     return names
+
+
+def _base_name(chosen: str) -> str:
+    """The registered backend name of a device spec such as ``cpu+fusion`` (aliases resolved)."""
+    import burn
+
+    base = chosen.partition("+")[0].partition(":")[0]
+    try:
+        return str(burn.plugins.registry().backend(base).name)
+    except KeyError:
+        return base
 
 
 def _op_cases(names: list[Any]) -> tuple[list[Any], list[str]]:

@@ -1,0 +1,41 @@
+"""burn_wgpu.web: export a model to a static web page that runs burn-wgpu's WGSL kernels on WebGPU.
+
+``export(module, example_inputs, out_dir)`` (a burn module or any function of tensors) and
+``export_onnx(path, out_dir, shapes)`` (``burn web export MODEL.onnx -o OUT/``) write ``OUT/model.js``
+(an ES module: the runtime with the recorded schedule inlined), ``OUT/weights.bin`` and a demo
+``OUT/index.html``. In the page::
+
+    import { load } from "./model.js";
+    const model = await load({ device /* optional */, baseUrl /* default: next to model.js */ });
+    const out = await model.run({ input: { data: Float32Array, shape: [1, 4] } });
+
+``NativeSchedule(out_dir)`` runs the same schedule natively through wgpu-py (tests, real-GPU figures).
+"""
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._export import WebExport, export, export_onnx
+    from ._native import NativeSchedule
+    from ._record import WebExportError
+
+_LAZY = {
+    "WebExport": "_export",
+    "export": "_export",
+    "export_onnx": "_export",
+    "NativeSchedule": "_native",
+    "WebExportError": "_record",
+}
+
+
+def __getattr__(name: str) -> object:
+    # wgpu and numpy load when an export runs, not on ``import burn_wgpu.web``
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'burn_wgpu.web' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+__all__ = ["NativeSchedule", "WebExport", "WebExportError", "export", "export_onnx"]

@@ -1,0 +1,66 @@
+"""``burn web export MODEL.onnx -o OUT/ [--input NAME=1x3x224x224 ...]`` (registered by burn-wgpu's
+plugin through ``burn_register_commands``). Import-light: argparse only until the command runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="web_command", metavar="SUBCOMMAND", required=True)
+    export = sub.add_parser(
+        "export",
+        help="write an ONNX model as a static WebGPU page (model.js, weights.bin, index.html)",
+        description="Write OUT/model.js (an ES module running burn-wgpu's WGSL kernels on navigator.gpu), "
+        "OUT/weights.bin and a demo OUT/index.html. Input shapes are fixed at export: dims the model "
+        "leaves open default to 1 unless --input sets them. Serve OUT/ over http(s) (WebGPU needs a "
+        "secure context: https or localhost), e.g. python -m http.server -d OUT.",
+    )
+    export.add_argument("model", help="path of the .onnx file")
+    export.add_argument("-o", "--out", required=True, help="folder to write the page into")
+    export.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=SHAPE",
+        help="fix an input's shape, e.g. --input pixel_values=1x3x224x224 (repeatable)",
+    )
+    export.add_argument("--title", default=None, help="page title (default: the file's name)")
+    export.add_argument("--adapter", type=int, default=0, help="wgpu adapter index to record on (default 0)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.web_command != "export":
+        raise SystemExit(f"burn web: unknown subcommand {args.web_command!r}")
+    from ._export import export_onnx, parse_shapes
+    from ._record import WebExportError
+
+    try:
+        shapes = parse_shapes(args.input)
+    except ValueError as exc:
+        sys.stderr.write(f"burn web export: {exc}\n")
+        return 2
+    try:
+        import burn_onnx  # noqa: F401
+    except ImportError:
+        sys.stderr.write("burn web export: ONNX input needs burn-onnx (pip install 'burn-core[onnx]')\n")
+        return 2
+    from burn_onnx import OnnxError
+
+    try:
+        result = export_onnx(args.model, args.out, shapes, title=args.title, index=args.adapter)
+    except (OnnxError, WebExportError, ValueError, OSError) as exc:
+        sys.stderr.write(f"burn web export: {exc}\n")
+        return 1
+    c = result.counts
+    ins = ", ".join(f"{i.name} {i.dtype}{list(i.shape)}" for i in result.inputs)
+    outs = ", ".join(f"{o.name} {o.dtype}{list(o.shape)}" for o in result.outputs)
+    sys.stdout.write(
+        f"wrote {result.out_dir}/model.js, weights.bin, index.html\n"
+        f"  inputs: {ins}\n  outputs: {outs}\n"
+        f"  {c['dispatches']} dispatches, {c['pipelines']} pipelines, {c['submits']} submit per run; "
+        f"{c['buffers']} buffers, {c['buffer_bytes'] / 1048576:.2f} MiB\n"
+        f"  serve it: python -m http.server -d {result.out_dir} 8000  (then open http://localhost:8000)\n"
+    )
+    return 0

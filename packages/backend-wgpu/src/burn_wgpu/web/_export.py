@@ -1,0 +1,287 @@
+"""``burn_wgpu.web.export`` / ``export_onnx``: a burn module or an ONNX file as a static WebGPU page.
+
+The path: capture the forward as a ``burn.ir`` graph (on the wgpu dtypes: no 64-bit types), replay it
+once on a recording browser-portable wgpu device (``_record``), turn the trace into a schedule with
+buffers allocated once (``_schedule``), check the native results against burn's numpy backend, and
+write ``model.js`` (the runtime with the schedule inlined), ``weights.bin`` and ``index.html``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import burn
+
+from ._record import WebExportError, record, recording_backend
+from ._schedule import TensorInfo, build, to_json
+
+_STORAGE = {"float32": "f32", "int32": "i32", "uint32": "u32", "bool": "u32"}
+_RTOL, _ATOL = 1e-3, 1e-4  # the export's own native-vs-numpy check (float32 kernels, other summation orders)
+
+
+@dataclass
+class WebExport:
+    """What ``export`` wrote: the folder, the page's inputs/outputs, the schedule's counts
+    (dispatches, copies, submits per run, pipelines, buffers and their bytes) and the largest
+    difference per output between the recorded native run and burn's numpy backend."""
+
+    out_dir: Path
+    inputs: list[TensorInfo]
+    outputs: list[TensorInfo]
+    counts: dict[str, int]
+    max_abs_diff: dict[str, float] = field(default_factory=dict)
+
+
+def _page_dtype(source: str, stored: burn.DType) -> tuple[str, str]:
+    """(dtype the page reports, storage type) of a value declared ``source`` and stored as ``stored``."""
+    name = stored.name
+    if name not in _STORAGE:
+        raise WebExportError(
+            f"web export: dtype {name} cannot be a page input or output (expected float32, int32, "
+            "int64, uint32 or bool)"
+        )
+    return ("int64" if source == "int64" and name == "int32" else name), _STORAGE[name]
+
+
+def _like(index: int) -> SimpleNamespace:
+    """A stand-in device for ``burn.ir.capture``: the dtypes of a portable wgpu backend."""
+    return SimpleNamespace(backend=recording_backend(index))
+
+
+def _wgpu_dtype(dt: burn.DType) -> burn.DType:
+    if dt.is_bool:
+        return burn.bool_
+    if dt.is_float:
+        return burn.float32
+    return burn.uint32 if dt is burn.uint32 else burn.int32
+
+
+def _write(
+    graph: Any,
+    feeds: list[Any],
+    declared_in: list[str],
+    declared_out: list[str],
+    in_names: list[str],
+    out_names: list[str],
+    out_dir: str | Path,
+    title: str,
+    index: int,
+) -> WebExport:
+    import numpy as np
+
+    rec = record(graph, feeds, index)
+    inputs = [
+        TensorInfo(name, tuple(ref.shape), *_page_dtype(src, ref.dtype))
+        for name, ref, src in zip(in_names, graph.inputs.values(), declared_in)
+    ]
+    outputs = [
+        TensorInfo(name, tuple(ref.shape), *_page_dtype(src, ref.dtype))
+        for name, ref, src in zip(out_names, graph.outputs, declared_out)
+    ]
+    schedule, blob = build(rec, inputs, outputs, title)
+    # the export checks itself: the recorded native run against burn's numpy backend
+    ref_out = burn.ir.replay(graph, feeds, device="cpu", check=False)
+    ref_out = ref_out if isinstance(ref_out, tuple) else (ref_out,)
+    diffs: dict[str, float] = {}
+    for info, got, want in zip(outputs, rec.values, ref_out):
+        w = np.asarray(want.numpy(), dtype=np.float64)
+        g = np.asarray(got, dtype=np.float64)
+        diff = float(np.max(np.abs(g - w))) if w.size else 0.0
+        diffs[info.name] = diff
+        if w.size and not np.allclose(g, w, rtol=_RTOL, atol=_ATOL * max(1.0, float(np.max(np.abs(w))))):
+            warnings.warn(
+                f"web export: output {info.name!r} of the recorded wgpu run differs from burn's numpy "
+                f"backend by up to {diff:.3g}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    here = resources.files(__package__)
+    runtime = here.joinpath("runtime.js").read_text(encoding="utf-8")
+    (folder / "model.js").write_text(
+        runtime.replace("/*SCHEDULE*/null/*END*/", f"/*SCHEDULE*/{to_json(schedule)}/*END*/"),
+        encoding="utf-8",
+    )
+    (folder / "weights.bin").write_bytes(blob)
+    page = here.joinpath("index.html").read_text(encoding="utf-8")
+    (folder / "index.html").write_text(page.replace("{{TITLE}}", _html_escape(title)), encoding="utf-8")
+    return WebExport(folder, inputs, outputs, schedule["counts"], diffs)
+
+
+def _html_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _as_numpy(value: Any, what: str) -> Any:
+    import numpy as np
+
+    if isinstance(value, burn.Tensor):
+        return value.numpy()
+    try:
+        return np.asarray(value)
+    except Exception as exc:
+        raise TypeError(f"web export: {what} must be a tensor or array, got {type(value).__name__}") from exc
+
+
+def export(
+    module: Any,
+    example_inputs: Any,
+    out_dir: str | Path,
+    *,
+    output_names: Sequence[str] | None = None,
+    title: str = "burn model",
+    index: int = 0,
+) -> WebExport:
+    """Write ``module``'s forward as a static WebGPU page: ``out_dir/model.js``, ``weights.bin`` and
+    ``index.html`` (no Python at run time; see the package docstring for the JavaScript API).
+
+    ``example_inputs``: one tensor/array, a sequence of them (positional arguments), or a mapping
+    name -> tensor/array (keyword order is positional order). Their shapes are fixed in the page; the
+    inputs are named ``input`` (``input0``, ``input1``... for several) unless given by name, the
+    outputs ``output`` (``output0``...) unless ``output_names`` says. ``module``: a ``burn.nn.Module``
+    (exported as its inference copy, its weights in ``weights.bin``) or a function of tensors that
+    creates any other tensor it uses inside (on ``burn.ir.capture_device()``). ``index`` picks the wgpu adapter
+    the export records and checks on (``wgpu:index``).
+
+    >>> import tempfile, burn_wgpu.web
+    >>> model = nn.LinearConfig(4, 2).init()
+    >>> out = burn_wgpu.web.export(model, np.ones((1, 4), np.float32), tempfile.mkdtemp())
+    >>> sorted(p.name for p in out.out_dir.iterdir()), out.counts["submits"]
+    (['index.html', 'model.js', 'weights.bin'], 1)
+    """
+    import numpy as np
+
+    if isinstance(example_inputs, Mapping):
+        names = [str(k) for k in example_inputs]
+        values = list(example_inputs.values())
+    elif isinstance(example_inputs, (list, tuple)):
+        values = list(example_inputs)
+        names = ["input"] if len(values) == 1 else [f"input{i}" for i in range(len(values))]
+    else:
+        values, names = [example_inputs], ["input"]
+    if not values:
+        raise ValueError("web export: example_inputs is empty; give at least one example tensor or array")
+    arrays = [_as_numpy(v, f"example input {n!r}") for n, v in zip(names, values)]
+    declared, spec = [], {}
+    for n, v, a in zip(names, values, arrays):
+        src = (
+            v.dtype
+            if isinstance(v, burn.Tensor)
+            else burn.dtype("bool" if a.dtype.kind == "b" else a.dtype.name)
+        )
+        declared.append(src.name)
+        spec[n] = (tuple(a.shape), _wgpu_dtype(src))
+    graph = _capture(module, spec, index)
+    feeds = [np.asarray(a).astype(_np_storage(s[1])) for a, s in zip(arrays, spec.values())]
+    n_out = len(graph.outputs)
+    if output_names is None:
+        output_names = ["output"] if n_out == 1 else [f"output{i}" for i in range(n_out)]
+    elif len(output_names) != n_out:
+        raise ValueError(
+            f"web export: output_names has {len(output_names)} names, the forward returns {n_out}"
+        )
+    declared_out = [ref.dtype.name for ref in graph.outputs]
+    return _write(graph, feeds, declared, declared_out, names, list(output_names), out_dir, title, index)
+
+
+def _np_storage(dt: burn.DType) -> Any:
+    import numpy as np
+
+    return {"float32": np.float32, "int32": np.int32, "uint32": np.uint32, "bool": np.bool_}[dt.name]
+
+
+def _capture(fn: Any, spec: dict[str, tuple[tuple[int, ...], burn.DType]], index: int) -> Any:
+    try:
+        return burn.ir.capture(fn, spec, like=_like(index))
+    except burn.ir.IrError as exc:
+        raise WebExportError(
+            f"web export: the forward cannot be recorded as a static graph: {exc} (a data-dependent "
+            "shape or a host read inside the forward cannot run as a fixed WebGPU schedule)"
+        ) from exc
+
+
+def parse_shapes(items: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """``["x=1x3x224x224", ...]`` -> ``{"x": (1, 3, 224, 224)}`` (``--input`` of ``burn web export``)."""
+    shapes = {}
+    for item in items:
+        name, sep, dims = item.rpartition("=")
+        try:
+            shape = tuple(int(d) for d in dims.lower().split("x")) if dims else ()
+        except ValueError:
+            shape = None
+        if not sep or not name or shape is None or any(d < 1 for d in shape):
+            raise ValueError(
+                f"--input: expected NAME=DxDx... with positive dims (e.g. x=1x3x224x224), got {item!r}"
+            )
+        shapes[name] = shape
+    return shapes
+
+
+def export_onnx(
+    path: str | Path,
+    out_dir: str | Path,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    *,
+    title: str | None = None,
+    index: int = 0,
+    seed: int = 0,
+) -> WebExport:
+    """Write the ONNX model at ``path`` as a static WebGPU page in ``out_dir`` (``burn web export``).
+
+    ``shapes`` fixes input shapes by name; dims the model leaves open (named or unknown) default to 1.
+    The inputs and outputs keep the graph's names and order; int64 values run as int32 on the device
+    (an int64 input may be given as a BigInt64Array or an Int32Array, an int64 output comes back as an
+    Int32Array). The export checks itself once on random example inputs (integers: zeros).
+    """
+    import burn_onnx
+    import numpy as np
+
+    shapes = dict(shapes or {})
+    model = burn_onnx.load(str(path), device="cpu")
+    unknown = set(shapes) - {i.name for i in model.inputs}
+    if unknown:
+        known = ", ".join(repr(i.name) for i in model.inputs)
+        raise ValueError(f"--input: the model has no input {sorted(unknown)[0]!r} (inputs: {known})")
+    rng = np.random.default_rng(seed)
+    spec: dict[str, tuple[tuple[int, ...], burn.DType]] = {}
+    declared, feeds = [], []
+    for info in model.inputs:
+        if info.kind != "tensor":
+            raise WebExportError(f"web export: input {info.name!r} is a {info.kind}; pages take tensors only")
+        if info.name in shapes:
+            shape = tuple(int(d) for d in shapes[info.name])
+            if info.shape is not None and len(shape) != len(info.shape):
+                raise ValueError(
+                    f"--input {info.name}: the model declares rank {len(info.shape)}, got shape {shape}"
+                )
+        elif info.shape is None:
+            raise WebExportError(
+                f"web export: input {info.name!r} has an unknown rank; give --input {info.name}=..."
+            )
+        else:
+            shape = tuple(d if isinstance(d, int) and d > 0 else 1 for d in info.shape)
+        try:
+            src = burn.dtype(info.dtype)
+        except Exception as exc:
+            raise WebExportError(
+                f"web export: input {info.name!r} has dtype {info.dtype}, not a page dtype"
+            ) from exc
+        dt = _wgpu_dtype(src)
+        spec[info.name] = (shape, dt)
+        declared.append(src.name)
+        if dt.is_float:
+            feeds.append(rng.standard_normal(shape).astype(np.float32))
+        else:
+            feeds.append(np.zeros(shape, _np_storage(dt)))
+    graph = _capture(model, spec, index)
+    out_names = [o.name for o in model.outputs]
+    declared_out = [o.dtype for o in model.outputs]
+    name = title or Path(path).stem
+    return _write(graph, feeds, declared, declared_out, list(spec), out_names, out_dir, name, index)

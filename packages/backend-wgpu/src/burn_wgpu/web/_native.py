@@ -1,0 +1,141 @@
+"""Run an exported schedule natively through wgpu-py, exactly as ``model.js`` does in a page: the same
+buffers, pipelines, bind groups, dispatches and one submission per run. Used by the tests (to check a
+schedule without a browser) and by benchmarks/bench_web.py (real-GPU figures for the page's schedule)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_STORAGE = {"f32": np.float32, "i32": np.int32, "u32": np.uint32}
+
+
+class NativeSchedule:
+    """An exported page's schedule on a wgpu device (``wgpu:index``, WebGPU's default limits).
+
+    >>> import tempfile, burn_wgpu.web
+    >>> x = np.arange(4, dtype=np.float32).reshape(1, 4)
+    >>> page = burn_wgpu.web.export(nn.Relu(), x - 2, tempfile.mkdtemp()).out_dir
+    >>> NativeSchedule(page).run({"input": x - 1.5})["output"].tolist()
+    [[0.0, 0.0, 0.5, 1.5]]
+    """
+
+    def __init__(self, out_dir: str | Path, index: int = 0) -> None:
+        import wgpu
+
+        from ._record import portable_context
+
+        folder = Path(out_dir)
+        text = (folder / "model.js").read_text(encoding="utf-8")
+        start = text.index("/*SCHEDULE*/") + len("/*SCHEDULE*/")
+        end = text.index("/*END*/", start)
+        self.schedule: dict[str, Any] = json.loads(text[start:end])
+        sch = self.schedule
+        blob = (folder / sch["weights"]["file"]).read_bytes()
+        ctx = portable_context(index)
+        self.device = dev = ctx.device
+        self.adapter = ctx.label  # the adapter's name, backend and type
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+        self.buffers = [dev.create_buffer(size=b["size"], usage=usage) for b in sch["buffers"]]
+        meta_size = sch["weights"]["meta"]
+        self.meta = dev.create_buffer(size=meta_size, usage=usage)
+        dev.queue.write_buffer(self.meta, 0, blob[:meta_size])
+        self._reload = []
+        for c in sch["constants"]:
+            data = blob[c["offset"] : c["offset"] + c["size"]]
+            dev.queue.write_buffer(self.buffers[c["buffer"]], 0, data)
+            if c["reload"]:
+                self._reload.append((self.buffers[c["buffer"]], data))
+        kinds = {"read": wgpu.BufferBindingType.read_only_storage, "rw": wgpu.BufferBindingType.storage}
+        pipelines = []
+        for k in sch["kernels"]:
+            entries = [
+                {"binding": i, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": kinds[a]}}
+                for i, a in enumerate(("read", *k["bindings"]))
+            ]
+            layout = dev.create_bind_group_layout(entries=entries)
+            module = dev.create_shader_module(label=k["name"], code=k["source"])
+            pipe = dev.create_compute_pipeline(
+                label=k["name"],
+                layout=dev.create_pipeline_layout(bind_group_layouts=[layout]),
+                compute={"module": module, "entry_point": "main"},
+            )
+            pipelines.append((pipe, layout))
+        self._ops: list[tuple[Any, ...]] = []
+        for op in sch["ops"]:
+            if op[0] == 0:
+                _, k, off, size, bufs, gx, gy, gz = op
+                pipe, layout = pipelines[k]
+                entries = [{"binding": 0, "resource": {"buffer": self.meta, "offset": off, "size": size}}]
+                entries += [
+                    {
+                        "binding": i + 1,
+                        "resource": {"buffer": self.buffers[b], "offset": 0, "size": self.buffers[b].size},
+                    }
+                    for i, b in enumerate(bufs)
+                ]
+                group = dev.create_bind_group(layout=layout, entries=entries)
+                self._ops.append((0, pipe, group, (gx, gy, gz)))
+            else:
+                _, src, so, dst, do, size = op
+                self._ops.append((1, self.buffers[src], so, self.buffers[dst], do, size))
+        slots, total = [], 0
+        for o in sch["outputs"]:
+            slots.append(total)
+            total += -(-o["size"] // 8) * 8
+        self._slots, self._total = slots, max(total, 8)
+        self.staging = dev.create_buffer(
+            size=self._total, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+        )
+        self._wgpu = wgpu
+
+    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Outputs by name for inputs by name (numpy arrays of the declared shapes)."""
+        dev, sch = self.device, self.schedule
+        for info in sch["inputs"]:
+            arr = np.ascontiguousarray(np.asarray(feeds[info["name"]]), dtype=_STORAGE[info["storage"]])
+            if list(arr.shape) != info["shape"]:
+                raise ValueError(
+                    f"input {info['name']!r}: expected shape {info['shape']}, got {list(arr.shape)}"
+                )
+            if arr.nbytes:
+                dev.queue.write_buffer(self.buffers[info["buffer"]], 0, arr.tobytes())
+        for buf, data in self._reload:
+            dev.queue.write_buffer(buf, 0, data)
+        enc = dev.create_command_encoder()
+        cpass = None
+        for op in self._ops:
+            if op[0] == 0:
+                if cpass is None:
+                    cpass = enc.begin_compute_pass()
+                cpass.set_pipeline(op[1])
+                cpass.set_bind_group(0, op[2])
+                cpass.dispatch_workgroups(*op[3])
+            else:
+                if cpass is not None:
+                    cpass.end()
+                    cpass = None
+                enc.copy_buffer_to_buffer(op[1], op[2], op[3], op[4], op[5])
+        if cpass is not None:
+            cpass.end()
+        for o, slot in zip(sch["outputs"], self._slots):
+            if o["size"]:
+                enc.copy_buffer_to_buffer(
+                    self.buffers[o["buffer"]], o["offset"], self.staging, slot, -(-o["size"] // 4) * 4
+                )
+        dev.queue.submit([enc.finish()])
+        self.staging.map_sync(self._wgpu.MapMode.READ, 0, self._total)
+        try:
+            data = bytes(self.staging.read_mapped(0, self._total))
+        finally:
+            self.staging.unmap()
+        out = {}
+        for o, slot in zip(sch["outputs"], self._slots):
+            arr = np.frombuffer(data[slot : slot + o["size"]], dtype=_STORAGE[o["storage"]]).reshape(
+                o["shape"]
+            )
+            out[o["name"]] = arr.astype(bool) if o["dtype"] == "bool" else arr.copy()
+        return out

@@ -1,0 +1,255 @@
+"""Record what burn-wgpu does on the device while it runs a captured graph once.
+
+The graph (``burn.ir``) is replayed op by op on a private ``WgpuBackend`` built with WebGPU's default
+limits (the browser-portable mode), whose executor and buffer pool are swapped for recording ones:
+
+* every buffer the pool hands out is a fresh one, never recycled, so each buffer has one meaning
+  (an input, a constant, an intermediate); the schedule assigns shared slots itself afterwards;
+* every upload (``Executor.write``), compute dispatch (WGSL source, bindings, metadata words,
+  workgroup counts) and buffer copy is logged in order, and still runs, so the export can check
+  its own results natively;
+* a read back to the host while recording (a data-dependent shape, a host sync inside the forward)
+  is refused with ``WebExportError``: a static schedule cannot express it.
+
+Autotuning is off while recording: candidates would be timed on this machine's adapter, not on the
+browser's, and timing needs host syncs. The default kernels are the ones exported.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import burn
+
+from .._buffer import BufferPool, GPUBuffer, GPUDevice, Storage, size_class
+from .._executor import Executor, Kernel
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .._backend import WgpuBackend
+
+
+class WebExportError(burn.BurnError, ValueError):
+    """A model that cannot become a static WebGPU page (a host read inside the forward, an
+    unsupported input dtype, a shape left open)."""
+
+
+@dataclass
+class BufferRecord:
+    """One device buffer seen while recording. ``kind``: ``"input"``, ``"constant"`` (uploaded once
+    with bytes known at export), ``"temp"`` (written by kernels only) or ``"scratch"`` (made outside
+    the pool, e.g. the index-check record)."""
+
+    size: int
+    kind: str = "temp"
+    data: bytes = b""
+    written: bool = False  # some kernel or copy writes it
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    kernel: Kernel
+    buffers: tuple[int, ...]
+    meta: bytes
+    groups: tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Copy:
+    src: int
+    src_offset: int
+    dst: int
+    dst_offset: int
+    size: int
+
+
+@dataclass
+class Trace:
+    """Everything the device did, buffers numbered in order of first sight."""
+
+    buffers: list[BufferRecord] = field(default_factory=list)
+    events: list[Dispatch | Copy] = field(default_factory=list)
+
+
+class RecordingPool(BufferPool):
+    """A pool that never recycles: each request gets a new buffer, kept alive until the export ends."""
+
+    def __init__(self, device: GPUDevice, max_binding: int, max_buffer: int) -> None:
+        super().__init__(device, max_binding, max_buffer)
+        self.keep: list[GPUBuffer] = []
+        self.ids: set[int] = set()
+
+    def storage(
+        self, nbytes: int, op: str = "alloc", shape: tuple[int, ...] = (), upload: bool = False
+    ) -> Storage:
+        self.check_size(op, nbytes, shape)
+        cls = size_class(max(nbytes, 4), min(self.max_binding, self.max_buffer))
+        buf = self._device.create_buffer(size=cls, usage=self._usage)
+        self.keep.append(buf)
+        self.ids.add(id(buf))
+        self.stats["allocated"] += 1
+        self.stats["bytes_allocated"] += cls
+        return Storage(buf, cls)
+
+
+class RecordingExecutor(Executor):
+    """An executor that logs uploads, dispatches and copies into a ``Trace`` while ``recording``."""
+
+    def __init__(self, device: GPUDevice, pool: RecordingPool) -> None:
+        super().__init__(device, pool, batch_size=256)
+        self._pool_ids = pool.ids
+        self.trace = Trace()
+        self.recording = True
+        self.phase = "constant"  # "input" while the graph inputs are uploaded
+        self._ids: dict[int, int] = {}
+        self._keep: list[GPUBuffer] = []
+
+    def ref(self, buffer: GPUBuffer) -> int:
+        """The number of ``buffer`` in the trace (registered at first sight: a pool buffer as a temp,
+        any other as scratch)."""
+        key = id(buffer)
+        n = self._ids.get(key)
+        if n is None:
+            n = self._ids[key] = len(self.trace.buffers)
+            kind = "temp" if key in self._pool_ids else "scratch"
+            self.trace.buffers.append(BufferRecord(int(buffer.size), kind))
+            self._keep.append(buffer)
+        return n
+
+    def dispatch(
+        self, kernel: Kernel, buffers: list[GPUBuffer], meta: bytes, groups: tuple[int, int, int]
+    ) -> None:
+        if self.recording:
+            refs = tuple(self.ref(b) for b in buffers)
+            for n, access in zip(refs, kernel.bindings):
+                if access == "rw":
+                    self.trace.buffers[n].written = True
+            self.trace.events.append(Dispatch(kernel, refs, bytes(meta), tuple(groups)))  # type: ignore[arg-type]
+        super().dispatch(kernel, buffers, meta, groups)
+
+    def copy(self, src: GPUBuffer, src_offset: int, dst: GPUBuffer, dst_offset: int, size: int) -> None:
+        if self.recording:
+            s, d = self.ref(src), self.ref(dst)
+            self.trace.buffers[d].written = True
+            self.trace.events.append(Copy(s, src_offset, d, dst_offset, size))
+        super().copy(src, src_offset, dst, dst_offset, size)
+
+    def write(self, buffer: GPUBuffer, data: bytes) -> None:
+        if self.recording:
+            rec = self.trace.buffers[self.ref(buffer)]
+            if rec.kind == "temp" and not rec.data:
+                rec.kind = "input" if self.phase == "input" else "constant"
+                rec.data = bytes(data)
+            else:  # a second upload into one buffer: never done by the pool, refuse rather than guess
+                raise WebExportError("web export: a buffer was uploaded twice while recording")
+        super().write(buffer, data)
+
+    def read(self, ranges: list[tuple[GPUBuffer, int, int]]) -> list[bytes]:
+        if self.recording:
+            raise WebExportError(
+                "web export: the forward reads device data back to the host in the middle of the graph "
+                "(a data-dependent shape or a host sync); a static WebGPU schedule cannot do that"
+            )
+        return super().read(ranges)
+
+
+_PORTABLE: dict[int, Any] = {}
+
+
+def portable_context(index: int = 0) -> Any:
+    """A wgpu device with WebGPU's default limits and no optional features (built once per adapter)."""
+    ctx = _PORTABLE.get(index)
+    if ctx is None:
+        from .._device import PORTABLE_LIMITS, GpuContext, pick_adapter
+
+        adapter = pick_adapter(index)
+        have = dict(adapter.limits)
+        limits = {k: min(v, have.get(k, v)) for k, v in PORTABLE_LIMITS.items()}
+        device = adapter.request_device_sync(required_features=[], required_limits=dict(limits))
+        ctx = _PORTABLE[index] = GpuContext(adapter, device, limits, frozenset(), True)
+    return ctx
+
+
+def recording_backend(index: int = 0) -> WgpuBackend:
+    """A fresh portable ``WgpuBackend`` whose executor and pool record (one per export)."""
+    from .._backend import WgpuBackend
+    from .._index_check import IndexChecker
+
+    b = WgpuBackend(index, context=portable_context(index))
+    limits = b.ctx.limits
+    b.pool = RecordingPool(b.ctx.device, limits["max-storage-buffer-binding-size"], limits["max-buffer-size"])
+    b.ex = RecordingExecutor(b.ctx.device, b.pool)
+    b.ex.label = f"wgpu:{index} (web export)"
+    b.index_checks = IndexChecker(b)
+    return b
+
+
+@contextmanager
+def autotune_off() -> Iterator[None]:
+    old = os.environ.get("BURN_AUTOTUNE")
+    os.environ["BURN_AUTOTUNE"] = "off"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("BURN_AUTOTUNE", None)
+        else:
+            os.environ["BURN_AUTOTUNE"] = old
+
+
+@dataclass
+class Recorded:
+    """A recorded forward: the trace, where inputs and outputs live, and the outputs computed natively."""
+
+    trace: Trace
+    inputs: list[int]  # buffer of each graph input, in graph order
+    outputs: list[tuple[int, int, int]]  # (buffer, byte offset, byte size) of each output
+    values: list[np.ndarray]  # the outputs as computed here while recording
+
+
+def record(graph: Any, feeds: list[np.ndarray], index: int = 0) -> Recorded:
+    """Run ``graph`` (a ``burn.ir.Graph``) once on a recording portable backend with ``feeds`` (numpy
+    arrays in graph input order, already of the graph's input dtypes)."""
+    from burn.ir import Ref, op_def
+
+    b = recording_backend(index)
+    ex = b.ex
+    assert isinstance(ex, RecordingExecutor)
+    env: dict[int, Any] = {}
+    inputs = []
+    with autotune_off():
+        ex.phase = "input"
+        for (_, ref), arr in zip(graph.inputs.items(), feeds):
+            prim = b.from_numpy(arr, ref.dtype)
+            env[ref.id] = prim
+            inputs.append(ex.ref(prim.buffer))
+        ex.phase = "constant"
+        for cid, arr in graph.constants.items():
+            env[cid] = b.from_numpy(arr, burn.dtype(arr.dtype.name))
+
+        def resolve(a: Any) -> Any:
+            if isinstance(a, Ref):
+                return env[a.id]
+            if isinstance(a, (tuple, list)):
+                return type(a)(resolve(v) for v in a)
+            return a
+
+        for op in graph.ops:
+            spec = op_def(op.kind)
+            fn = getattr(b, spec.method)
+            args = tuple(resolve(a) for a in op.args)
+            out = fn(str(op.kind), *args) if spec.op_arg else fn(*args)
+            for prim, ref in zip(out if spec.outputs > 1 else (out,), op.outputs):
+                env[ref.id] = prim
+        from .._dtypes import ELEM_BYTES
+
+        dense = [b._readable(env[ref.id]) for ref in graph.outputs]
+        outputs = [(ex.ref(d.buffer), d.byte_offset, d.numel * ELEM_BYTES[d.dtype]) for d in dense]
+        ex.recording = False
+        values = b.read_many(dense)
+    return Recorded(ex.trace, inputs, outputs, values)

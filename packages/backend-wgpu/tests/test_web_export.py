@@ -1,0 +1,183 @@
+"""burn_wgpu.web without a browser: the exported schedule run natively through wgpu-py
+(``NativeSchedule``, the same buffers, bind groups and dispatches as model.js) against burn's numpy
+backend and onnxruntime; what the export refuses; buffer sharing; the browser-portability rewrites;
+the ``burn web export`` command. The page in a real Chromium is test_web_browser.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+_HERE = Path(__file__).resolve().parent
+RTOL, ATOL = 1e-4, 1e-4
+
+
+def _helper(name: str) -> Any:
+    full = f"burn_wgpu_tests{name}"
+    if full not in sys.modules:
+        spec = importlib.util.spec_from_file_location(full, _HERE / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[full] = module
+        spec.loader.exec_module(module)
+    return sys.modules[full]
+
+
+@pytest.fixture(scope="module")
+def web(dev: Any) -> Any:
+    import burn_wgpu.web
+
+    return burn_wgpu.web
+
+
+def _schedule(folder: Path) -> dict[str, Any]:
+    text = (folder / "model.js").read_text()
+    start = text.index("/*SCHEDULE*/") + len("/*SCHEDULE*/")
+    return json.loads(text[start : text.index("/*END*/", start)])
+
+
+@pytest.mark.parametrize("name", ["resnet", "mobilenet", "transformer", "recurrent", "unet"])
+def test_native_schedule_matches_numpy_and_onnxruntime(web, tmp_path, name):
+    import burn
+    import burn_onnx
+    import onnxruntime as ort
+
+    M = _helper("_web_models")
+    data = M.model(name)
+    path = tmp_path / "m.onnx"
+    path.write_bytes(data)
+    feeds = M.feeds(name, seed=2)  # other values than the export's own check
+    out = web.export_onnx(path, tmp_path / "page", {k: v.shape for k, v in feeds.items()})
+    assert sorted(p.name for p in (tmp_path / "page").iterdir()) == ["index.html", "model.js", "weights.bin"]
+    got = web.NativeSchedule(tmp_path / "page").run(feeds)
+    want_ort = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
+    want_np = burn_onnx.load(data, device=burn.device("cpu"))(**feeds)
+    want_np = want_np if isinstance(want_np, tuple) else (want_np,)
+    assert list(got) == [o.name for o in out.outputs]
+    for (k, g), w_ort, w_np in zip(got.items(), want_ort, want_np):
+        np.testing.assert_allclose(g, w_np.numpy(), rtol=RTOL, atol=ATOL, err_msg=f"{k} vs numpy")
+        np.testing.assert_allclose(g, w_ort, rtol=RTOL, atol=ATOL, err_msg=f"{k} vs onnxruntime")
+    assert out.counts["submits"] == 1 and out.counts["dispatches"] > 10
+    # intermediates share buffers by liveness, kernels are compiled once each
+    assert out.counts["buffer_bytes"] < out.counts["temp_bytes_unshared"]
+    sch = _schedule(tmp_path / "page")
+    assert len({k["source"] for k in sch["kernels"]}) == len(sch["kernels"]) < out.counts["dispatches"]
+
+
+def test_int64_inputs_are_declared_int64_and_stored_int32(web, tmp_path):
+    M = _helper("_web_models")
+    path = tmp_path / "t.onnx"
+    path.write_bytes(M.model("transformer"))
+    out = web.export_onnx(path, tmp_path / "page", {"tokens": (1, 6), "attention_mask": (1, 6)})
+    assert [(i.name, i.shape, i.dtype, i.storage) for i in out.inputs] == [
+        ("tokens", (1, 6), "int64", "i32"),
+        ("attention_mask", (1, 6), "int64", "i32"),
+    ]
+
+
+def test_named_dims_default_to_one(web, tmp_path):
+    M = _helper("_web_models")
+    path = tmp_path / "r.onnx"
+    path.write_bytes(M.model("resnet"))
+    out = web.export_onnx(path, tmp_path / "page")
+    assert out.inputs[0].shape == (1, 3, 16, 16)
+    assert [o.shape for o in out.outputs] == [(1, 10), (1, 10)]
+
+
+def test_module_export_names_and_values(web, tmp_path):
+    import burn
+    from burn import nn
+
+    class Head(nn.Module):
+        def __init__(self) -> None:
+            self.lin = nn.LinearConfig(5, 3).init()
+
+        def forward(self, t: Any) -> Any:
+            y = self.lin(t)
+            return y, y.argmax(1)
+
+    head = Head()
+    lin = head.lin
+    x = np.random.default_rng(0).standard_normal((2, 5)).astype(np.float32)
+    out = web.export(head, x, tmp_path / "page")
+    assert [i.name for i in out.inputs] == ["input"]
+    assert [(o.name, o.dtype) for o in out.outputs] == [("output0", "float32"), ("output1", "int32")]
+    got = web.NativeSchedule(tmp_path / "page").run({"input": x})
+    want = lin(burn.tensor(x)).numpy()
+    np.testing.assert_allclose(got["output0"], want, rtol=RTOL, atol=ATOL)
+    assert got["output1"].tolist() == want.argmax(1).tolist()
+
+
+def test_a_host_read_inside_the_forward_is_refused(web, tmp_path):
+    def data_dependent(x: Any) -> Any:
+        n = int((x > 0).sum().item())  # a shape that depends on values
+        return x[:n]
+
+    with pytest.raises(web.WebExportError, match="data-dependent shape"):
+        web.export(data_dependent, np.ones((4,), np.float32), tmp_path / "page")
+
+
+def test_bad_arguments_name_what_was_expected(web, tmp_path):
+    from burn_wgpu.web._export import parse_shapes
+
+    with pytest.raises(ValueError, match="example_inputs is empty"):
+        web.export(lambda x: x, [], tmp_path / "p")
+    with pytest.raises(ValueError, match="NAME=DxDx"):
+        parse_shapes(["x=1x0x3"])
+    assert parse_shapes(["pixel_values=1x3x224x224"]) == {"pixel_values": (1, 3, 224, 224)}
+    M = _helper("_web_models")
+    path = tmp_path / "r.onnx"
+    path.write_bytes(M.model("resnet"))
+    with pytest.raises(ValueError, match="no input 'y'"):
+        web.export_onnx(path, tmp_path / "p", {"y": (1, 3, 16, 16)})
+    with pytest.raises(ValueError, match="rank 4"):
+        web.export_onnx(path, tmp_path / "p", {"x": (3, 16, 16)})
+
+
+def test_portable_rewrite_of_nan_and_inf_constants():
+    from burn_wgpu.web._portable import portable_wgsl
+
+    src = "fn nan() -> f32 { return bitcast<f32>(0x7fc00000u); }\nfn one() -> f32 { return bitcast<f32>(0x3f800000u); }"
+    out = portable_wgsl(src)
+    assert "var<private> burn_f32_bits_7fc00000: u32 = 0x7fc00000u;" in out
+    assert "bitcast<f32>(burn_f32_bits_7fc00000)" in out
+    assert "bitcast<f32>(0x3f800000u)" in out  # finite constants stay constant
+    assert portable_wgsl("fn f() {}") == "fn f() {}"
+
+
+def test_slot_assignment_never_aliases_live_buffers():
+    from burn_wgpu.web._schedule import _assign_slots
+
+    rng = np.random.default_rng(0)
+    temps = []
+    for n in range(200):
+        first = int(rng.integers(0, 100))
+        temps.append((n, first, first + int(rng.integers(0, 10)), int(2 ** rng.integers(8, 14))))
+    slot_of, sizes = _assign_slots(temps)
+    for a in temps:
+        assert sizes[slot_of[a[0]]] >= a[3]
+        for b in temps:
+            if a[0] < b[0] and slot_of[a[0]] == slot_of[b[0]]:
+                assert a[2] < b[1] or b[2] < a[1], (a, b)
+    assert len(sizes) < len(temps)
+
+
+def test_cli_writes_the_page(dev, tmp_path, capsys):
+    import burn._cli as cli
+
+    M = _helper("_web_models")
+    path = tmp_path / "m.onnx"
+    path.write_bytes(M.model("mobilenet"))
+    code = cli.main(["web", "export", str(path), "-o", str(tmp_path / "out"), "--input", "x=2x3x16x16"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "x float32[2, 3, 16, 16]" in out and "1 submit per run" in out
+    assert (tmp_path / "out" / "model.js").exists()
+    assert cli.main(["web", "export", str(path), "-o", str(tmp_path / "o2"), "--input", "x"]) == 2
+    assert "NAME=DxDx" in capsys.readouterr().err

@@ -1,0 +1,110 @@
+"""The lazy op graph of the fusion decorator: ``Node``s (an element-wise op not yet run, or a value the
+inner backend holds) and ``FPrim``, the handle a tensor holds.
+
+A node keeps its operands (nodes and Python scalars) until it is materialised; then it keeps only the
+inner backend's primitive and forgets its operands, so their buffers can be freed. The handle exists so
+the planner can tell which lazy values are still wanted outside the graph: a node whose handle died is
+an intermediate and is computed inside the kernels that need it, never written to memory.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from .._dtype import DType
+
+Scalar = bool | int | float
+_NONE: frozenset[Any] = frozenset()
+
+
+class Node:
+    """One value of the stream. ``value`` is the inner primitive once computed (then ``op`` is None).
+
+    A lazy node has ``op`` (``(kind, name)``: kind one of unary, binary, where, clamp, cast),
+    ``args`` (nodes or scalars, in the op's operand order), ``compute`` (the dtype the op computes in,
+    which scalars take), ``leaves`` (the computed nodes its expression reads: a conservative count
+    for the kernel's bindings; empty once computed) and ``size`` (ops in its expression, shared ones counted again).
+    """
+
+    __slots__ = ("op", "args", "value", "shape", "dtype", "compute", "handle", "leaves", "size")
+
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        dtype: DType,
+        value: Any = None,
+        op: tuple[str, str] | None = None,
+        args: tuple[Node | Scalar, ...] = (),
+        compute: DType | None = None,
+    ) -> None:
+        self.shape = shape
+        self.dtype = dtype
+        self.value = value
+        self.op = op
+        self.args = args
+        self.compute = compute
+        self.handle: weakref.ref[FPrim] | None = None
+        # a computed node keeps no set of itself (that would be a reference cycle, freed only by gc)
+        leaves: frozenset[Node] = _NONE
+        size = 0
+        if op is not None:
+            size = 1
+            for a in args:
+                if type(a) is Node:
+                    if a.op is None:
+                        leaves = leaves | frozenset((a,))
+                    else:
+                        leaves = leaves | a.leaves
+                        size += a.size
+        self.leaves: frozenset[Node] = leaves
+        self.size: int = size
+
+    @property
+    def lazy(self) -> bool:
+        return self.value is None
+
+    def done(self, value: Any) -> None:
+        """Record the computed value and drop the expression (its operands may now be freed)."""
+        self.value = value
+        self.op = None
+        self.args = ()
+        self.leaves = _NONE
+        self.size = 0
+
+    def __repr__(self) -> str:
+        what = "computed" if self.op is None else f"{self.op[1]}"
+        return f"Node({what}, {self.dtype.name}{list(self.shape)})"
+
+
+class FPrim:
+    """The fusion backend's primitive: a handle on a node (lazy or computed)."""
+
+    __slots__ = ("node", "__weakref__")
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.node.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.node.dtype
+
+    def __repr__(self) -> str:
+        return f"FPrim({self.node!r})"
+
+
+def lazy_handle(node: Node) -> FPrim:
+    """A handle on a new lazy node, which the node watches (weakly) to know whether it is wanted."""
+    p = FPrim(node)
+    node.handle = weakref.ref(p)
+    return p
+
+
+def wanted(node: Node) -> bool:
+    """Whether some tensor outside the graph still holds this lazy node."""
+    h = node.handle
+    return h is not None and h() is not None

@@ -1,0 +1,71 @@
+"""``FusedKernel``: one generated kernel as a backend-neutral plan, and the runtime protocol that runs it.
+
+A plan lists its tensor inputs (``inputs``: dtypes, in binding order), its scalar inputs (``scalars``:
+dtypes), its ops in evaluation order and which op results it writes (``outputs``). Values are
+numbered: inputs first, then scalars, then one value per op, so an op's ``args`` are value numbers.
+Every output has the kernel's iteration shape; inputs broadcast to it (NumPy rules, by strides).
+``key`` is the plan without its shape: equal keys render the same source for any shape of the same
+rank, so a backend compiles it once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .._dtype import DType
+
+
+@dataclass(frozen=True)
+class FusedOp:
+    """One op of a plan: ``kind`` (unary, binary, where, clamp, cast) and ``name`` (``"exp"``, ``"add"``,
+    ...; the target dtype's name for a cast), ``compute`` (the operands' dtype), ``out`` (the result's)
+    and ``args`` (value numbers)."""
+
+    kind: str
+    name: str
+    compute: DType
+    out: DType
+    args: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class FusedKernel:
+    shape: tuple[int, ...]
+    inputs: tuple[DType, ...]
+    scalars: tuple[DType, ...]
+    ops: tuple[FusedOp, ...]
+    outputs: tuple[int, ...]  # value numbers written, in output order
+    key: tuple[Any, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        ops = tuple((o.kind, o.name, o.compute.name, o.out.name, o.args) for o in self.ops)
+        inputs = tuple(d.name for d in self.inputs)
+        key = (inputs, tuple(d.name for d in self.scalars), ops, self.outputs, len(self.shape))
+        object.__setattr__(self, "key", key)
+
+    @property
+    def first_op(self) -> int:
+        """The value number of the first op's result."""
+        return len(self.inputs) + len(self.scalars)
+
+    def out_dtypes(self) -> tuple[DType, ...]:
+        first = self.first_op
+        return tuple(self.ops[v - first].out for v in self.outputs)
+
+
+class FusionRuntime(Protocol):
+    """What a backend supplies so fusion can generate kernels for it (``Backend.fusion_runtime()``).
+
+    ``max_tensors``: the most tensor bindings (inputs + outputs) one kernel may have; ``max_ops``: the
+    most ops in one kernel. ``fusable(kind, name, compute, out)`` says whether the renderer has the op
+    for those dtypes (others run eagerly on the backend). ``execute(plan, inputs, scalars)`` runs the
+    plan over the backend's primitives and returns one new primitive per output.
+    """
+
+    max_tensors: int
+    max_ops: int
+
+    def fusable(self, kind: str, name: str, compute: DType, out: DType) -> bool: ...
+
+    def execute(self, plan: FusedKernel, inputs: list[Any], scalars: list[Any]) -> list[Any]: ...

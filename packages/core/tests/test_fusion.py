@@ -1,0 +1,182 @@
+"""The fusion decorator's planner, on the numpy backend with the reference runtime (plans run op by op):
+what is deferred, what one plan writes, how limits split plans, and that every result equals the
+unfused numpy backend's exactly (the same ops run in the same order)."""
+
+from __future__ import annotations
+
+import burn
+import numpy as np
+import pytest
+from burn.fusion import FusedKernel, Fusion, ReferenceRuntime
+from burn.fusion import _backend as fusion_backend
+
+
+class Recording(ReferenceRuntime):
+    """The reference runtime, keeping every plan it ran and with limits a test chooses."""
+
+    def __init__(self, backend, max_tensors=64, max_ops=64, refuse=()):
+        super().__init__(backend)
+        self.max_tensors, self.max_ops, self.refuse = max_tensors, max_ops, set(refuse)
+        self.plans: list[FusedKernel] = []
+
+    def fusable(self, kind, name, compute, out):
+        return name not in self.refuse
+
+    def execute(self, plan, inputs, scalars):
+        assert len(plan.inputs) + len(plan.outputs) <= self.max_tensors
+        assert len(plan.ops) <= self.max_ops
+        self.plans.append(plan)
+        return super().execute(plan, inputs, scalars)
+
+
+def _fused(**limits):
+    cpu = burn.device("cpu").backend
+    runtime = Recording(cpu, **limits)
+    backend = Fusion(cpu, runtime=runtime)
+    return backend, runtime
+
+
+def _t(backend, data, dtype=burn.float32):
+    return backend.from_numpy(np.asarray(data), dtype)
+
+
+def test_a_chain_is_one_plan_and_intermediates_stay_in_registers():
+    b, rt = _fused()
+    x = _t(b, [1.0, -2.0, 3.0])
+    y = b.unary("exp", b.binary("add", b.binary("mul", x, 2.0), 1.0))
+    assert b.stats["kernels"] == 0  # nothing ran yet
+    out = b.to_numpy(y)
+    np.testing.assert_array_equal(out, np.exp(np.array([1.0, -2.0, 3.0], np.float32) * 2 + 1))
+    assert len(rt.plans) == 1 and len(rt.plans[0].ops) == 3 and len(rt.plans[0].outputs) == 1
+    assert rt.plans[0].scalars == (burn.float32, burn.float32)
+    assert b.stats["fused"] == 1
+
+
+def test_a_held_intermediate_is_written_by_the_same_plan():
+    b, rt = _fused()
+    x = _t(b, [0.5, 1.5])
+    h = b.binary("mul", x, x)
+    y = b.unary("log", h)
+    np.testing.assert_allclose(b.to_numpy(y), np.log(np.array([0.25, 2.25], np.float32)))
+    assert len(rt.plans) == 1 and len(rt.plans[0].outputs) == 2
+    np.testing.assert_array_equal(b.to_numpy(h), [0.25, 2.25])
+    assert len(rt.plans) == 1  # h was written then: reading it launches nothing
+
+
+def test_smaller_shapes_run_first_and_are_read_not_recomputed():
+    b, rt = _fused()
+    bias = b.binary("mul", _t(b, [1.0, 2.0, 3.0]), 10.0)  # (3,), held
+    y = b.unary("relu", b.binary("sub", _t(b, np.arange(6.0).reshape(2, 3)), bias))
+    np.testing.assert_array_equal(b.to_numpy(y), np.maximum(np.arange(6.0).reshape(2, 3) - [10, 20, 30], 0))
+    assert [p.shape for p in rt.plans] == [(3,), (2, 3)]
+    assert len(rt.plans[1].ops) == 2  # sub and relu: the bias is an input of the second plan
+
+
+def test_plans_respect_the_binding_limit():
+    b, rt = _fused(max_tensors=3)
+    xs = [_t(b, np.full(4, float(i))) for i in range(6)]
+    acc = xs[0]
+    for x in xs[1:]:
+        acc = b.binary("add", acc, x)
+    np.testing.assert_array_equal(b.to_numpy(acc), np.full(4, 15.0))
+    assert len(rt.plans) >= 3
+
+
+def test_plans_respect_the_op_limit():
+    b, rt = _fused(max_ops=8)
+    x = _t(b, np.linspace(-1, 1, 5))
+    ref = np.linspace(-1, 1, 5).astype(np.float32)
+    y = x
+    for i in range(50):
+        y = b.binary("add", b.binary("mul", y, 0.5), float(i))
+        ref = ref * np.float32(0.5) + np.float32(i)
+    np.testing.assert_array_equal(b.to_numpy(y), ref)
+    assert len(rt.plans) >= 100 // 8
+
+
+def test_ops_the_runtime_cannot_render_run_eagerly():
+    b, rt = _fused(refuse={"exp"})
+    x = _t(b, [0.0, 1.0])
+    y = b.binary("add", b.unary("exp", b.binary("mul", x, 2.0)), 1.0)
+    np.testing.assert_allclose(b.to_numpy(y), np.exp([0.0, 2.0]) + 1, rtol=1e-6)
+    assert all("exp" not in [op.name for op in p.ops] for p in rt.plans)
+
+
+def test_a_long_stream_is_flushed(monkeypatch):
+    monkeypatch.setattr(fusion_backend, "PENDING_LIMIT", 16)
+    b, rt = _fused()
+    x = _t(b, [1.0])
+    held = [b.binary("add", x, float(i)) for i in range(40)]
+    assert rt.plans  # flushed without a read
+    assert [float(b.to_numpy(h)[0]) for h in held] == [1.0 + i for i in range(40)]
+
+
+def test_sync_and_read_many_run_everything_in_one_pass():
+    b, rt = _fused()
+    x = _t(b, [1.0, 2.0])
+    ys = [b.binary("mul", x, float(i)) for i in range(3)]
+    b.sync()
+    assert b.stats["flushes"] == 1 and len(rt.plans) == 1 and len(rt.plans[0].outputs) == 3
+    zs = [b.binary("add", y, 1.0) for y in ys]
+    outs = b.read_many(zs)
+    assert b.stats["flushes"] == 2
+    assert [o.tolist() for o in outs] == [[1.0, 1.0], [2.0, 3.0], [3.0, 5.0]]
+
+
+# expressions over a float tensor x, an int tensor i and a bool tensor m, on the frontend
+EXPRESSIONS = {
+    "arith": lambda x, i, m: ((x * 3 - 1) / (x.abs() + 1)).exp().log1p(),
+    "compare_where": lambda x, i, m: burn.where(x > 0.2, x, -x) * burn.where(m, 2.0, 0.5),
+    "clamp_cast": lambda x, i, m: (x.clamp(-0.5, 0.5) * 100).int() + i,
+    "int_ops": lambda x, i, m: (i * 7) // 3 + (i - 5) % 4 - (-i).abs(),
+    "bool_ops": lambda x, i, m: (m & (x > 0)) | ~(i > 3),
+    "activations": lambda x, i, m: (
+        x.sigmoid()
+        + burn.nn.functional.gelu(x)
+        - burn.nn.functional.silu(x) * x.tanh()
+        + burn.nn.functional.softplus(x)
+    ),
+    "broadcast": lambda x, i, m: x.reshape(4, 1) * x.reshape(1, 4) + x,
+    "isnan": lambda x, i, m: (x.log()).isnan().int() + (x / 0.0).isinf().int(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPRESSIONS))
+def test_results_equal_the_numpy_backend(name):
+    rng = np.random.default_rng(3)
+    xs, ints, mask = rng.standard_normal(4).astype(np.float32), rng.integers(-9, 9, 4), rng.random(4) > 0.5
+    results = []
+    for dev in (burn.device("cpu"), burn.device("cpu", fusion=True)):
+        x, i, m = (burn.tensor(v, device=dev) for v in (xs, ints, mask))
+        results.append(EXPRESSIONS[name](x, i, m))
+    ref, got = results
+    assert got.dtype == ref.dtype
+    np.testing.assert_array_equal(got.numpy(), ref.numpy())
+
+
+def test_gradients_through_fusion_equal_autodiff_on_numpy():
+    rng = np.random.default_rng(0)
+    w0, x0 = rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal((4, 5)).astype(np.float32)
+    grads = []
+    for dev in (burn.device("cpu", autodiff=True), burn.device("cpu", autodiff=True, fusion=True)):
+        w = burn.tensor(w0, device=dev).require_grad()
+        x = burn.tensor(x0, device=dev)
+        loss = ((x @ w).tanh() * 2 + (x @ w).sigmoid()).square().mean()
+        grads.append(loss.backward().get(w).numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6, atol=1e-7)
+
+
+def test_devices_name_and_switch_the_decorator(monkeypatch):
+    dev = burn.device("cpu+fusion")
+    assert dev == burn.device("cpu", fusion=True) and str(dev) == "cpu+fusion"
+    assert isinstance(dev.backend, Fusion)
+    assert burn.device("cpu+fusion+autodiff").autodiff
+    assert burn.device(dev, fusion=False) == burn.device("cpu")
+    with pytest.raises(TypeError, match="fusion="):
+        burn.device("cpu", fusion="yes")
+
+
+def test_fusion_does_not_wrap_autodiff():
+    cpu = burn.device("cpu", autodiff=True).backend
+    with pytest.raises(TypeError, match="autodiff wraps fusion"):
+        Fusion(cpu)

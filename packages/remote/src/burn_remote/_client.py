@@ -1,0 +1,280 @@
+"""The client's connection: one WebSocket (websockets' sync client, which reads on its own thread), an
+outgoing buffer of op records, and request/reply for reads, syncs and uploads.
+
+Ops are buffered and sent in batches without waiting for anything; only reads and syncs wait for the
+server (a ``Transaction`` is one READ for all its tensors). A lock makes the connection usable from
+several threads (a training loop and its metrics thread). Keep-alive pings detect a dead or hung server
+within ``timeout`` seconds; after that, every use raises ``RemoteError``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import inspect
+import itertools
+import ssl
+import threading
+import weakref
+from typing import Any
+
+import burn
+from websockets.protocol import State
+
+from ._errors import ProtocolError, RemoteError
+from ._protocol import (
+    CHUNK,
+    DATA,
+    DONE,
+    ERROR,
+    HELLO,
+    OPS,
+    PROTOCOL_VERSION,
+    READ,
+    SERVER_FRAMES,
+    SYNC,
+    UPLOAD,
+    WELCOME,
+    encode_arg,
+    frame,
+    unframe,
+)
+from ._version import __version__
+
+_OPEN = State.OPEN
+BATCH = 128
+_OPEN_CONNECTIONS: weakref.WeakSet[Connection] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """End every session cleanly at exit (the server frees its tensors at once)."""
+    for conn in list(_OPEN_CONNECTIONS):
+        conn.close()  # op records per OPS frame when nothing forces an earlier send
+
+
+class Connection:
+    """One session with a server (see the module docstring)."""
+
+    def __init__(self, url: str, token: str | None, timeout: float, tls_ca: str | None = None) -> None:
+        from websockets.sync.client import ClientConnection, connect
+
+        class _Connection(ClientConnection):
+            recv_bufsize = 1 << 20  # tensor data arrives in multi-MiB frames: fewer, larger reads
+
+        self.url = url
+        self.timeout = timeout
+        ctx = None
+        if url.startswith("wss://"):
+            ctx = ssl.create_default_context(cafile=tls_ca)
+        keepalive = max(timeout / 2, 0.5)
+        extra: dict[str, Any] = {}
+        if "legacy" in inspect.signature(connect).parameters:  # websockets >= 17: a plain connection
+            extra["legacy"] = True
+        try:
+            self._ws = connect(
+                url,
+                ssl=ctx,
+                compression=None,
+                proxy=None,
+                open_timeout=timeout,
+                ping_interval=keepalive,
+                ping_timeout=keepalive,
+                close_timeout=min(timeout, 2.0),
+                max_size=2 * CHUNK + (1 << 20),
+                user_agent_header=f"burn-remote/{__version__}",
+                create_connection=_Connection,
+                **extra,
+            )
+        except Exception as exc:
+            raise RemoteError(
+                f"remote device: cannot connect to {url}: {type(exc).__name__}: {exc}"
+            ) from None
+        self._lock = threading.RLock()
+        self._ops: list[Any] = []
+        self._drops: list[int] = []
+        self.next_id = itertools.count().__next__
+        self.counts = {"kernels": 0, "submits": 0, "syncs": 0}
+        self.closed_reason: str | None = None
+        try:
+            self._ws.send(frame(HELLO, {"token": token, "client": __version__, "protocol": PROTOCOL_VERSION}))
+            reply = self._recv(timeout)
+            if reply[0] != WELCOME:
+                raise ProtocolError(f"expected WELCOME, got frame type {reply[0]}")
+        except BaseException:
+            self.close()
+            raise
+        self.info: dict[str, Any] = dict(reply[1])
+        _OPEN_CONNECTIONS.add(self)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def alive(self) -> bool:
+        from websockets.protocol import State
+
+        return self.closed_reason is None and self._ws.protocol.state is State.OPEN
+
+    def _lost(self, exc: BaseException | None = None) -> RemoteError:
+        if self.closed_reason is None:
+            detail = ""
+            rcvd = getattr(self._ws.protocol, "close_rcvd", None)
+            if rcvd is not None:
+                detail = f" (code {rcvd.code}{': ' + rcvd.reason if rcvd.reason else ''})"
+            elif exc is not None:
+                detail = f" ({type(exc).__name__}: {exc})" if str(exc) else f" ({type(exc).__name__})"
+            self.closed_reason = f"the connection to {self.url} was lost{detail}"
+        return RemoteError(
+            f"remote device: {self.closed_reason}; its tensors are gone: reconnect with "
+            "burn_remote.reconnect(device) (tensors made before then stay unusable)"
+        )
+
+    def check(self) -> None:
+        if not self.alive:
+            raise self._lost()
+
+    def close(self) -> None:
+        self.closed_reason = self.closed_reason or "the device was closed"
+        try:
+            self._ws.close()
+        except Exception:
+            pass
+
+    # ------------------------------------------------------------------ sending
+    def enqueue(self, kind: str, args: tuple, outs: list[Any]) -> None:
+        """Buffer one op record (sent with the next batch)."""
+        record = (kind, tuple(encode_arg(a) for a in args), outs)
+        with self._lock:
+            self.check()
+            self._ops.append(record)
+            if len(self._ops) >= BATCH:
+                self._flush()
+
+    def enqueue_encoded(self, kind: str, args: list[Any], outs: list[Any]) -> None:
+        """``enqueue`` for arguments already in wire form."""
+        with self._lock:
+            if self.closed_reason is not None or self._ws.protocol.state is not _OPEN:
+                raise self._lost()
+            ops = self._ops
+            ops.append((kind, args, outs))
+            if len(ops) >= BATCH:
+                self._flush()
+
+    def drop(self, tid: int) -> None:
+        """Free tensor ``tid`` on the server (with the next batch). Called from ``__del__``: no lock."""
+        self._drops.append(tid)
+
+    def _flush(self) -> None:
+        if not self._ops and not self._drops:
+            return
+        ops, self._ops = self._ops, []
+        drops = self._drops[:]
+        del self._drops[: len(drops)]
+        self._send(frame(OPS, (ops, drops)))
+        self.counts["kernels"] += len(ops)
+
+    def _send(self, data: bytes | list[bytes]) -> None:
+        try:
+            self._ws.send(data)
+        except Exception as exc:
+            raise self._lost(exc) from None
+        self.counts["submits"] += 1
+
+    def flush(self) -> None:
+        with self._lock:
+            if self.alive:
+                self._flush()
+
+    def upload(self, tid: int, shape: tuple[int, ...], dtype: burn.DType, array: Any) -> None:
+        """Send a large host array in ``CHUNK``-byte frames as tensor ``tid``."""
+        data = memoryview(array.reshape(-1)).cast("B") if array.size else memoryview(b"")
+        total = len(data)
+        with self._lock:
+            self.check()
+            self._flush()
+            offset = 0
+            while True:
+                n = min(CHUNK, total - offset)
+                meta = (tid, dtype.name, array.dtype.str, list(shape), total, offset)
+                self._send(frame(UPLOAD, meta, data[offset : offset + n]))
+                offset += n
+                if offset >= total:
+                    break
+
+    # ------------------------------------------------------------------ requests
+    def _recv(self, timeout: float | None) -> tuple[int, Any, memoryview]:
+        try:
+            message = self._ws.recv(timeout=timeout)
+        except TimeoutError:
+            raise self._lost(TimeoutError(f"no reply within {timeout:g} s")) from None
+        except Exception as exc:
+            self._raise_error_if_sent()
+            raise self._lost(exc) from None
+        kind, meta, raw = unframe(message, SERVER_FRAMES)
+        if kind == ERROR:
+            raise _error(meta)
+        return kind, meta, raw
+
+    def _raise_error_if_sent(self) -> None:
+        """After the server closed the connection: raise the ERROR frame it sent first, if any."""
+        rcvd = getattr(self._ws.protocol, "close_rcvd", None)
+        if rcvd is not None and rcvd.code in (1008, 1013):  # authentication failed / server busy
+            reason = "authentication failed: wrong or missing token" if rcvd.code == 1008 else rcvd.reason
+            self.closed_reason = f"the server refused the session: {reason}"
+            raise RemoteError(f"remote device {self.url}: {reason}")
+
+    def read(self, ids: list[int]) -> list[Any]:
+        """The tensors ``ids`` as numpy arrays, in one round trip."""
+        import numpy as np
+
+        with self._lock:
+            self.check()
+            self._flush()
+            self._send(frame(READ, (ids,)))
+            self.counts["syncs"] += 1
+            buffers: dict[int, Any] = {}
+            meta_of: dict[int, tuple] = {}
+            while True:
+                kind, meta, raw = self._recv(None)  # keep-alive pings bound the wait on a dead server
+                if kind != DATA:
+                    raise ProtocolError(f"expected DATA, got frame type {kind}")
+                last, pieces = meta
+                pos = 0
+                for index, np_dtype, shape, total, offset, n in pieces:
+                    buf = buffers.get(index)
+                    if buf is None:
+                        buf = buffers[index] = np.empty(total, np.uint8)
+                        meta_of[index] = (np_dtype, tuple(shape))
+                    buf[offset : offset + n] = np.frombuffer(raw[pos : pos + n], np.uint8)
+                    pos += n
+                if last:
+                    break
+        out = []
+        for i in range(len(ids)):
+            np_dtype, shape = meta_of[i]
+            out.append(buffers[i].view(np.dtype(np_dtype)).reshape(shape))
+        return out
+
+    def sync(self) -> None:
+        with self._lock:
+            self.check()
+            self._flush()
+            self._send(frame(SYNC, None))
+            self.counts["syncs"] += 1
+            kind, _, _ = self._recv(None)
+            if kind != DONE:
+                raise ProtocolError(f"expected DONE, got frame type {kind}")
+
+
+def _error(meta: Any) -> Exception:
+    """The exception an ERROR frame stands for: burn's own error types keep their type."""
+    if not isinstance(meta, dict):
+        return ProtocolError(f"malformed ERROR frame {meta!r:.80}")
+    kind, name, message = meta.get("kind"), str(meta.get("type")), str(meta.get("message"))
+    if kind == "auth":
+        return RemoteError(f"remote device: {message}")
+    cls = getattr(burn, name, None)
+    if isinstance(cls, type) and issubclass(cls, burn.BurnError):
+        return cls(message)
+    builtin = {"ValueError": ValueError, "TypeError": TypeError, "IndexError": IndexError}.get(name)
+    if builtin is not None and kind == "op":
+        return builtin(message)
+    return RemoteError(f"remote device: the server reported {name}: {message}")

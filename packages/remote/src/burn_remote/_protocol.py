@@ -1,0 +1,164 @@
+"""The wire format: versioned, length-checked binary frames over one WebSocket per session.
+
+Every WebSocket message is one frame::
+
+    b"BR" | u8 protocol version | u8 frame type | u32 meta length | meta (msgpack) | raw bytes
+
+``meta`` is a msgpack value; the raw tail carries tensor bytes (uploads and downloads), so tensor data is
+never re-encoded. A reader checks the magic, the version, the type and that the meta length fits.
+
+Op records (``burn.ir.OpRecord``) travel in ``OPS`` frames as ``[kind, args, outputs]`` with outputs
+``[[id, shape, dtype name], ...]``. Arguments are msgpack values where a tuple is an array, and the
+other burn.ir argument types are one-key maps: ``{"t": id}`` a tensor (``burn.ir.Ref``), ``{"d": name}``
+a dtype, ``{"l": [...]}`` a list (lists and tuples differ for backends: ``cat`` takes a list),
+``{"a": [numpy dtype, shape, bytes]}`` a small host array (``from_numpy``'s argument).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from burn.backend import DType
+from burn.ir import Ref
+
+from ._errors import ProtocolError
+
+MAGIC = b"BR"
+PROTOCOL_VERSION = 1
+_HEAD = struct.Struct("<2sBBI")
+HEAD_SIZE = _HEAD.size
+
+# client -> server
+HELLO, OPS, UPLOAD, READ, SYNC = 1, 2, 3, 4, 5
+# server -> client
+WELCOME, DATA, DONE, ERROR = 16, 17, 18, 19
+CLIENT_FRAMES = frozenset({HELLO, OPS, UPLOAD, READ, SYNC})
+SERVER_FRAMES = frozenset({WELCOME, DATA, DONE, ERROR})
+
+CHUNK = 8 << 20  # bytes of tensor data per UPLOAD/DATA frame
+INLINE = 64 << 10  # host arrays up to this size travel inside an OPS frame
+DEFAULT_PORT = 3000
+
+
+def frame(kind: int, meta: Any, raw: bytes | memoryview = b"") -> bytes:
+    """One frame: the header, ``meta`` as msgpack, then ``raw``."""
+    import msgpack  # type: ignore[import-untyped]
+
+    body = msgpack.packb(meta, use_bin_type=True)
+    return b"".join((_HEAD.pack(MAGIC, PROTOCOL_VERSION, kind, len(body)), body, raw))
+
+
+def unframe(data: bytes | bytearray | memoryview, allowed: frozenset[int]) -> tuple[int, Any, memoryview]:
+    """``(type, meta, raw)`` of a frame; ``ProtocolError`` for anything malformed."""
+    import msgpack
+
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise ProtocolError(f"expected a binary frame, got a {type(data).__name__} message")
+    view = memoryview(data)
+    if len(view) < HEAD_SIZE:
+        raise ProtocolError(f"frame of {len(view)} bytes is shorter than the {HEAD_SIZE}-byte header")
+    magic, version, kind, meta_len = _HEAD.unpack_from(view)
+    if magic != MAGIC:
+        raise ProtocolError("not a burn-remote frame (bad magic)")
+    if version != PROTOCOL_VERSION:
+        raise ProtocolError(
+            f"protocol version {version} is not supported (this side speaks {PROTOCOL_VERSION})"
+        )
+    if kind not in allowed:
+        raise ProtocolError(f"unexpected frame type {kind}")
+    if HEAD_SIZE + meta_len > len(view):
+        raise ProtocolError(f"meta length {meta_len} runs past the end of a {len(view)}-byte frame")
+    try:
+        meta = msgpack.unpackb(
+            view[HEAD_SIZE : HEAD_SIZE + meta_len], use_list=False, raw=False, object_hook=_decode_map
+        )
+    except ProtocolError:
+        raise
+    except Exception as exc:  # msgpack raises several types for bad input
+        raise ProtocolError(f"malformed frame meta: {type(exc).__name__}: {exc}") from None
+    return kind, meta, view[HEAD_SIZE + meta_len :]
+
+
+# ---------------------------------------------------------------------------------------- op arguments
+class WireRef(int):
+    """A tensor argument as the server decodes it (``burn.ir.Ref``'s id; an int subclass, cheap to make)."""
+
+    __slots__ = ()
+
+
+def encode_arg(a: Any) -> Any:
+    """An op argument as a msgpack-ready value (see the module docstring)."""
+    if isinstance(a, Ref):
+        return {"t": a.id}
+    if isinstance(a, tuple):
+        return tuple(encode_arg(v) for v in a)
+    if isinstance(a, list):
+        return {"l": [encode_arg(v) for v in a]}
+    if a is None or isinstance(a, (bool, int, float, str)):
+        return a
+    if isinstance(a, DType):
+        return {"d": a.name}
+    if hasattr(a, "dtype") and hasattr(a, "tobytes"):  # a numpy array
+        import numpy as np
+
+        arr = np.asarray(a, order="C")
+        return {"a": (arr.dtype.str, list(arr.shape), arr.tobytes())}
+    raise ProtocolError(f"cannot send an op argument of type {type(a).__name__}")
+
+
+def _decode_map(m: dict[Any, Any]) -> Any:
+    if len(m) != 1:
+        return m  # frame meta (HELLO, WELCOME, ERROR): not an op argument
+    ((key, value),) = m.items()
+    if key == "t":
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ProtocolError(f"tensor reference must be an int id, got {value!r}")
+        return WireRef(value)
+    if key == "d":
+        import burn
+
+        try:
+            return burn.dtype(value)
+        except Exception:
+            raise ProtocolError(f"unknown dtype {value!r}") from None
+    if key == "l":
+        return list(value)
+    if key == "a":
+        return _array(value)
+    return m
+
+
+def _array(value: Any) -> Any:
+    import numpy as np
+
+    try:
+        dtype, shape, data = value
+        dt = np.dtype(dtype)
+        shape = tuple(int(s) for s in shape)
+    except Exception:
+        raise ProtocolError(f"malformed array argument {value!r:.80}") from None
+    if dt.kind not in "biuf" or any(s < 0 for s in shape):
+        raise ProtocolError(f"array argument of dtype {dt} and shape {shape} is not allowed")
+    if not isinstance(data, bytes) or len(data) != dt.itemsize * _prod(shape):
+        raise ProtocolError(f"array argument of {dt}{list(shape)} does not match its {len(data)} data bytes")
+    return np.frombuffer(data, dtype=dt).reshape(shape)
+
+
+def _prod(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def plain_tuple(t: tuple) -> bool:
+    """A tuple of numbers (shapes, dims, slices, pads): hashable, free of tensors, sent as it is."""
+    for v in t:
+        tv = type(v)
+        if tv is tuple:
+            if not plain_tuple(v):
+                return False
+        elif tv is not int and tv is not float and tv is not bool:
+            return False
+    return True
