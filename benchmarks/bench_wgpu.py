@@ -1,7 +1,11 @@
 """burn-wgpu benchmarks, side by side with peers in one run; prints one JSON document.
 
-* matmul 1024/2048/4096 fp32 GFLOP/s vs CuPy (cuBLAS);
-* element-wise add bandwidth vs the device's buffer-to-buffer copy bandwidth;
+* matmul 1024/2048/4096 fp32 GFLOP/s vs CuPy (cuBLAS), and fp16 (where the adapter has shader-f16)
+  vs PyTorch half and vs the fp32 WGSL figure; per size also the device time from timestamp queries,
+  the host time to record one call and the candidate the autotuner chose (where the time goes);
+* element-wise add bandwidth (the vec4 kernel, and through the fusion decorator) vs the device's
+  buffer-to-buffer copy and a CuPy / PyTorch device copy;
+* conv2d 3x3, 64->64 channels, 56x56, batch 32, fp32 vs PyTorch CUDA (cuDNN), with the tuned candidate;
 * per-op dispatch overhead: many tiny adds then one read (batched) vs a read after every op, and
   vs a batch size of 1 (one submit per dispatch);
 * an MLP training step (784-1024-1024-10, batch 256, SGD) vs PyTorch CUDA.
@@ -21,7 +25,7 @@ from typing import Any
 
 import burn
 import numpy as np
-from _common import emit_json, time_reps
+from _common import emit_json, time_for, time_reps
 
 
 def _peer_cupy() -> tuple[Any, str]:
@@ -45,56 +49,179 @@ def _peer_torch() -> tuple[Any, str]:
         return None, f"torch unavailable: {type(exc).__name__}: {exc}"
 
 
-def bench_matmul(dev, sizes, cp) -> list[dict]:
+MIN_TIME = 0.25  # seconds of repeated calls per timed figure on a GPU (0 on CPU adapters: >= 3 calls)
+
+
+def _warm_up_gpu(dev, seconds: float) -> None:
+    """Bring the GPU to its working clocks before the first figure (matmuls for ``seconds``)."""
+    x = burn.ones((2048, 2048), device=dev)
+    time_for(lambda: x @ x, dev.backend.sync, seconds)
+
+
+def _raw(dev):
+    """The WgpuBackend under the device's decorators (fusion): its executor, pool and context."""
     be = dev.backend
-    rows = []
-    for n in sizes:
-        rng = np.random.default_rng(0)
-        a = burn.from_numpy(rng.standard_normal((n, n), dtype=np.float32), device=dev)
-        b = burn.from_numpy(rng.standard_normal((n, n), dtype=np.float32), device=dev)
-        reps = max(2, min(20, int(2e11 / (2 * n**3))))
-        sec = time_reps(lambda a=a, b=b: a @ b, be.sync, reps)
-        row = {"n": n, "wgpu_gflops": round(2 * n**3 / sec / 1e9, 1), "wgpu_ms": round(sec * 1e3, 3)}
-        if cp is not None:
-            ca, cb = cp.asarray(a.numpy()), cp.asarray(b.numpy())
-            sync = cp.cuda.Device().synchronize
-            csec = time_reps(lambda ca=ca, cb=cb: ca @ cb, sync, reps * 5)
-            row.update(cupy_gflops=round(2 * n**3 / csec / 1e9, 1), cupy_ms=round(csec * 1e3, 3))
-            row["wgpu_vs_cupy"] = round(csec / sec, 3)
-            ref = cp.asnumpy(ca @ cb)  # a timing only counts if the result is right
-            row["max_rel_err_vs_cupy"] = float(np.abs((a @ b).numpy() - ref).max() / np.abs(ref).max())
-        elif n <= 1024:
-            ref = a.numpy() @ b.numpy()
-            row["max_rel_err_vs_numpy"] = float(np.abs((a @ b).numpy() - ref).max() / np.abs(ref).max())
-        rows.append(row)
+    return getattr(be, "inner", be)
+
+
+def _gpu_timer(raw):
+    """A timestamp-query timer (device time per call), or None where the adapter has none."""
+    from burn_wgpu._timer import GpuTimer
+
+    return GpuTimer(raw, warmup=1, reps=5) if "timestamp-query" in raw.ctx.features else None
+
+
+def _matmul_row(dev, n: int, dtype, cp, torch) -> dict:
+    """One size: wall time (frontend, synced), device time (timestamps), host time to record a call,
+    the tuned candidate, and the peer (cuBLAS through CuPy for fp32, PyTorch for fp16)."""
+    from burn_wgpu import _tuned
+
+    be, raw = dev.backend, _raw(dev)
+    np_dt = np.float16 if dtype is burn.float16 else np.float32
+    rng = np.random.default_rng(0)
+    a = burn.from_numpy(rng.standard_normal((n, n)).astype(np_dt), device=dev)
+    b = burn.from_numpy(rng.standard_normal((n, n)).astype(np_dt), device=dev)
+    # at least MIN_TIME of back-to-back calls (the first warm-up call tunes): short bursts from an
+    # idle GPU run at idle clocks, which made the 1024 figure look like a fixed cost per call
+    sec = time_for(lambda a=a, b=b: a @ b, be.sync, MIN_TIME)
+    flops = 2 * n**3
+    row: dict[str, Any] = {"n": n, "dtype": dtype.name, "wgpu_gflops": round(flops / sec / 1e9, 1)}
+    row["wgpu_ms"] = round(sec * 1e3, 3)
+    pa, pb = raw.from_numpy(a.numpy(), dtype), raw.from_numpy(b.numpy(), dtype)
+    if _tuned.should_tune(pa, pb):
+        row["candidate"] = _tuned.tuner(raw).choice(_tuned.MATMUL, raw, pa, pb)
+    timer = _gpu_timer(raw)
+    if timer is not None:  # where the time goes: device vs host
+        gsec = timer(lambda: raw.matmul(pa, pb))
+        row.update(gpu_ms=round(gsec * 1e3, 3), gpu_gflops=round(flops / gsec / 1e9, 1))
+        raw.sync()
+        t0 = time.perf_counter()
+        for _ in range(10):
+            raw.matmul(pa, pb)
+        row["host_us_per_call"] = round((time.perf_counter() - t0) / 10 * 1e6, 1)
+        raw.sync()
+    ref = None
+    if dtype is burn.float32 and cp is not None:
+        ca, cb = cp.asarray(a.numpy()), cp.asarray(b.numpy())
+        csec = time_for(lambda ca=ca, cb=cb: ca @ cb, cp.cuda.Device().synchronize, MIN_TIME)
+        row.update(
+            peer="cupy (cuBLAS)", peer_gflops=round(flops / csec / 1e9, 1), wgpu_vs_peer=round(csec / sec, 3)
+        )
+        ref = cp.asnumpy(ca @ cb)
+    elif dtype is burn.float16 and torch is not None:
+        ta = torch.from_numpy(a.numpy()).cuda()
+        tb = torch.from_numpy(b.numpy()).cuda()
+        tsec = time_for(lambda: ta @ tb, torch.cuda.synchronize, MIN_TIME)
+        row.update(
+            peer="torch fp16", peer_gflops=round(flops / tsec / 1e9, 1), wgpu_vs_peer=round(tsec / sec, 3)
+        )
+        ref = (ta @ tb).float().cpu().numpy()
+    elif n <= 1024:
+        ref = a.numpy().astype(np.float32) @ b.numpy().astype(np.float32)
+    if ref is not None:  # a timing only counts if the result is right
+        got = (a @ b).numpy().astype(np.float32)
+        row["max_rel_err"] = float(np.abs(got - ref).max() / np.abs(ref).max())
+    return row
+
+
+def bench_matmul(dev, sizes, cp, torch) -> list[dict]:
+    rows = [_matmul_row(dev, n, burn.float32, cp, torch) for n in sizes]
+    if burn.float16 in dev.backend.dtypes:  # shader-f16: the f16 family (target: 1.5x fp32 WGSL)
+        for n, f32 in zip(sizes, list(rows)):
+            row = _matmul_row(dev, n, burn.float16, cp, torch)
+            row["vs_wgpu_fp32"] = round(row["wgpu_gflops"] / max(f32["wgpu_gflops"], 1e-9), 3)
+            rows.append(row)
     return rows
 
 
-def bench_bandwidth(dev, n: int, cp) -> dict:
-    be = dev.backend
+def bench_bandwidth(dev, n: int, cp, torch) -> dict:
+    """x + y on the raw backend (the vec4 kernel) and through the fusion decorator, against the
+    device's own buffer copy and a CUDA peer's copy."""
+    be, raw = dev.backend, _raw(dev)
     x = burn.ones((n,), device=dev)
     y = burn.ones((n,), device=dev)
-    sec_add = time_reps(lambda: x + y, be.sync, 20)
-    src, dst = x.primitive, be.empty((n,), burn.float32)
-    sec_copy = time_reps(lambda: be.ex.copy(src.buffer, 0, dst.buffer, 0, n * 4), be.sync, 20)
+    # a lazy result nobody holds is never computed: make each one real before dropping it
+    force = getattr(be, "inner_prim", None)
+    sec_fused = time_reps((lambda: force((x + y).primitive)) if force else (lambda: x + y), be.sync, 20)
+    px, py = (
+        raw.from_numpy(np.ones(n, np.float32), burn.float32),
+        raw.from_numpy(np.ones(n, np.float32), burn.float32),
+    )
+    sec_add = time_reps(lambda: raw.binary("add", px, py), raw.sync, 20)
+    dst = raw.empty((n,), burn.float32)
+    sec_copy = time_reps(lambda: raw.ex.copy(px.buffer, 0, dst.buffer, 0, n * 4), raw.sync, 20)
     add_gbs = 3 * n * 4 / sec_add / 1e9  # two reads, one write
     copy_gbs = 2 * n * 4 / sec_copy / 1e9  # one read, one write
-    row = {
+    row: dict[str, Any] = {
         "elements": n,
         "add_gb_s": round(add_gbs, 1),
+        "fused_add_gb_s": round(3 * n * 4 / sec_fused / 1e9, 1),
         "copy_buffer_to_buffer_gb_s": round(copy_gbs, 1),
         "add_vs_copy": round(add_gbs / copy_gbs, 3),
     }
+    timer = _gpu_timer(raw)
+    if timer is not None:
+        row["add_gpu_gb_s"] = round(3 * n * 4 / timer(lambda: raw.binary("add", px, py)) / 1e9, 1)
     if cp is not None:  # the device's copy bandwidth through CUDA, for scale
         ca, cb = cp.ones(n, dtype=cp.float32), cp.empty(n, dtype=cp.float32)
         csec = time_reps(lambda: cp.copyto(cb, ca), cp.cuda.Device().synchronize, 50)
         row["cupy_copy_gb_s"] = round(2 * n * 4 / csec / 1e9, 1)
         row["add_vs_cupy_copy"] = round(add_gbs / row["cupy_copy_gb_s"], 3)
+    if torch is not None:
+        ta, tb = torch.ones(n, device="cuda"), torch.empty(n, device="cuda")
+        tsec = time_reps(lambda: tb.copy_(ta), torch.cuda.synchronize, 50)
+        row["torch_copy_gb_s"] = round(2 * n * 4 / tsec / 1e9, 1)
+        row["add_vs_torch_copy"] = round(add_gbs / row["torch_copy_gb_s"], 3)
+    return row
+
+
+def bench_conv(dev, shape: tuple[int, int, int, int], c_out: int, torch) -> dict:
+    """conv2d 3x3, padding 1, fp32 NCHW through the tuned conv family, against PyTorch CUDA (cuDNN)."""
+    import burn.nn.functional as F
+    from burn_wgpu import _tuned
+
+    be, raw = dev.backend, _raw(dev)
+    n, c, h, w = shape
+    rng = np.random.default_rng(0)
+    x_np = rng.standard_normal(shape, dtype=np.float32)
+    w_np = (rng.standard_normal((c_out, c, 3, 3), dtype=np.float32) / np.sqrt(9 * c)).astype(np.float32)
+    x, wt = burn.from_numpy(x_np, device=dev), burn.from_numpy(w_np, device=dev)
+    flops = 2 * n * c_out * h * w * c * 9
+    sec = time_reps(lambda: F.conv2d(x, wt, None, 1, 1), be.sync, 10, warmup=2)
+    row: dict[str, Any] = {"x": list(shape), "c_out": c_out, "kernel": [3, 3], "padding": 1}
+    row.update(wgpu_ms=round(sec * 1e3, 3), wgpu_gflops=round(flops / sec / 1e9, 1))
+    px, pw = raw.from_numpy(x_np, burn.float32), raw.from_numpy(w_np, burn.float32)
+    args = (px, pw, None, (1, 1), (1, 1), (1, 1), 1)
+    row["candidate"] = _tuned.tuner(raw).choice(_tuned.CONV2D, raw, *args)
+    timer = _gpu_timer(raw)
+    if timer is not None:
+        gsec = timer(lambda: raw.conv(*args))
+        row.update(gpu_ms=round(gsec * 1e3, 3), gpu_gflops=round(flops / gsec / 1e9, 1))
+    got = F.conv2d(x, wt, None, 1, 1).numpy()
+    if torch is not None:
+        tx, tw = torch.from_numpy(x_np).cuda(), torch.from_numpy(w_np).cuda()
+        tconv = torch.nn.functional.conv2d
+        tsec = time_reps(lambda: tconv(tx, tw, None, 1, 1), torch.cuda.synchronize, 50, warmup=3)
+        ref = tconv(tx, tw, None, 1, 1).cpu().numpy()
+        row.update(peer="torch CUDA (cuDNN)", peer_ms=round(tsec * 1e3, 3), wgpu_vs_peer=round(tsec / sec, 3))
+        row["torch_tf32"] = bool(torch.backends.cudnn.allow_tf32)
+        saved, torch.backends.cudnn.allow_tf32 = torch.backends.cudnn.allow_tf32, False
+        try:  # cuDNN in strict fp32 (no tensor cores), the like-for-like peer of fp32 WGSL
+            ssec = time_reps(lambda: tconv(tx, tw, None, 1, 1), torch.cuda.synchronize, 50, warmup=3)
+        finally:
+            torch.backends.cudnn.allow_tf32 = saved
+        row.update(peer_fp32_strict_ms=round(ssec * 1e3, 3), wgpu_vs_peer_fp32_strict=round(ssec / sec, 3))
+    else:
+        cpu = burn.device("cpu")
+        ref = F.conv2d(
+            burn.from_numpy(x_np, device=cpu), burn.from_numpy(w_np, device=cpu), None, 1, 1
+        ).numpy()
+    row["max_rel_err"] = float(np.abs(got - ref).max() / np.abs(ref).max())
     return row
 
 
 def bench_dispatch(dev, ops: int) -> dict:
-    be = dev.backend
+    be = _raw(dev)
     x0 = burn.ones((16,), device=dev)
 
     def chain():
@@ -195,7 +322,7 @@ def main() -> None:
     ap.add_argument("--full", action="store_true", help="GPU sizes even on a CPU adapter")
     args = ap.parse_args()
     dev = burn.device("wgpu")
-    be = dev.backend
+    be = _raw(dev)
     info = be.ctx.adapter.info
     cpu_adapter = info.get("adapter_type") == "CPU" and not args.full
     cp, cp_reason = _peer_cupy()
@@ -209,13 +336,20 @@ def main() -> None:
         "skipped": {k: v for k, v in (("cupy", cp_reason), ("torch", torch_reason)) if v},
     }
     t0 = time.perf_counter()
-    result["matmul"] = bench_matmul(dev, (128, 256) if cpu_adapter else (1024, 2048, 4096), cp)
-    result["elementwise_bandwidth"] = bench_bandwidth(dev, 1 << 20 if cpu_adapter else 1 << 25, cp)
+    global MIN_TIME
+    if cpu_adapter:
+        MIN_TIME = 0.0
+    else:
+        _warm_up_gpu(dev, 1.0)
+    result["matmul"] = bench_matmul(dev, (128, 256) if cpu_adapter else (1024, 2048, 4096), cp, torch)
+    result["elementwise_bandwidth"] = bench_bandwidth(dev, 1 << 20 if cpu_adapter else 1 << 25, cp, torch)
+    conv = ((2, 8, 16, 16), 8) if cpu_adapter else ((32, 64, 56, 56), 64)
+    result["conv2d"] = bench_conv(dev, conv[0], conv[1], torch)
     result["dispatch_overhead"] = bench_dispatch(dev, 200 if cpu_adapter else 1000)
     mlp = ((64, (784, 128, 10)), 3) if cpu_adapter else ((256, (784, 1024, 1024, 10)), 20)
     result["mlp_train_step"] = bench_mlp(dev, mlp[0][0], mlp[0][1], mlp[1], torch)
-    result["executor_stats"] = dict(be.ex.stats)
-    result["pool_stats"] = dict(be.pool.stats)
+    result["executor_stats"] = dict(_raw(dev).ex.stats)
+    result["pool_stats"] = dict(_raw(dev).pool.stats)
     result["seconds"] = round(time.perf_counter() - t0, 2)
     emit_json(result, args.out)
 

@@ -9,7 +9,7 @@ and the module skips where no wgpu adapter exists.
 
 The coverage tests lock in a runnable ``>>>`` example (not ``+SKIP``) on every public callable of
 burn.nn, burn.nn.functional, burn.nn.init, burn.optim, burn.lr_scheduler, burn.data (and .vision),
-burn.record and burn.config. To print the coverage table::
+burn.record, burn.config and burn.quantization. To print the coverage table::
 
     python tests/test_doctests.py
 """
@@ -36,6 +36,8 @@ DOCUMENTED = (
     "burn.data.vision",
     "burn.record",
     "burn.config",
+    "burn.quantization",
+    "burn.fusion",
 )
 
 

@@ -193,7 +193,7 @@ def test_fresh_venv_sees_only_what_was_installed(venv: Venv) -> None:
     )
     not_installed = {name: p["install"] for name, p in packages.items() if not p["installed"]}
     # every first-party distribution (burn.plugins._known.KNOWN) is missing from this venv
-    assert len(not_installed) == 7 and not_installed["burn-autodiff"] == "pip install 'burn-core[autodiff]'"
+    assert len(not_installed) == 8 and not_installed["burn-autodiff"] == "pip install 'burn-core[autodiff]'"
     assert not_installed["burn-onnx"] == "pip install 'burn-core[onnx]'"
 
 
@@ -242,7 +242,11 @@ def test_disable_env_vars_in_a_real_install(venv: Venv) -> None:
     assert sorted(info["disabled"]) == ["hook-error", "import-error"]
     assert venv.run(venv.burn, "info", "--strict", BURN_DISABLE_PLUGINS="burn-test-broken").returncode == 0
     info = venv.info(BURN_DISABLE_PLUGIN_AUTOLOAD="1")
-    assert [p["name"] for p in info["plugins"]] == ["ndarray", "autotune", "fusion"]  # burn-core's built-ins load
+    assert [p["name"] for p in info["plugins"]] == [
+        "ndarray",
+        "autotune",
+        "fusion",
+    ]  # burn-core's built-ins load
     assert info["autoload"] is False
 
 

@@ -196,6 +196,31 @@ def _conv_t(stride, padding, out_pad, dilation, groups):
 
 
 case("conv", _conv((1,), (1,), (1,), 1), R(2, 2, 5), R(3, 2, 3), R(3), id="conv1d")
+# offsets with fractional parts in [0.25, 0.75]: no sample crosses a pixel (a kink) within eps
+_OFFSETS = np.floor(R(1, 18, 4, 4)) + _rng.uniform(0.25, 0.75, size=(1, 18, 4, 4))
+case(
+    "deform_conv2d",
+    lambda x, off, w, b: burn.nn.functional.deform_conv2d(x, off, w, b, padding=1),
+    R(1, 2, 4, 4),
+    _OFFSETS,
+    R(2, 2, 3, 3),
+    R(2),
+)
+case(
+    "deform_conv2d",
+    lambda x, off, w, m: burn.nn.functional.deform_conv2d(x, off, w, None, padding=1, mask=m),
+    R(1, 2, 4, 4),
+    _OFFSETS,
+    R(2, 2, 3, 3),
+    P(1, 9, 4, 4),
+    id="deform_conv2d-mask",
+)
+_BOXES = [[0.0, 0.6, 0.7, 4.3, 3.9], [1.0, 1.2, 0.4, 5.1, 4.6]]  # (batch, x1, y1, x2, y2)
+case(
+    "roi_align",
+    lambda x: burn.nn.functional.roi_align(x, const(x, _BOXES, x.dtype), (2, 3), sampling_ratio=2),
+    R(2, 2, 5, 6),
+)
 case(
     "conv", _conv((2, 1), (1, 2), (1, 2), 2), R(1, 4, 5, 6), R(4, 2, 3, 2), R(4), id="conv2d-groups-dilation"
 )

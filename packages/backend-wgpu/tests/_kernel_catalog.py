@@ -4,6 +4,7 @@ dtype class it defines, every cast, and the reduce, matmul, index, sort and scan
 from __future__ import annotations
 
 import burn
+from burn_wgpu._kernels import conv as KC
 from burn_wgpu._kernels import elementwise as EW
 from burn_wgpu._kernels import index as KI
 from burn_wgpu._kernels import matmul as KM
@@ -45,6 +46,11 @@ def catalog() -> dict[str, str]:
                 out[f"reduce/{op}/{dt.name}/{'thread' if per_thread else 'tree'}"] = KR.render(
                     op, dt, dt, per_thread
                 ).source
+    for wg in KR.TREE_SIZES:  # the tuned reduction family's workgroup sizes
+        if wg != KR.WG:
+            out[f"reduce/sum/float32/tree{wg}"] = KR.render(
+                "sum", burn.float32, burn.float32, False, wg
+            ).source
     for op in ("argmax", "argmin"):
         for dt in (burn.float32, burn.int32):
             for per_thread in (True, False):
@@ -59,6 +65,41 @@ def catalog() -> dict[str, str]:
             out[f"sort_stage/{dt.name}/{'desc' if desc else 'asc'}"] = KSORT.render_stage(dt, desc).source
         for op in ("cumsum", "cumprod"):
             out[f"{op}/{dt.name}"] = KS.render(op, dt).source
+    for kind, op, dt, operands in (  # the vec4 element-wise path: tensor and scalar operands, bool out
+        ("binary", "add", burn.float32, ((burn.float32, True), (burn.float32, True))),
+        ("binary", "lt", burn.float32, ((burn.float32, True), (burn.float32, False))),
+        ("binary", "floor_div", burn.int32, ((burn.int32, True), (burn.int32, False))),
+        ("unary", "gelu", burn.float32, ((burn.float32, True),)),
+    ):
+        expr, is_bool = EW.expression(kind, op, dt)
+        out_dt = burn.bool if is_bool else dt
+        out[f"vec4/{kind}/{op}/{dt.name}"] = EW.render_vec4(expr, is_bool, out_dt, operands).source
+    for blk in KM.BLOCKS:  # register-blocked matmul: every tile in the common modes, every mode once
+        out[f"matmul_blocked/float32/{blk.name}/k4n4v"] = KM.render_blocked(
+            burn.float32, 1, blk, "k4", "n4", True
+        ).source
+    for am, bm in zip(KM.A_MODES, KM.B_MODES):
+        out[f"matmul_blocked/float32/{am}{bm}"] = KM.render_blocked(
+            burn.float32, 0, KM.BLOCKS[0], am, bm
+        ).source
+    for am, bm in zip(KM.A_MODES, KM.B_MODES):  # with register prefetching
+        out[f"matmul_blocked/float32/{am}{bm}/prefetch"] = KM.render_blocked(
+            burn.float32, 1, KM.BLOCKS[3], am, bm, am == "k4", prefetch=True
+        ).source
+    out["matmul_blocked/float32/partial"] = KM.render_blocked(
+        burn.float32, 0, KM.BLOCKS[0], "k4", "n4", True, partial=True
+    ).source
+    out["matmul_blocked/float16/h"] = KM.render_blocked(
+        burn.float16, 0, KM.BLOCKS[2], "k4", "n4", True, acc16=True
+    ).source
+    for dt in (burn.float32, burn.float16):
+        out[f"conv_im2col/{dt.name}/k3x3"] = KC.render_im2col(dt, 3, 3).source
+        out[f"conv_implicit/{dt.name}/k3x3"] = KC.render_implicit(dt, KM.BLOCKS[0], 3, 3, "k4", True).source
+    out["conv_implicit/float32/k1x2/b64x128"] = KC.render_implicit(
+        burn.float32, KM.BLOCKS[4], 1, 2, "k1", False
+    ).source
+    out["matmul_split_sum/float32"] = KM.render_split_sum(burn.float32).source
+    out["matmul_split_sum/float16"] = KM.render_split_sum(burn.float16).source
     for dt in (burn.float32, burn.int32, burn.uint32):
         out[f"scatter_add/{dt.name}"] = KI.render_scatter_add(dt, burn.int32, 2, 0).source
     return out

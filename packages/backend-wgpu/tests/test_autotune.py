@@ -136,6 +136,6 @@ def test_tuning_events_reach_the_dashboard_panel(fresh_cache):
     frame = renderer.last_frame
     proc.close()
     assert "✓ autotuning matmul [float32 m256 n256 k256" in frame, frame  # the line is cut to the panel
-    assert "✓ compiling matmul_float32_0b_t" in frame, frame
+    assert "✓ compiling matmul_float32_0b_" in frame, frame
     snap = hub.state.snapshot()
     assert snap.autotune_count >= 6 and not snap.autotune_active

@@ -126,3 +126,15 @@ def test_fused_wgsl_validates(dev):
     for kernel in runtime._kernels.values():
         device.create_shader_module(label=kernel.name, code=kernel.source)  # raises on invalid WGSL
     assert callable(render) and runtime._kernels
+
+
+def test_dense_chains_run_four_elements_per_invocation(dev):
+    runtime = dev.backend.runtime
+    before = set(runtime._kernels)
+    for n in (16, 15):  # vec4 where numel allows it, one element per invocation otherwise
+        x = np.linspace(-2, 2, n).astype(np.float32)
+        t = burn.tensor(x, device=dev)
+        out = ((t * 2.0 + 1.0).exp() > 3.0).int() + burn.tensor(np.arange(n, dtype=np.int32), device=dev)
+        np.testing.assert_array_equal(out.numpy(), (np.exp(x * 2 + 1) > 3).astype(np.int32) + np.arange(n))
+    layouts = {key[-1] for key in set(runtime._kernels) - before}  # (plan key, nd, contig, vec4)
+    assert layouts == {True, False}

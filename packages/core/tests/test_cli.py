@@ -120,7 +120,11 @@ def test_broken_plugins_traceback_and_strict(clean, monkeypatch, capsys):
     code, info = _info(capsys)
     assert code == 0
     assert info["broken"][0]["error"] == "ModuleNotFoundError: No module named 'burnfake_cli_no_such_module'"
-    assert [p["name"] for p in info["plugins"]] == ["ndarray", "autotune", "fusion"]  # built-in fallback still loads
+    assert [p["name"] for p in info["plugins"]] == [
+        "ndarray",
+        "autotune",
+        "fusion",
+    ]  # built-in fallback still loads
     assert _cli.main(["info", "--strict", "-v"]) == 1
     out = capsys.readouterr().out
     assert "missing  burnfake_cli_no_such_module" in out

@@ -653,5 +653,45 @@ CASES: list[Case] = [
         [np.array([[1, -2], [3, 4]], np.int8), np.array([0.5, 2.0], np.float32)],
         attrs={"axis": 0},
     ),
+    C(
+        # exact ties of x / 0.02: ONNX rounds x / scale half to even (x * (1 / scale) lands elsewhere)
+        "QuantizeLinear-int8-ties",
+        "QuantizeLinear",
+        [
+            ((np.arange(-120, 120, dtype=np.float32) + 0.5) * np.float32(0.02)).astype(np.float32),
+            np.array(0.02, np.float32),
+            np.array(3, np.int8),
+        ],
+    ),
+    C(
+        "DequantizeLinear-uint8-axis",
+        "DequantizeLinear",
+        [
+            np.array([[0, 7, 255], [128, 3, 9]], np.uint8),
+            np.array([0.5, 0.02, 3.0], np.float32),
+            np.array([128, 0, 9], np.uint8),
+        ],
+        attrs={"axis": 1},
+    ),
+    C(
+        "DequantizeLinear-int32",
+        "DequantizeLinear",
+        [np.array([[-70000, 3], [1, 123456]], np.int32), np.array(0.25, np.float32)],
+    ),
+    C(
+        "DequantizeLinear-f16-scale",
+        "DequantizeLinear",
+        [np.array([[1, -2], [3, 127]], np.int8), np.array(0.1, np.float16), np.array(-1, np.int8)],
+        opset=19,
+        rtol=1e-3,
+        atol=1e-3,
+    ),
+    C(
+        "DequantizeLinear-block",
+        "DequantizeLinear",
+        [np.array([[1, -2, 3, 4], [5, 6, -7, 8]], np.int8), np.array([[0.5, 2.0], [1.5, 0.25]], np.float32)],
+        attrs={"axis": 1, "block_size": 2},
+        opset=21,
+    ),
     C("DynamicQuantizeLinear", "DynamicQuantizeLinear", [f(3, 4)], outputs=3, rtol=1e-3, atol=1e-3),
 ]

@@ -24,6 +24,8 @@ def _backend_params() -> list:
     for info in burn.backends():
         if info.dist == "(registered in code)":  # test doubles such as burn.testing's core-only backend
             continue
+        if info.name == "remote":  # a server's device: burn-remote's tests run the suite through one
+            continue
         name = "cpu" if info.name == "ndarray" else info.name
         marks = [] if info.available else [pytest.mark.skip(reason=f"{info.name}: {info.reason}")]
         if info.name != "ndarray":

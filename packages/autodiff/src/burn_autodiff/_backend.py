@@ -17,6 +17,7 @@ from ._graph import ADPrim, Node, leaf
 from ._module import AutodiffModuleOps
 from ._rule import SELF, Prim, Rule
 from ._rules import BINARY_RULES, REDUCE_RULES, RULES, UNARY_RULES
+from ._rules_vision import AutodiffVisionOps
 
 if TYPE_CHECKING:
     from burn import Device
@@ -29,7 +30,7 @@ def _in(v: ADPrim | Prim) -> Prim:
     return v.inner if type(v) is ADPrim else v
 
 
-class Autodiff(AutodiffModuleOps, Backend):
+class Autodiff(AutodiffModuleOps, AutodiffVisionOps, Backend):
     """The Autodiff decorator over ``inner``; ``burn.device(name, autodiff=True)`` builds one.
 
     ``checkpointing``: "none" keeps every value the backward reads; "balanced" (Burn's
@@ -105,6 +106,10 @@ class Autodiff(AutodiffModuleOps, Backend):
         elif B.dtype_of(seed) is not dtype:
             seed = B.cast(seed, dtype)
         return Gradients(B, run_backward(B, p.node, seed))
+
+    def fusion_runtime(self) -> None:
+        """None: fusion wraps the backend under autodiff, never autodiff itself."""
+        return None
 
     def graph_bytes(self, p: ADPrim) -> int:
         """Bytes of primitives the graph behind p keeps for its backward (the checkpointing measure)."""

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from . import _rules_elementwise, _rules_index, _rules_module, _rules_reduce, _rules_shape
+from . import _rules_elementwise, _rules_index, _rules_module, _rules_reduce, _rules_shape, _rules_vision
 from ._rule import Rule, make_table
 
 RULES: dict[str, Rule] = make_table(
@@ -13,6 +13,7 @@ RULES: dict[str, Rule] = make_table(
         *_rules_shape.ROWS,
         *_rules_index.ROWS,
         *_rules_module.ROWS,
+        *_rules_vision.ROWS,
     ]
 )
 

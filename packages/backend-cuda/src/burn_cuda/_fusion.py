@@ -52,7 +52,7 @@ class CudaFusion:
     def execute(self, plan: FusedKernel, inputs: list[Prim], scalars: list[Any]) -> list[Prim]:
         b = self.backend
         cp = b._on()
-        kernel = self._kernels.get(plan.key)
+        kernel = plan.cache.get("cuda") or self._kernels.get(plan.key)
         if kernel is None:
             with _lock:
                 kernel = self._kernels.get(plan.key)
@@ -63,6 +63,7 @@ class CudaFusion:
                         in_params, out_params, body, name, preamble=_kernels.PREAMBLE
                     )
                     self._kernels[plan.key] = kernel
+        plan.cache["cuda"] = kernel
         outs = [cp.empty(plan.shape, dtype=TO_NP[dt]) for dt in plan.out_dtypes()]
         args = [*inputs, *(TO_NP[dt].type(v) for dt, v in zip(plan.scalars, scalars)), *outs]
         kernel(*args)

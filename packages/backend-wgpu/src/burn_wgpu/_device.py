@@ -199,6 +199,8 @@ def create_context(index: int) -> GpuContext:
     features = []
     if OPTIONS.f16 and "shader-f16" in adapter.features:
         features.append("shader-f16")
+    if "timestamp-query" in adapter.features:  # GPU-side timing for the autotuner (_timer.py)
+        features.append("timestamp-query")
     device = adapter.request_device_sync(required_features=features, required_limits=dict(limits))
     _built.append(index)
     return GpuContext(adapter, device, limits, frozenset(features), OPTIONS.portable)

@@ -69,6 +69,16 @@ def run(
     contig = all(s == dense for s in cstrides)
     nd = len(cshape)
     spec = tuple((x.dtype, True) if isinstance(x, WgpuTensor) else (compute, False) for x in operands)
+    if contig and n % 4 == 0 and _vec4_ok([out, *tensors]):  # 16-byte loads and stores
+        vwords = [n // 4, *(t.offset // 4 for t in [out, *tensors])]
+        vwords += [scalar_bits(compute, x) for x in operands if not isinstance(x, WgpuTensor)]
+        backend.ex.dispatch(
+            K.render_vec4(expr, is_bool, out_dtype, spec),
+            [out.buffer] + [t.buffer for t in tensors],
+            struct.pack(f"<{len(vwords)}I", *vwords),
+            K.grid(n // 4),
+        )
+        return out
     kernel = K.render(expr, is_bool, out_dtype, spec, nd, contig)
     words = [n, *cshape]
     for st, t in zip(cstrides, [out, *tensors]):
@@ -79,6 +89,11 @@ def run(
     meta = struct.pack(f"<{len(words)}I", *words)
     backend.ex.dispatch(kernel, [out.buffer] + [t.buffer for t in tensors], meta, K.grid(n))
     return out
+
+
+def _vec4_ok(tensors: list[WgpuTensor]) -> bool:
+    """Every tensor 4-byte typed with an offset that is a multiple of 4 elements (vec4-aligned)."""
+    return all(t.offset % 4 == 0 and K.WGSL[t.dtype] in K.VEC4_DTYPES for t in tensors)
 
 
 def nbytes(shape: tuple[int, ...], dtype: DType) -> int:

@@ -152,6 +152,20 @@ class Executor:
         self._encoder_now().copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size)
         self._pending += 1
 
+    def timestamp(self, query_set: Any, index: int) -> None:
+        """Record a GPU timestamp between the work recorded before and after: an empty compute pass
+        that writes query ``index`` of ``query_set`` as it begins (``_timer.GpuTimer``)."""
+        self._end_pass()
+        writes = {"query_set": query_set, "beginning_of_pass_write_index": index}
+        self._encoder_now().begin_compute_pass(timestamp_writes=writes).end()
+        self._pending += 1
+
+    def resolve_queries(self, query_set: Any, count: int, buffer: GPUBuffer) -> None:
+        """Record the resolve of queries ``0..count`` of ``query_set`` into ``buffer`` (u64 each)."""
+        self._end_pass()
+        self._encoder_now().resolve_query_set(query_set, 0, count, buffer, 0)
+        self._pending += 1
+
     def flush(self) -> None:
         """Submit everything recorded so far (no-op when nothing is pending)."""
         if self._encoder is None:

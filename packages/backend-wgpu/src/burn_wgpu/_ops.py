@@ -86,6 +86,8 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
                 kernel = KR.render(op, x.dtype, out_dt, True)
                 self.ex.dispatch(kernel, [out.buffer, x.buffer], _pack(rows, n, 1, n, x.offset), grid(rows))
             return out
+        if _tuned.should_tune_reduce(rows, n):  # long rows: workgroup size and chunk tuned per shape
+            return _tuned.tuner(self).run(_tuned.REDUCE, self, op, x, rows, n, out_dt)
         chunks = -(-n // KR.CHUNK)
         part_dt = out_dt if chunks == 1 else _acc_dtype(x.dtype)
         part = self.empty((rows, chunks), part_dt)
@@ -149,6 +151,23 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
                 kernel, [out.buffer, a.buffer, b.buffer], meta, (gx, gy, min(65535, count - base))
             )
         return out
+
+    # ------------------------------------------------------------------ conv
+    def conv(
+        self,
+        x: WgpuTensor,
+        weight: WgpuTensor,
+        bias: WgpuTensor | None,
+        stride: tuple[int, ...],
+        padding: tuple[int, ...],
+        dilation: tuple[int, ...],
+        groups: int,
+    ) -> WgpuTensor:
+        """2-d float convolutions through the tuned conv family (``_tuned.CONV2D``: im2col + tuned
+        matmul, implicit GEMM, strided slices); other ranks and dtypes: the contract's default."""
+        if len(x.shape) == 4 and x.dtype.is_float and weight.dtype is x.dtype:
+            return _tuned.conv2d(self, x, weight, bias, stride, padding, dilation, groups)
+        return super().conv(x, weight, bias, stride, padding, dilation, groups)
 
     @staticmethod
     def _batch_view(x: WgpuTensor, nb: int) -> WgpuTensor:

@@ -1,19 +1,40 @@
 """The wgpu kernel families the autotuner chooses among (``burn.autotune``).
 
-matmul: the tiled kernel in the tile shapes of ``_kernels.matmul.CONFIGS`` (those whose workgroup memory
-fits the device's limit; browser-portable mode keeps WebGPU's 16 KiB). Keys bucket M, N and K (powers
-of two above 64) and name the dtype, whether a batch is present and which operands are transposed.
-Matmuls under ``_TUNE_MIN_FLOPS`` use the default tile: tuning them costs more than it could save.
+matmul candidates (each only where its workgroup memory and invocations fit the device's limits, so
+browser-portable mode keeps WebGPU's 16 KiB and 256):
+
+* ``tile64_k16`` (the reference every candidate is checked against) and ``tile128_k8``: the original
+  tiled kernel (``_kernels.matmul.render``);
+* the register-blocked tiles of ``_kernels.matmul.BLOCKS`` (4x4 to 8x8 outputs per invocation, vec4
+  loads where shapes allow, vec4 stores when N % 4 == 0); ``b64x64k16r4x4`` is the default (used
+  untuned and with ``BURN_AUTOTUNE=off``);
+* ``..._pf``: the same with register prefetching (the next K step's global loads in flight while
+  the current one computes);
+* ``..._h``: the same with f16 workgroup tiles and accumulators, for float16 operands (the device has
+  ``shader-f16`` whenever float16 tensors exist);
+* ``splitk4_...`` / ``splitk16_...``: split-K for outputs of few tiles over a long K.
+
+Keys bucket M, N and K (powers of two above 64) and name the dtype, whether a batch is present, which
+operands are transposed, and ``u`` when a dim is not a multiple of 4 (no vec4 paths). Matmuls under
+``_TUNE_MIN_FLOPS`` use the reference kernel untuned: tuning them costs more than it could save.
+Timing is on the GPU (timestamp queries) where the device has them (``_timer``).
 """
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
-from burn.autotune import Autotuner, Candidate, Family, bucket, median_timer, tuner_for
+import burn
+from burn.autotune import Autotuner, Candidate, Family, bucket, tuner_for
+from burn.backend import broadcast_shape
 
+from . import _elementwise as EW
 from ._kernels import matmul as KM
-from ._primitive import WgpuTensor
+from ._kernels import reduce as KR
+from ._kernels.elementwise import grid
+from ._primitive import WgpuTensor, numel
+from ._timer import timer_for
 
 _TUNE_MIN_FLOPS = 1 << 24
 
@@ -27,7 +48,91 @@ def _matmul_key(backend: Any, a: WgpuTensor, b: WgpuTensor) -> str:
     m, k = a.shape[-2:]
     n = b.shape[-1]
     batched = "b" if len(a.shape) > 2 or len(b.shape) > 2 else "1"
-    return f"{a.dtype.name} m{bucket(m)} n{bucket(n)} k{bucket(k)} {batched} {_layout(a)}{_layout(b)}"
+    unaligned = " u" if (m % 4 or n % 4 or k % 4) else ""  # scalar loads and stores: tuned apart
+    return (
+        f"{a.dtype.name} m{bucket(m)} n{bucket(n)} k{bucket(k)} {batched} {_layout(a)}{_layout(b)}{unaligned}"
+    )
+
+
+def _aligned(*values: int) -> bool:
+    return all(v % 4 == 0 for v in values)
+
+
+def _modes(a: WgpuTensor, b: WgpuTensor, sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[str, str]:
+    """How each operand tile loads: vec4 along its contiguous dim where sizes, strides and offsets are
+    multiples of 4 (so every vec4 is aligned and wholly inside or outside the matrix)."""
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    a_sm, a_sk = a.strides[-2:]
+    b_sk, b_sn = b.strides[-2:]
+    if a_sk == 1 or a_sm != 1:
+        a_mode = "k4" if a_sk == 1 and _aligned(k, a_sm, a.offset, *sa) else "k1"
+    else:
+        a_mode = "m4" if _aligned(m, a_sk, a.offset, *sa) else "m1"
+    if b_sn == 1 or b_sk != 1:
+        b_mode = "n4" if b_sn == 1 and _aligned(n, b_sk, b.offset, *sb) else "n1"
+    else:
+        b_mode = "k4" if _aligned(k, b_sn, b.offset, *sb) else "k1"
+    return a_mode, b_mode
+
+
+def _grid_fits(backend: Any, block: KM.Block, m: int, n: int) -> bool:
+    limit = backend.ctx.limits.get("max-compute-workgroups-per-dimension", 65535)
+    return -(-n // block.bn) <= limit and -(-m // block.bm) <= limit
+
+
+def matmul_blocked(
+    backend: Any,
+    a: WgpuTensor,
+    b: WgpuTensor,
+    block: KM.Block,
+    acc16: bool = False,
+    splits: int = 1,
+    prefetch: bool = False,
+) -> WgpuTensor:
+    """Batched matmul with a register-blocked kernel (``_kernels.matmul.render_blocked``); ``splits``
+    > 1 runs K in that many slices into float32 partials, then adds them (split-K)."""
+    *ba, m, k = a.shape
+    *bb, _, n = b.shape
+    batch = broadcast_shape(tuple(ba), tuple(bb))
+    out = backend.empty(batch + (m, n), a.dtype)
+    count = numel(batch)
+    if count == 0 or m == 0 or n == 0:
+        return out
+    sa = EW.broadcast_strides(backend._batch_view(a, len(ba)), batch)
+    sb = EW.broadcast_strides(backend._batch_view(b, len(bb)), batch)
+    cshape, (sa, sb) = EW.collapse(batch, [sa, sb])
+    gx, gy = -(-n // block.bn), -(-m // block.bm)
+    if not _grid_fits(backend, block, m, n):  # an output of millions of columns: the plain kernel
+        return backend.matmul_tiled(a, b, KM.TILE, KM.TK)
+    a_mode, b_mode = _modes(a, b, sa, sb)
+    inner = (a.offset, b.offset, a.strides[-2], a.strides[-1], b.strides[-2], b.strides[-1])
+    out_vec = n % 4 == 0
+    if splits > 1 and k > 0:
+        per_split = -(-k // splits)
+        chunk = -(-per_split // block.bk) * block.bk  # a multiple of bk: whole K steps per slice
+        splits = -(-k // chunk)
+        if splits * count > 65535:
+            raise ValueError(f"split-K matmul: {splits} slices x {count} batch entries exceed one dispatch")
+        part = backend.empty((splits * count * m * n,), burn.float32)
+        kernel = KM.render_blocked(a.dtype, len(cshape), block, a_mode, b_mode, out_vec, acc16, True)
+        meta = _pack(m, n, k, 0, *inner, chunk, count, *cshape, *sa, *sb)
+        backend.ex.dispatch(kernel, [part.buffer, a.buffer, b.buffer], meta, (gx, gy, splits * count))
+        total = count * m * n
+        backend.ex.dispatch(
+            KM.render_split_sum(a.dtype), [out.buffer, part.buffer], _pack(total, splits), grid(total)
+        )
+        return out
+    kernel = KM.render_blocked(a.dtype, len(cshape), block, a_mode, b_mode, out_vec, acc16, prefetch=prefetch)
+    for base in range(0, count, 65535):
+        z = min(65535, count - base)
+        meta = _pack(m, n, k, base, *inner, max(k, 1), z, *cshape, *sa, *sb)
+        backend.ex.dispatch(kernel, [out.buffer, a.buffer, b.buffer], meta, (gx, gy, z))
+    return out
+
+
+def _pack(*words: int) -> bytes:
+    return struct.pack(f"<{len(words)}I", *words)
 
 
 def _config(tile: int, tk: int) -> Candidate:
@@ -38,18 +143,86 @@ def _config(tile: int, tk: int) -> Candidate:
     return Candidate(
         f"tile{tile}_k{tk}",
         lambda backend, a, b: backend.matmul_tiled(a, b, tile, tk),
-        fast=(tile, tk) in ((64, 16), (128, 8)),
+        fast=(tile, tk) == (KM.TILE, KM.TK),
         applies=fits,
     )
 
 
+def _float(a: WgpuTensor) -> bool:
+    return a.dtype.is_float
+
+
+def _block(block: KM.Block, acc16: bool = False, fast: bool = False, prefetch: bool = False) -> Candidate:
+    def fits(backend: Any, a: WgpuTensor, b: WgpuTensor) -> bool:
+        limits = backend.ctx.limits
+        return (
+            _float(a)
+            and (not acc16 or a.dtype is burn.float16)
+            and block.workgroup_bytes(2 if acc16 else 4)
+            <= limits.get("max-compute-workgroup-storage-size", 16384)
+            and block.threads <= limits.get("max-compute-invocations-per-workgroup", 256)
+            and _grid_fits(backend, block, a.shape[-2], b.shape[-1])
+        )
+
+    return Candidate(
+        f"{block.name}{'_h' if acc16 else ''}{'_pf' if prefetch else ''}",
+        lambda backend, a, b: matmul_blocked(backend, a, b, block, acc16, prefetch=prefetch),
+        fast=fast,
+        applies=fits,
+    )
+
+
+def _split(block: KM.Block, splits: int, fast: bool = False) -> Candidate:
+    """Split-K: for outputs too small to fill the device (few workgroups) over a long K."""
+
+    def skinny(backend: Any, a: WgpuTensor, b: WgpuTensor) -> bool:
+        m, k = a.shape[-2:]
+        n = b.shape[-1]
+        count = numel(broadcast_shape(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+        tiles = -(-m // block.bm) * -(-n // block.bn) * count
+        return _float(a) and k >= 128 * splits and tiles * splits <= 4096 and tiles < 128
+
+    return Candidate(
+        f"splitk{splits}_{block.name}",
+        lambda backend, a, b: matmul_blocked(backend, a, b, block, splits=splits),
+        fast=fast,
+        applies=skinny,
+    )
+
+
+def _close(out: Any, ref: Any) -> bool:
+    """float32: allclose(rtol=1e-3, atol=1e-3); float16 (f16 accumulators round every partial sum):
+    within 2% of the result's largest magnitude. A wrong kernel misses either by far."""
+    import numpy as np
+
+    out, ref = np.asarray(out), np.asarray(ref)
+    if out.shape != ref.shape:
+        return False
+    atol = 1e-3
+    if ref.dtype == np.float16 and ref.size:
+        atol = max(atol, 0.02 * float(np.abs(ref.astype(np.float64)).max()))
+    return bool(
+        np.allclose(out.astype(np.float64), ref.astype(np.float64), rtol=1e-3, atol=atol, equal_nan=True)
+    )
+
+
+_FAST_BLOCKS = {"b64x64k16r4x4", "b128x128k8r8x8", "b128x64k16r8x4"}
+_SPLIT_BLOCK = KM.Block(64, 64, 16, 4, 4)
+
 MATMUL = Family(
     "matmul",
-    tuple(_config(tile, tk) for tile, tk in KM.CONFIGS),
+    (
+        *(_config(tile, tk) for tile, tk in KM.CONFIGS[:2]),  # the others never win over the blocked ones
+        *(_block(blk, fast=blk.name in _FAST_BLOCKS) for blk in KM.BLOCKS),
+        *(_block(blk, fast=blk.name in _FAST_BLOCKS, prefetch=True) for blk in KM.BLOCKS[:4]),
+        *(_block(blk, acc16=True, fast=True) for blk in (KM.BLOCKS[0], KM.BLOCKS[2])),
+        _split(_SPLIT_BLOCK, 4, fast=True),
+        _split(_SPLIT_BLOCK, 16),
+    ),
     key=_matmul_key,
     reference=f"tile{KM.TILE}_k{KM.TK}",
-    rtol=1e-3,
-    atol=1e-3,
+    default=KM.BLOCKS[0].name,
+    close=_close,
 )
 
 
@@ -69,4 +242,261 @@ def tuner(backend: Any) -> Autotuner:
         f"burn-wgpu {__version__}",
         "portable" if backend.ctx.portable else "native",
     )
-    return tuner_for(backend, parts, median_timer(backend.sync, warmup=1, reps=5))
+    return tuner_for(backend, parts, timer_for(backend, warmup=1, reps=5))
+
+
+# ---------------------------------------------------------------------- conv2d
+# candidates: "im2col" (the reference: an im2col kernel, then the tuned matmul), "implicit_<block>"
+# (implicit GEMM, the default), "slices" (the backend contract's default: strided slices, stack,
+# matmul). Only 2-d float convolutions come here (``WgpuOps.conv``).
+
+Ints = tuple[int, ...]
+
+
+def _conv_sizes(x: WgpuTensor, weight: WgpuTensor, stride: Ints, padding: Ints, dilation: Ints) -> Ints:
+    (h, w), (kh, kw) = x.shape[2:], weight.shape[2:]
+    oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    return oh, ow
+
+
+def _with_bias(backend: Any, y: WgpuTensor, bias: WgpuTensor | None) -> WgpuTensor:
+    if bias is None:
+        return y
+    return backend.binary("add", y, backend.reshape(bias, (1, y.shape[1], 1, 1)))
+
+
+def conv2d_im2col(
+    backend: Any,
+    x: WgpuTensor,
+    weight: WgpuTensor,
+    bias: WgpuTensor | None,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    groups: int,
+) -> WgpuTensor:
+    """im2col kernel + the tuned matmul, the batch in chunks whose column matrix fits one binding."""
+    from ._dtypes import ELEM_BYTES
+    from ._kernels import conv as KC
+
+    x = backend.contiguous(x)
+    n, cin, h, w = x.shape
+    cout, cg, kh, kw = weight.shape
+    oh, ow = _conv_sizes(x, weight, stride, padding, dilation)
+    length, rows = oh * ow, cg * kh * kw
+    wmat = backend.reshape(weight, (1, groups, cout // groups, rows))
+    pointwise = (kh, kw) == (1, 1) and stride == (1, 1) and padding == (0, 0)
+    if pointwise:  # the columns are x itself
+        y = backend.matmul(wmat, backend.reshape(x, (n, groups, cg, h * w)))
+        return _with_bias(backend, backend.reshape(y, (n, cout, oh, ow)), bias)
+    per_image = groups * rows * length * ELEM_BYTES[x.dtype]
+    limit = min(backend.pool.max_binding, backend.pool.max_buffer)
+    chunk = max(1, min(n, limit // max(per_image, 1)))
+    kernel = KC.render_im2col(x.dtype, kh, kw)
+    params = (h, w, ow, *stride, *padding, *dilation)
+    parts = []
+    for n0 in range(0, n, chunk):
+        nc = min(chunk, n - n0)
+        cols = backend.empty((nc, groups, rows, length), x.dtype)
+        total = cols.numel
+        if total:
+            meta = _pack(total, rows, length, cg, groups, x.offset + n0 * cin * h * w, *params)
+            backend.ex.dispatch(kernel, [cols.buffer, x.buffer], meta, grid(total))
+        parts.append(backend.matmul(wmat, cols))
+    y = parts[0] if len(parts) == 1 else backend.cat(parts, 0)
+    return _with_bias(backend, backend.reshape(y, (n, cout, oh, ow)), bias)
+
+
+def conv2d_implicit(
+    backend: Any,
+    x: WgpuTensor,
+    weight: WgpuTensor,
+    bias: WgpuTensor | None,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    groups: int,
+    block: KM.Block = KM.BLOCKS[0],
+) -> WgpuTensor:
+    """Implicit-GEMM convolution (``_kernels.conv.render_implicit``): no column matrix."""
+    from ._kernels import conv as KC
+
+    x, wt = backend.contiguous(x), backend.contiguous(weight)
+    n, cin, h, w = x.shape
+    cout, cg, kh, kw = wt.shape
+    oh, ow = _conv_sizes(x, wt, stride, padding, dilation)
+    out = backend.empty((n, cout, oh, ow), x.dtype)
+    m, length, k = cout // groups, oh * ow, cg * kh * kw
+    count = n * groups
+    if out.numel == 0:
+        return out
+    gx, gy = -(-length // block.bn), -(-m // block.bm)
+    if max(gx, gy) > backend.ctx.limits.get("max-compute-workgroups-per-dimension", 65535):
+        return conv2d_im2col(backend, x, wt, bias, stride, padding, dilation, groups)  # a huge image
+    a_mode = "k4" if _aligned(k, wt.offset) else "k1"
+    kernel = KC.render_implicit(x.dtype, block, kh, kw, a_mode, length % 4 == 0)
+    params = (h, w, ow, *stride, *padding, *dilation)
+    for base in range(0, count, 65535):
+        z = min(65535, count - base)
+        meta = _pack(
+            *(m, length, k, base, wt.offset, x.offset, k, 1, 0, 1, max(k, 1), z),
+            *(n, groups, 0, m * k, cin * h * w, cg * h * w),
+            *params,
+        )
+        backend.ex.dispatch(kernel, [out.buffer, wt.buffer, x.buffer], meta, (gx, gy, z))
+    return _with_bias(backend, out, bias)
+
+
+def _conv_slices(backend: Any, *args: Any) -> WgpuTensor:
+    from burn.backend import Backend
+
+    return Backend.conv(backend, *args)
+
+
+def _slices_fit(backend: Any, x: WgpuTensor, weight: WgpuTensor, bias: Any, stride: Ints, *rest: Any) -> bool:
+    """The stacked windows of the contract's default must fit one binding."""
+    from ._dtypes import ELEM_BYTES
+
+    oh, ow = _conv_sizes(x, weight, stride, rest[0], rest[1])
+    windows = x.shape[0] * x.shape[1] * weight.shape[2] * weight.shape[3] * oh * ow * ELEM_BYTES[x.dtype]
+    return windows <= min(backend.pool.max_binding, backend.pool.max_buffer)
+
+
+def _implicit(block: KM.Block, fast: bool) -> Candidate:
+    def fits(backend: Any, x: WgpuTensor, weight: WgpuTensor, *rest: Any) -> bool:
+        limits = backend.ctx.limits
+        return block.workgroup_bytes() <= limits.get(
+            "max-compute-workgroup-storage-size", 16384
+        ) and block.threads <= limits.get("max-compute-invocations-per-workgroup", 256)
+
+    def run(
+        backend: Any,
+        x: WgpuTensor,
+        weight: WgpuTensor,
+        bias: WgpuTensor | None,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        groups: int,
+    ) -> WgpuTensor:
+        return conv2d_implicit(backend, x, weight, bias, stride, padding, dilation, groups, block)
+
+    return Candidate(
+        f"implicit_{block.name}",
+        run,
+        fast=fast,
+        applies=fits,
+    )
+
+
+def _conv_key(
+    backend: Any,
+    x: WgpuTensor,
+    weight: WgpuTensor,
+    bias: WgpuTensor | None,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    groups: int,
+) -> str:
+    n, cin, h, w = x.shape
+    cout, _, kh, kw = weight.shape
+    geometry = f"k{kh}x{kw} s{stride[0]}x{stride[1]} p{padding[0]}x{padding[1]} d{dilation[0]}x{dilation[1]}"
+    return (
+        f"{x.dtype.name} n{bucket(n)} c{bucket(cin)} h{bucket(h)} w{bucket(w)} o{bucket(cout)} "
+        f"{geometry} g{groups}"
+    )
+
+
+_IMPLICIT_BLOCKS = (KM.BLOCKS[0], KM.BLOCKS[4], KM.BLOCKS[5], KM.BLOCKS[2])
+CONV2D = Family(
+    "conv2d",
+    (
+        Candidate("im2col", lambda backend, *args: conv2d_im2col(backend, *args)),
+        *(_implicit(blk, fast=blk is KM.BLOCKS[0]) for blk in _IMPLICIT_BLOCKS),
+        Candidate("slices", _conv_slices, fast=False, applies=_slices_fit),
+    ),
+    key=_conv_key,
+    reference="im2col",
+    default=f"implicit_{KM.BLOCKS[0].name}",
+    close=_close,
+)
+
+
+def conv2d(
+    backend: Any,
+    x: WgpuTensor,
+    weight: WgpuTensor,
+    bias: WgpuTensor | None,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    groups: int,
+) -> WgpuTensor:
+    """A 2-d float convolution through the tuned candidate (the default one when it is too small to
+    be worth tuning)."""
+    args = (x, weight, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
+    n, _, kh, kw = weight.shape
+    oh, ow = _conv_sizes(x, weight, args[3], args[4], args[5])
+    flops = 2 * x.shape[0] * n * oh * ow * weight.shape[1] * kh * kw
+    if flops >= _TUNE_MIN_FLOPS:
+        return tuner(backend).run(CONV2D, backend, *args)
+    return CONV2D.by_name[CONV2D.default or CONV2D.reference].fn(backend, *args)
+
+
+# ---------------------------------------------------------------------- long-row reductions
+# candidates: the tree kernel with a workgroup size of ``_kernels.reduce.TREE_SIZES`` and a chunk of
+# ``per_invocation`` elements per invocation (one workgroup per chunk of ``wg * per_invocation``); the
+# partials of a second pass take the untuned path. "tree256x16" is the untuned kernel (reference).
+_REDUCE_MIN_ELEMENTS = 1 << 22
+_REDUCE_MIN_ROW = 4096
+
+
+def reduce_rows(
+    backend: Any, op: str, x: WgpuTensor, rows: int, n: int, out_dt: burn.DType, wg: int, per_invocation: int
+) -> WgpuTensor:
+    """``op`` over each of ``rows`` dense rows of ``n`` elements of x, with one tree shape."""
+    chunk = wg * per_invocation
+    chunks = -(-n // chunk)
+    part_dt = out_dt if chunks == 1 else (burn.float32 if x.dtype is burn.float16 else x.dtype)
+    part = backend.empty((rows, chunks), part_dt)
+    kernel = KR.render(op, x.dtype, part_dt, False, wg)
+    meta = _pack(rows, n, chunks, chunk, x.offset)
+    backend.ex.dispatch(kernel, [part.buffer, x.buffer], meta, grid(rows * chunks, 1))
+    if chunks == 1:
+        return backend.reshape(part, (rows,))
+    return backend._reduce_rows(op, part, rows, chunks, out_dt)
+
+
+def _tree(wg: int, per_invocation: int, fast: bool) -> Candidate:
+    def run(backend: Any, op: str, x: WgpuTensor, rows: int, n: int, out_dt: burn.DType) -> WgpuTensor:
+        return reduce_rows(backend, op, x, rows, n, out_dt, wg, per_invocation)
+
+    def fits(backend: Any, *args: Any) -> bool:
+        return wg <= backend.ctx.limits.get("max-compute-invocations-per-workgroup", 256)
+
+    return Candidate(f"tree{wg}x{per_invocation}", run, fast=fast, applies=fits)
+
+
+def _reduce_key(backend: Any, op: str, x: WgpuTensor, rows: int, n: int, out_dt: burn.DType) -> str:
+    return f"{op} {x.dtype.name}->{out_dt.name} r{bucket(rows)} n{bucket(n)}"
+
+
+REDUCE = Family(
+    "reduce",
+    tuple(
+        _tree(wg, e, fast=(wg, e) in ((256, 16), (256, 64), (128, 16)))
+        for wg in reversed(KR.TREE_SIZES)
+        for e in (4, 16, 64)
+    ),
+    key=_reduce_key,
+    reference="tree256x16",
+    close=_close,
+)
+
+
+def should_tune_reduce(rows: int, n: int) -> bool:
+    """Long rows of a large tensor: where the tree's shape matters (many short rows take one
+    workgroup per row or chunk whatever the tree, so tuning them only costs time)."""
+    return n >= _REDUCE_MIN_ROW and rows * n >= _REDUCE_MIN_ELEMENTS

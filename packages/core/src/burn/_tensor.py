@@ -21,6 +21,7 @@ from . import _dtype as D
 from ._checks import broadcast_shapes
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._tensor_math import MathOps
+from ._tensor_quant import QuantOps
 from ._tensor_shape import ShapeOps
 from .backend._optable import BINARY_OPS, COMPARISON_OPS
 from .backend._vocabulary import ROWS
@@ -123,7 +124,7 @@ def _binop(
     return method
 
 
-class Tensor(MathOps, ShapeOps):
+class Tensor(MathOps, ShapeOps, QuantOps):
     """An n-dimensional array on a device. Build one with ``burn.tensor``, ``burn.zeros``, ...
 
     >>> x = burn.tensor([[1.0, 2.0], [3.0, 4.0]])

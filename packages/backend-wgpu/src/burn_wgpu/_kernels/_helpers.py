@@ -10,8 +10,12 @@ from __future__ import annotations
 HELPERS: dict[str, str] = {
     "is_nan": "fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }",
     "is_inf": "fn is_inf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }",
-    "nan": "fn nan() -> f32 { return bitcast<f32>(0x7fc00000u); }",
-    "inf": "fn inf() -> f32 { return bitcast<f32>(0x7f800000u); }",
+    # NaN/Inf from their bits through a parameter: a run-time value, never a constant expression
+    # (Chrome's Tint rejects a constant ``bitcast<f32>(0x7fc00000u)``: "value nan cannot be
+    # represented as 'f32'"; naga accepts both)
+    "f32_bits": "fn f32_bits(bits: u32) -> f32 { return bitcast<f32>(bits); }",
+    "nan": "fn nan() -> f32 { return f32_bits(0x7fc00000u); }",
+    "inf": "fn inf() -> f32 { return f32_bits(0x7f800000u); }",
     "b_log": """fn b_log(x: f32) -> f32 {
     if (x < 0.0 || is_nan(x)) { return nan(); }
     if (x == 0.0) { return -inf(); }
@@ -233,6 +237,8 @@ HELPERS: dict[str, str] = {
 
 # helper -> helpers it calls (included first)
 DEPENDS: dict[str, tuple[str, ...]] = {
+    "nan": ("f32_bits",),
+    "inf": ("f32_bits",),
     "b_log": ("is_nan", "nan", "inf", "is_inf"),
     "b_sqrt": ("is_nan", "nan", "is_inf"),
     "b_expm1": ("is_nan", "is_inf"),

@@ -223,6 +223,56 @@ def render(
     return Kernel(label, "\n".join(lines) + "\n", ("rw",) + ("read",) * len(tensors))
 
 
+VEC4_DTYPES = frozenset({"f32", "i32", "u32"})  # 4-byte storage: a vec4 is 16 aligned bytes
+
+
+@lru_cache(maxsize=1024)
+def render_vec4(expr: str, bool_result: bool, out: DType, operands: tuple[tuple[DType, bool], ...]) -> Kernel:
+    """The ``contig`` kernel four elements per invocation: every tensor is dense, of one shape, with
+    numel and offsets multiples of 4 (the launcher checks), so each is read and written as
+    ``vec4``. The table's scalar expression runs per component (helpers take scalars). Metadata:
+    numel / 4, then each tensor's offset / 4 (output first), then the scalars."""
+    tensors = [i for i, (_, is_t) in enumerate(operands) if is_t]
+    lines = [
+        "@group(0) @binding(0) var<storage, read> info: array<u32>;",
+        f"@group(0) @binding(1) var<storage, read_write> out: array<vec4<{WGSL[out]}>>;",
+    ]
+    for k, i in enumerate(tensors):
+        lines.append(
+            f"@group(0) @binding({k + 2}) var<storage, read> in{i}: array<vec4<{WGSL[operands[i][0]]}>>;"
+        )
+    helpers = tuple(dict.fromkeys(_HELPER_RE.findall(expr)))
+    if "b_f2u" in expr:
+        helpers += ("b_f2u",)
+    if helpers:
+        lines.append(render_helpers(helpers))
+    body = [
+        f"let i = gid.x + gid.y * (nwg.x * {WG}u);",
+        "if (i >= info[0]) { return; }",
+    ]
+    for k, i in enumerate(tensors):
+        body.append(f"let v{i} = in{i}[i + info[{2 + k}u]];")
+    scalar_at = 2 + len(tensors)
+    for i, (dt, is_t) in enumerate(operands):
+        if not is_t:
+            body.append(f"let {'abc'[i]} = {scalar_load(dt, f'info[{scalar_at}u]')};")
+            scalar_at += 1
+    body.append(f"var r: vec4<{WGSL[out]}>;")
+    for c in range(4):
+        comp = [f"let {'abc'[i]} = v{i}[{c}];" for i in tensors]
+        value = f"({expr})"
+        value = f"select(0u, 1u, {value})" if bool_result else value
+        body.append("{ " + " ".join(comp) + f" r[{c}] = {value}; }}")
+    body.append("out[i + info[1u]] = r;")
+    lines.append(
+        f"@compute @workgroup_size({WG})\n"
+        "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n"
+        + "\n".join(f"    {line}" for line in body)
+        + "\n}"
+    )
+    return Kernel(f"ew_{out.name}_vec4", "\n".join(lines) + "\n", ("rw",) + ("read",) * len(tensors))
+
+
 def grid(n: int, per_group: int = WG, max_dim: int = 65535) -> tuple[int, int, int]:
     """Workgroups for ``n`` threads: a 2-d grid when one dimension is not enough."""
     groups = max(1, -(-n // per_group))

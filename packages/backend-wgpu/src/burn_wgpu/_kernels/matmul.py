@@ -6,10 +6,23 @@ columns); K advances in steps of ``tk`` through workgroup memory (2 x tile x tk 
 64/16 default, at most WebGPU's default 16 KiB). Operands are read through their strides, so a
 transposed operand (``x @ w.T``) costs no copy. Batch dims beyond 65535 are split into several
 dispatches (``base`` in the metadata). ``CONFIGS`` are the tile shapes the autotuner chooses among.
+
+``render_blocked`` is the register-blocked family (``BLOCKS``): a ``bm`` x ``bn`` output tile per
+workgroup of ``(bn / tn) x (bm / tm)`` invocations, each invocation ``tm`` x ``tn`` outputs held as
+vec4 accumulators. Both workgroup tiles are stored k-major as vec4 rows, so the inner loop reads
+``tm / 4 + tn / 4`` vec4s and does ``tm * tn / 4`` vec4 FMAs per k; an invocation's rows and columns
+are spread in groups of 4 across the tile (group ``lid + j * threads``), which keeps the vec4 reads
+of neighbouring invocations on neighbouring addresses. Global loads are vec4 along whichever dim is
+contiguous when the shape and offsets are multiples of 4 (``A_MODES`` / ``B_MODES``), scalar along
+it otherwise; stores are vec4 when N is a multiple of 4. With ``prefetch`` the next K step's global
+loads are issued into registers before the current step's FMAs. Split-K runs K in ``kchunk`` slices,
+one per ``wid.z`` block, into float32 partials that ``render_split_sum`` adds up.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 
 from burn import DType, float16
@@ -120,3 +133,338 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
 """
     suffix = "" if (tile, tk) == (TILE, TK) else f"_t{tile}k{tk}"
     return Kernel(f"matmul_{dtype.name}_{nb}b{suffix}", src, ("rw", "read", "read"))
+
+
+@dataclass(frozen=True)
+class Block:
+    """A register-blocked tile shape: ``bm`` x ``bn`` outputs per workgroup, K steps of ``bk``,
+    ``tm`` x ``tn`` outputs per invocation (multiples of 4)."""
+
+    bm: int
+    bn: int
+    bk: int
+    tm: int
+    tn: int
+
+    @property
+    def tx(self) -> int:
+        return self.bn // self.tn
+
+    @property
+    def ty(self) -> int:
+        return self.bm // self.tm
+
+    @property
+    def threads(self) -> int:
+        return self.tx * self.ty
+
+    @property
+    def name(self) -> str:
+        return f"b{self.bm}x{self.bn}k{self.bk}r{self.tm}x{self.tn}"
+
+    def workgroup_bytes(self, acc_bytes: int = 4) -> int:
+        return (self.bm + self.bn) * self.bk * acc_bytes
+
+
+# the register-blocked tile shapes the autotuner tries (all within WebGPU's 256 invocations and 16 KiB)
+BLOCKS: tuple[Block, ...] = (
+    Block(64, 64, 16, 4, 4),
+    Block(128, 128, 8, 8, 8),
+    Block(128, 128, 16, 8, 8),
+    Block(128, 64, 16, 8, 4),
+    Block(64, 128, 16, 4, 8),
+    Block(32, 64, 16, 4, 4),
+    Block(32, 32, 16, 4, 4),  # 64 invocations: many workgroups for mid-size outputs (1024^2)
+)
+# how an operand tile is loaded: vec4 or scalar along the named dim (that dim has stride 1 for the
+# vec4 modes, and the loop runs fastest along it for the scalar ones)
+A_MODES = ("k4", "m4", "k1", "m1")
+B_MODES = ("n4", "k4", "n1", "k1")
+
+
+def _load_lines(
+    tile: str, src: str, mode: str, rows: int, bk: int, threads: int, acc: str, bound: str
+) -> list[str]:
+    """Loads of one operand tile (``rows`` x ``bk``, k-major vec4 rows in ``tile``) from ``src``.
+
+    ``mode`` names the dim read as vec4 ("?4") or fastest ("?1"); "m"/"n" is the tile's row dim,
+    ``bound`` its size (M or N). The caller defines ``o_`` (batch offset), ``s_r``/``s_k`` (strides)
+    and ``r0`` for the operand."""
+    along_k = mode[0] == "k"
+    vec = mode[1] == "4"
+    units = rows * bk // (4 if vec else 1)
+    steps = -(-units // threads)
+    q = rows // 4
+    lines = [f"        for (var l = 0u; l < {steps}u; l++) {{", f"            let e = tid + l * {threads}u;"]
+    if units % threads:
+        lines.append(f"            if (e >= {units}u) {{ break; }}")
+    if vec and along_k:  # 4 consecutive k of one row: 4 component writes
+        lines += [
+            f"            let r = e / {bk // 4}u;",
+            f"            let kk = (e % {bk // 4}u) * 4u;",
+            f"            var v = vec4<{acc}>(0);",
+            f"            if (r0 + r < {bound} && k0 + kk < kend) {{",
+            f"                v = vec4<{acc}>({src}[(o_ + (r0 + r) * s_r + k0 + kk) / 4u]);",
+            "            }",
+        ]
+        lines += [f"            {tile}[(kk + {c}u) * {q}u + r / 4u][r % 4u] = v[{c}];" for c in range(4)]
+    elif vec:  # 4 consecutive rows at one k: one vec4 write
+        lines += [
+            f"            let kk = e / {q}u;",
+            f"            let r = (e % {q}u) * 4u;",
+            f"            var v = vec4<{acc}>(0);",
+            f"            if (r0 + r < {bound} && k0 + kk < kend) {{",
+            f"                v = vec4<{acc}>({src}[(o_ + r0 + r + (k0 + kk) * s_k) / 4u]);",
+            "            }",
+            f"            {tile}[kk * {q}u + r / 4u] = v;",
+        ]
+    else:
+        if along_k:
+            lines += [f"            let r = e / {bk}u;", f"            let kk = e % {bk}u;"]
+        else:
+            lines += [f"            let kk = e / {rows}u;", f"            let r = e % {rows}u;"]
+        lines += [
+            f"            var v = {acc}(0);",
+            f"            if (r0 + r < {bound} && k0 + kk < kend) {{",
+            f"                v = {acc}({src}[o_ + (r0 + r) * s_r + (k0 + kk) * s_k]);",
+            "            }",
+            f"            {tile}[kk * {q}u + r / 4u][r % 4u] = v;",
+        ]
+    lines.append("        }")
+    return [
+        line.replace("o_", f"o_{src}")
+        .replace("s_r", f"{src}_sr")
+        .replace("s_k", f"{src}_sk")
+        .replace("r0", f"{src}_r0")
+        for line in lines
+    ]
+
+
+def _prefetch_lines(
+    tile: str, src: str, mode: str, rows: int, bk: int, threads: int, acc: str, bound: str
+) -> tuple[list[str], Callable[[str], list[str]], list[str]]:
+    """The loads of ``_load_lines`` split in two for register prefetching: (declarations of one
+    register per load, ``fetch(kb)``: global loads of the tile at K offset ``kb`` into the
+    registers, ``store``: the registers into the workgroup tile). Unrolled over the loads."""
+    along_k = mode[0] == "k"
+    vec = mode[1] == "4"
+    units = rows * bk // (4 if vec else 1)
+    steps = -(-units // threads)
+    q = rows // 4
+    reg_t = f"vec4<{acc}>" if vec else acc
+    if vec and along_k:
+        index = [f"let r = e / {bk // 4}u;", f"let kk = (e % {bk // 4}u) * 4u;"]
+        load = f"vec4<{acc}>({src}[(o_ + (r0 + r) * s_r + KB + kk) / 4u])"
+    elif vec:
+        index = [f"let kk = e / {q}u;", f"let r = (e % {q}u) * 4u;"]
+        load = f"vec4<{acc}>({src}[(o_ + r0 + r + (KB + kk) * s_k) / 4u])"
+    else:
+        index = (
+            [f"let r = e / {bk}u;", f"let kk = e % {bk}u;"]
+            if along_k
+            else [f"let kk = e / {rows}u;", f"let r = e % {rows}u;"]
+        )
+        load = f"{acc}({src}[o_ + (r0 + r) * s_r + (KB + kk) * s_k])"
+    if vec and along_k:
+        put = [f"{tile}[(kk + {c}u) * {q}u + r / 4u][r % 4u] = REG[{c}];" for c in range(4)]
+    elif vec:
+        put = [f"{tile}[kk * {q}u + r / 4u] = REG;"]
+    else:
+        put = [f"{tile}[kk * {q}u + r / 4u][r % 4u] = REG;"]
+
+    def block(l: int, body: list[str]) -> list[str]:
+        inner = [f"let e = tid + {l * threads}u;", *index, *body]
+        if units % threads and (l + 1) * threads > units:
+            inner = [f"let e = tid + {l * threads}u;", f"if (e < {units}u) {{", *index, *body, "}"]
+        return ["        {", *(f"            {line}" for line in inner), "        }"]
+
+    def named(lines: list[str]) -> list[str]:
+        return [
+            line.replace("o_", f"o_{src}")
+            .replace("s_r", f"{src}_sr")
+            .replace("s_k", f"{src}_sk")
+            .replace("r0", f"{src}_r0")
+            for line in lines
+        ]
+
+    decls = [f"    var p{src}{l} = {reg_t}(0);" for l in range(steps)]
+
+    def fetch(kb: str) -> list[str]:
+        out = []
+        for l in range(steps):
+            reg = f"p{src}{l}"
+            body = [
+                f"{reg} = {reg_t}(0);",
+                f"if (r0 + r < {bound} && {kb} + kk < kend) {{ {reg} = {load.replace('KB', f'({kb})')}; }}",
+            ]
+            out += block(l, body)
+        return named(out)
+
+    store = []
+    for l in range(steps):
+        store += block(l, [line.replace("REG", f"p{src}{l}") for line in put])
+    return decls, fetch, named(store)
+
+
+@lru_cache(maxsize=512)
+def render_blocked(
+    dtype: DType,
+    nb: int,
+    block: Block,
+    a_mode: str = "k1",
+    b_mode: str = "n1",
+    out_vec: bool = False,
+    acc16: bool = False,
+    partial: bool = False,
+    b_loads: tuple[str, ...] = (),
+    prologue: tuple[str, ...] = (),
+    label: str = "",
+    prefetch: bool = False,
+) -> Kernel:
+    """A register-blocked matmul kernel (see the module docstring).
+
+    Metadata: M, N, K, batch base, a_off, b_off, a_sm, a_sk, b_sk, b_sn, kchunk, count, batch
+    shape[nb], a batch strides[nb], b batch strides[nb]. ``wid.z`` runs over ``count`` batch entries
+    per K slice: slice ``s = wid.z / count`` covers K in ``[s * kchunk, (s + 1) * kchunk)``; its
+    results go to ``out[(s * count + b) * M * N ...]``. ``acc16``: f16 workgroup tiles and
+    accumulators (float16 only); ``partial``: float32 output (split-K partials). ``b_loads`` replaces
+    the B tile loads (``b_mode`` then only names the binding's element type) and ``prologue`` adds
+    lines after the metadata reads: how ``_kernels.conv`` builds implicit-GEMM convolution.
+    ``prefetch``: the next K step's global loads go to registers while the current step computes
+    (stored to workgroup memory after the barrier), hiding their latency behind the FMAs."""
+    blk = block
+    if blk.tm % 4 or blk.tn % 4 or blk.bm % blk.tm or blk.bn % blk.tn or blk.bk % 4:
+        raise ValueError(f"matmul kernel: {blk} is not a register-blocked tile of vec4 groups")
+    if a_mode not in A_MODES or b_mode not in B_MODES:
+        raise ValueError(f"matmul kernel: modes {a_mode!r}/{b_mode!r} (expected {A_MODES} / {B_MODES})")
+    if prefetch and b_loads:
+        raise ValueError("matmul kernel: prefetching needs the standard B loads")
+    if acc16 and dtype is not float16:
+        raise ValueError("matmul kernel: f16 accumulation is for float16 operands only")
+    t = WGSL[dtype]
+    acc = "f16" if acc16 else compute_type(dtype)
+    out_t = "f32" if partial else t
+    f16 = dtype is float16 or acc16
+    tx, ty, threads = blk.tx, blk.ty, blk.threads
+    mq, nq = blk.bm // 4, blk.bn // 4
+    batch = []
+    for d in range(nb - 1, -1, -1):
+        batch += [
+            f"    let c{d} = rem % info[{12 + d}u];",
+            f"    rem = rem / info[{12 + d}u];",
+            f"    o_a += c{d} * info[{12 + nb + d}u];",
+            f"    o_b += c{d} * info[{12 + 2 * nb + d}u];",
+        ]
+    vi = range(blk.tm // 4)  # vec4 row groups of an invocation
+    vj = range(blk.tn // 4)  # vec4 column groups
+    accs = [(4 * i + ii, j) for i in vi for ii in range(4) for j in vj]
+    zero = "\n".join(f"    var c{r}_{j} = vec4<{acc}>(0);" for r, j in accs)
+    regs = "\n".join(
+        [f"            let x{i} = As[kk * {mq}u + lid.y + {i * ty}u];" for i in vi]
+        + [f"            let y{j} = Bs[kk * {nq}u + lid.x + {j * tx}u];" for j in vj]
+    )
+    fma = "\n".join(f"            c{r}_{j} += x{r // 4}[{r % 4}] * y{j};" for r, j in accs)
+    a_loads = _load_lines("As", "a", a_mode, blk.bm, blk.bk, threads, acc, "M")
+    b_lines = list(b_loads) or _load_lines("Bs", "b", b_mode, blk.bn, blk.bk, threads, acc, "N")
+    stores = []
+    for i in vi:
+        for ii in range(4):
+            r = 4 * i + ii
+            stores.append(f"    let row{r} = a_r0 + (lid.y + {i * ty}u) * 4u + {ii}u;")
+    for j in vj:
+        stores.append(f"    let col{j} = b_r0 + (lid.x + {j * tx}u) * 4u;")
+    for r, j in accs:
+        if out_vec:
+            value = f"vec4<{out_t}>(c{r}_{j})"
+            stores.append(
+                f"    if (row{r} < M && col{j} < N) {{ out[(ob + row{r} * N + col{j}) / 4u] = {value}; }}"
+            )
+        else:
+            for cc in range(4):
+                stores.append(
+                    f"    if (row{r} < M && col{j} + {cc}u < N) "
+                    f"{{ out[ob + row{r} * N + col{j} + {cc}u] = {out_t}(c{r}_{j}[{cc}]); }}"
+                )
+    if prefetch:
+        da, fa, sa = _prefetch_lines("As", "a", a_mode, blk.bm, blk.bk, threads, acc, "M")
+        db, fb, sb = _prefetch_lines("Bs", "b", b_mode, blk.bn, blk.bk, threads, acc, "N")
+        nxt = f"k0 + {blk.bk}u"
+        main_loop = "\n".join(
+            [*da, *db, *fa("kbeg"), *fb("kbeg"), f"    for (var k0 = kbeg; k0 < kend; k0 += {blk.bk}u) {{"]
+            + [*sa, *sb, "        workgroupBarrier();", *fa(nxt), *fb(nxt)]
+        )
+    else:
+        main_loop = "\n".join(
+            [f"    for (var k0 = kbeg; k0 < kend; k0 += {blk.bk}u) {{", *a_loads, *b_lines]
+            + ["        workgroupBarrier();"]
+        )
+    out_elem = f"vec4<{out_t}>" if out_vec else out_t
+    a_elem = f"vec4<{t}>" if a_mode[1] == "4" else t
+    b_elem = f"vec4<{t}>" if b_mode[1] == "4" else t
+    src = f"""{"enable f16;" if f16 else ""}
+@group(0) @binding(0) var<storage, read> info: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<{out_elem}>;
+@group(0) @binding(2) var<storage, read> a: array<{a_elem}>;
+@group(0) @binding(3) var<storage, read> b: array<{b_elem}>;
+var<workgroup> As: array<vec4<{acc}>, {blk.bk * mq}>;
+var<workgroup> Bs: array<vec4<{acc}>, {blk.bk * nq}>;
+
+@compute @workgroup_size({tx}, {ty})
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {{
+    let M = info[0];
+    let N = info[1];
+    let K = info[2];
+    let kchunk = info[10];
+    let count = info[11];
+    let s = wid.z / count;
+    let bz = wid.z % count + info[3];
+    let kbeg = s * kchunk;
+    let kend = min(K, kbeg + kchunk);
+    var rem = bz;
+    var o_a = info[4];
+    var o_b = info[5];
+{chr(10).join(batch)}
+    let a_sr = info[6];
+    let a_sk = info[7];
+    let b_sk = info[8];
+    let b_sr = info[9];
+    let a_r0 = wid.y * {blk.bm}u;
+    let b_r0 = wid.x * {blk.bn}u;
+    let tid = lid.y * {tx}u + lid.x;
+{"".join(line + chr(10) for line in prologue)}{zero}
+{main_loop}
+        for (var kk = 0u; kk < {blk.bk}u; kk++) {{
+{regs}
+{fma}
+        }}
+        workgroupBarrier();
+    }}
+    let ob = (s * count + bz) * M * N;
+{chr(10).join(stores)}
+}}
+"""
+    flags = f"{a_mode}{b_mode}{'v' if out_vec else ''}{'h' if acc16 else ''}{'p' if partial else ''}"
+    flags += "f" if prefetch else ""
+    return Kernel(f"{label or 'matmul'}_{dtype.name}_{nb}b_{blk.name}_{flags}", src, ("rw", "read", "read"))
+
+
+@lru_cache(maxsize=16)
+def render_split_sum(dtype: DType) -> Kernel:
+    """Adds split-K partials: ``out[i] = sum_s part[s * n + i]`` for i < n. Metadata: n, splits."""
+    store = "f16(v)" if dtype is float16 else "v"
+    src = f"""{"enable f16;" if dtype is float16 else ""}
+@group(0) @binding(0) var<storage, read> info: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<{WGSL[dtype]}>;
+@group(0) @binding(2) var<storage, read> part: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
+    let i = gid.x + gid.y * (nwg.x * 256u);
+    let n = info[0];
+    if (i >= n) {{ return; }}
+    var v = 0.0;
+    for (var s = 0u; s < info[1]; s++) {{ v += part[s * n + i]; }}
+    out[i] = {store};
+}}
+"""
+    return Kernel(f"matmul_split_sum_{dtype.name}", src, ("rw", "read"))

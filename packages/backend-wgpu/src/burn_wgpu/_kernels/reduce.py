@@ -43,10 +43,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (t >= info[0]) {{ return; }}
     let base = info[4] + t * n;
 """
-_PER_GROUP_MAIN = f"""@compute @workgroup_size({WG})
+_PER_GROUP_MAIN = """@compute @workgroup_size({wg})
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {{
 """
+# workgroup sizes the tuned reduction family tries for long rows (``_tuned.REDUCE``)
+TREE_SIZES = (64, 128, 256)
 
 
 def _entry(op: str, cls: str) -> tuple[str, str]:
@@ -69,8 +71,11 @@ def _header(in_dt: DType, out_type: str, acc: str) -> list[str]:
 
 
 @lru_cache(maxsize=256)
-def render(op: str, in_dt: DType, out_dt: DType, per_thread: bool) -> Kernel:
-    """Metadata: rows, R, chunks, chunk length, input offset."""
+def render(op: str, in_dt: DType, out_dt: DType, per_thread: bool, wg: int = WG) -> Kernel:
+    """Metadata: rows, R, chunks, chunk length, input offset. ``wg``: the tree kernel's workgroup
+    size (a power of two)."""
+    if wg < 2 or wg & (wg - 1):
+        raise ValueError(f"reduce kernel: workgroup size {wg} is not a power of two")
     acc = compute_type(in_dt)
     init, combine = _entry(op, dclass(in_dt))
     store = "f16(v)" if out_dt is float16 else "v"
@@ -86,9 +91,9 @@ def render(op: str, in_dt: DType, out_dt: DType, per_thread: bool) -> Kernel:
 }}"""
         )
     else:
-        lines.append(f"var<workgroup> sh: array<ACC, {WG}>;")
+        lines.append(f"var<workgroup> sh: array<ACC, {wg}>;")
         lines.append(
-            _PER_GROUP_MAIN
+            _PER_GROUP_MAIN.format(wg=wg)
             + f"""    let g = wid.x + wid.y * nwg.x;
     let n = info[1];
     let chunks = info[2];
@@ -99,18 +104,18 @@ def render(op: str, in_dt: DType, out_dt: DType, per_thread: bool) -> Kernel:
     var acc: ACC = {init};
     if (valid) {{
         let base = info[4] + row * n;
-        for (var j = start + lid.x; j < stop; j += {WG}u) {{ acc = combine(acc, ACC(inp[base + j])); }}
+        for (var j = start + lid.x; j < stop; j += {wg}u) {{ acc = combine(acc, ACC(inp[base + j])); }}
     }}
     sh[lid.x] = acc;
     workgroupBarrier();
-    for (var s = {WG // 2}u; s > 0u; s = s >> 1u) {{
+    for (var s = {wg // 2}u; s > 0u; s = s >> 1u) {{
         if (lid.x < s) {{ sh[lid.x] = combine(sh[lid.x], sh[lid.x + s]); }}
         workgroupBarrier();
     }}
     if (lid.x == 0u && valid) {{ put(g, sh[0]); }}
 }}"""
         )
-    kind = "thread" if per_thread else "tree"
+    kind = "thread" if per_thread else ("tree" if wg == WG else f"tree{wg}")
     return Kernel(f"reduce_{op}_{in_dt.name}_{kind}", "\n".join(lines) + "\n", ("rw", "read"))
 
 
@@ -148,7 +153,7 @@ def render_arg(op: str, in_dt: DType, per_thread: bool) -> Kernel:
     else:
         lines.append(f"var<workgroup> sv: array<ACC, {WG}>;\nvar<workgroup> si: array<u32, {WG}>;")
         lines.append(
-            _PER_GROUP_MAIN
+            _PER_GROUP_MAIN.format(wg=WG)
             + f"""    let row = wid.x + wid.y * nwg.x;
     let n = info[1];
     let valid = row < info[0];

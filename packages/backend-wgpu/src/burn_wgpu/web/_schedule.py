@@ -16,7 +16,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ._portable import portable_wgsl
 from ._record import Copy, Dispatch, Recorded
 
 META_ALIGN = 256  # WebGPU's default minStorageBufferOffsetAlignment
@@ -143,7 +142,7 @@ def build(
                     {
                         "name": ev.kernel.name,
                         "bindings": list(ev.kernel.bindings),
-                        "source": portable_wgsl(ev.kernel.source),
+                        "source": ev.kernel.source,
                     }
                 )
             off, size = meta_at[k]

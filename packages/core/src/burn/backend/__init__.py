@@ -19,6 +19,8 @@ never burn-core's private modules.
 - ``from_primitive``: a ``burn.Tensor`` around a backend primitive (``tensor.primitive`` is the inverse).
 - ``Gradients``: what a decorator's ``backward`` returns (``burn.Gradients``).
 - ``host_rng``: the process-wide numpy Generator ``burn.seed`` resets, for host-side random ops.
+- ``deform_conv2d_backward(b, ...)`` / ``roi_align_backward(b, ...)``: the gradients of those module ops
+  composed from ``b``'s core, for decorators' backward rules.
 
 Decorators register through ``burn.plugins`` (``DecoratorSpec``, hook ``burn_register_decorators``).
 """
@@ -42,6 +44,7 @@ from ._optable import (
 )
 from ._random import host_rng
 from ._tensors import from_primitive
+from ._vision_defaults import deform_conv2d_backward, roi_align_backward
 
 _NUMPY_TABLES = ("NUMPY_DTYPES", "FROM_NUMPY")  # import numpy: loaded on first access
 
@@ -74,7 +77,9 @@ __all__ = [
     "Gradients",
     "Slices",
     "broadcast_shape",
+    "deform_conv2d_backward",
     "from_primitive",
     "host_rng",
     "required",
+    "roi_align_backward",
 ]

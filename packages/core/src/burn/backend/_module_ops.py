@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import _conv_defaults, _interpolate_defaults, _pool_defaults
+from . import _conv_defaults, _interpolate_defaults, _pool_defaults, _quant_defaults, _vision_defaults
 
 Prim = Any
 Ints = tuple[int, ...]
@@ -37,6 +37,12 @@ class ModuleOps:
     adaptive_avg_pool = _pool_defaults.adaptive_avg_pool
     adaptive_max_pool = _pool_defaults.adaptive_max_pool
     interpolate = _interpolate_defaults.interpolate
+    deform_conv2d = _vision_defaults.deform_conv2d
+    roi_align = _vision_defaults.roi_align
+    nms = _vision_defaults.nms
+    quantize = _quant_defaults.quantize
+    dequantize = _quant_defaults.dequantize
+    quantized_matmul = _quant_defaults.quantized_matmul
 
     def embedding(self, weight: Prim, indices: Prim) -> Prim:
         """Rows of weight (V, D) for int indices of any shape: result indices.shape + (D,)."""

@@ -86,6 +86,12 @@ _METHODS: dict[str, tuple[str, int, str, str, int]] = {
     "adaptive_avg_pool": (MODULE, 1, "float", "same", 1),
     "adaptive_max_pool": (MODULE, 1, "num", "pair", 2),
     "interpolate": (MODULE, 1, "float", "same", 1),
+    "deform_conv2d": (MODULE, 5, "float", "same", 1),
+    "roi_align": (MODULE, 2, "float", "same", 1),
+    "nms": (INDEX, 2, "float", "bool", 1),
+    "quantize": (ELEMENTWISE, 3, "float", "attr", 1),
+    "dequantize": (ELEMENTWISE, 3, "int", "attr", 1),
+    "quantized_matmul": (LINALG, 2, "int", "int", 1),
     "random_uniform": (RANDOM, 0, "float", "attr", 1),
     "random_normal": (RANDOM, 0, "float", "attr", 1),
     "random_int": (RANDOM, 0, "int", "attr", 1),
@@ -157,7 +163,7 @@ class OpDef:
     def __post_init__(self) -> None:
         # no gradient flows through bool/int results, host data, random draws or index checks
         nondiff = self.result in ("bool", "int") or self.family in (CREATION, RANDOM) or self.accepts == "int"
-        if nondiff or self.kind in ("argsort", "one_hot", "check_index"):
+        if nondiff or self.kind in ("argsort", "one_hot", "check_index", "quantize"):
             object.__setattr__(self, "differentiable", False)
 
     @property

@@ -92,6 +92,7 @@ class Fusion(Backend):
         self.stats = {"kernels": 0, "fused": 0, "ops": 0, "flushes": 0}
         self._pending: list[Any] = []  # weakrefs to the handles of lazy nodes (see _track)
         self._fusable: dict[tuple[str, str, DType, DType], bool] = {}
+        self._plans: dict[tuple[Any, ...], FusedKernel] = {}
         self.binary_fns = {op: functools.partial(self.binary, op) for op in BINARY_OPS}
         base = type(inner)
         for name in _OP_METHODS:
@@ -192,11 +193,11 @@ class Fusion(Backend):
         operands = tuple(a.node if type(a) is FPrim else a for a in args)
         node = Node(shape, dtype, None, (kind, name), operands, compute)
         rt = self.runtime
-        while node.size > rt.max_ops or len(node.leaves) >= rt.max_tensors:
+        while node.size > rt.max_ops or node.nleaves >= rt.max_tensors:
             big = [a for a in node.args if type(a) is Node and a.op is not None]
             if not big:
                 break
-            self._execute([max(big, key=lambda a: (len(a.leaves), a.size))])
+            self._execute([max(big, key=lambda a: (a.nleaves, a.size))])
             node = Node(shape, dtype, None, (kind, name), node.args, compute)
         p = lazy_handle(node)
         self.stats["ops"] += 1
@@ -258,7 +259,7 @@ class Fusion(Backend):
     # ------------------------------------------------------------------ planning
     def _execute(self, targets: list[Node]) -> None:
         """Compute ``targets`` (lazy nodes) and every lazy node behind them that a tensor still holds."""
-        order = _postorder(targets)
+        order = _closure(targets)
         outs = set(targets)
         outs.update(n for n in order if wanted(n))
         groups: dict[tuple[int, ...], list[Node]] = {}
@@ -266,23 +267,32 @@ class Fusion(Backend):
             if n in outs:
                 groups.setdefault(n.shape, []).append(n)
         self.stats["flushes"] += 1
+        if len(groups) == 1:
+            for group in groups.values():
+                self._run_group(group)
+            return
         # an element-wise op's shape never has fewer elements or dims than its operands': this order
         # runs every group after the groups its inputs come from
         for shape in sorted(groups, key=lambda s: (math.prod(s), len(s))):
             self._run_group(groups[shape])
 
     def _run_group(self, outs: list[Node]) -> None:
-        """Launch kernels writing ``outs`` (lazy nodes of one shape, in dependency order)."""
+        """Launch kernels writing ``outs`` (lazy nodes of one shape, in creation order): one kernel when
+        the runtime's binding limit allows, else greedy chunks."""
+        outs = [o for o in outs if o.op is not None]  # a split below may have computed some
+        if not outs:
+            return
+        if self._launch(outs):
+            return
         limit = self.runtime.max_tensors
         chunk: list[Node] = []
         reads: set[Node] = set()
         for o in outs:
-            if o.op is None:  # computed meanwhile (a recursive split below)
+            if o.op is None:
                 continue
             mine = _reads([o])
             while len(mine) + 1 > limit:  # too many inputs for one kernel: compute a part first
-                parts = [a for a in _lazy_args(o)]
-                self._execute([max(parts, key=lambda a: len(_reads([a])))])
+                self._execute([max(_lazy_args(o), key=lambda a: len(_reads([a])))])
                 mine = _reads([o])
             if chunk and len(reads | mine) + len(chunk) + 1 > limit:
                 self._launch(chunk)
@@ -293,8 +303,9 @@ class Fusion(Backend):
         if chunk:
             self._launch(chunk)
 
-    def _launch(self, outs: list[Node]) -> None:
-        order = _postorder(outs)
+    def _launch(self, outs: list[Node]) -> bool:
+        """Run one kernel writing ``outs``; False (nothing run) when it would need too many bindings."""
+        order = _closure(outs)
         inputs: dict[Node, int] = {}
         scalars: list[Scalar] = []
         scalar_dtypes: list[DType] = []
@@ -306,59 +317,89 @@ class Fusion(Backend):
                 elif not isinstance(a, Node):
                     scalars.append(a)
                     scalar_dtypes.append(n.compute)  # type: ignore[arg-type]  # set on every lazy node
+        if len(inputs) + len(outs) > self.runtime.max_tensors:
+            return False
+        # the plan's signature, built flat and cheaply; equal signatures share one FusedKernel (and so
+        # the runtime's compiled kernel): a repeated step plans nothing beyond this walk
         first = len(inputs) + len(scalars)
         number = {n: first + i for i, n in enumerate(order)}
-        ops = []
-        s = len(inputs)
+        sig: list[Any] = [outs[0].shape, *(i.dtype for i in inputs), None, *scalar_dtypes, None]
+        k = len(inputs)
         for n in order:
-            args = []
+            sig += n.op  # type: ignore[arg-type]  # lazy
+            sig += (n.compute, n.dtype)
             for a in n.args:
                 if type(a) is Node:
-                    args.append(inputs[a] if a.op is None else number[a])
+                    sig.append(inputs[a] if a.op is None else number[a])
                 else:
-                    args.append(s)
-                    s += 1
-            kind, name = n.op  # type: ignore[misc]  # lazy
-            ops.append(FusedOp(kind, name, n.compute, n.dtype, tuple(args)))  # type: ignore[arg-type]
-        plan = FusedKernel(
-            outs[0].shape,
-            tuple(i.dtype for i in inputs),
-            tuple(scalar_dtypes),
-            tuple(ops),
-            tuple(number[o] for o in outs),
-        )
+                    sig.append(k)
+                    k += 1
+            sig.append(None)
+        sig += [number[o] for o in outs]
+        key = tuple(sig)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = _make_plan(order, inputs, scalar_dtypes, outs, number)
         values = self.runtime.execute(plan, [i.value for i in inputs], scalars)
         for node, value in zip(outs, values):
             node.done(value)
         self.stats["kernels"] += 1
-        if len(ops) > 1:
+        if len(order) > 1:
             self.stats["fused"] += 1
+        return True
 
 
-def _postorder(roots: Sequence[Node]) -> list[Node]:
-    """The lazy nodes behind ``roots`` (roots included), each after its operands."""
-    order: list[Node] = []
+def _make_plan(
+    order: list[Node],
+    inputs: dict[Node, int],
+    scalar_dtypes: list[DType],
+    outs: list[Node],
+    number: dict[Node, int],
+) -> FusedKernel:
+    ops = []
+    k = len(inputs)
+    for n in order:
+        args = []
+        for a in n.args:
+            if type(a) is Node:
+                args.append(inputs[a] if a.op is None else number[a])
+            else:
+                args.append(k)
+                k += 1
+        kind, name = n.op  # type: ignore[misc]  # lazy
+        ops.append(FusedOp(kind, name, n.compute, n.dtype, tuple(args)))  # type: ignore[arg-type]
+    return FusedKernel(
+        outs[0].shape,
+        tuple(i.dtype for i in inputs),
+        tuple(scalar_dtypes),
+        tuple(ops),
+        tuple(number[o] for o in outs),
+    )
+
+
+def _seq(n: Node) -> int:
+    return n.seq
+
+
+def _closure(roots: Sequence[Node]) -> list[Node]:
+    """The lazy nodes behind ``roots`` (lazy themselves), in creation order: each after its operands."""
     seen: set[Node] = set()
-    stack: list[tuple[Node, bool]] = [(r, False) for r in reversed(roots)]
+    stack = list(roots)
     while stack:
-        n, expanded = stack.pop()
-        if expanded:
-            order.append(n)
-            continue
-        if n in seen or n.op is None:
+        n = stack.pop()
+        if n in seen:
             continue
         seen.add(n)
-        stack.append((n, True))
-        for a in reversed(n.args):
+        for a in n.args:
             if type(a) is Node and a.op is not None and a not in seen:
-                stack.append((a, False))
-    return order
+                stack.append(a)
+    return sorted(seen, key=_seq)
 
 
 def _reads(roots: Sequence[Node]) -> set[Node]:
     """The computed nodes the expressions of ``roots`` read."""
     reads: set[Node] = set()
-    for n in _postorder(roots):
+    for n in _closure(roots):
         for a in n.args:
             if type(a) is Node and a.op is None:
                 reads.add(a)

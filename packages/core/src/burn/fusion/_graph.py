@@ -9,13 +9,14 @@ an intermediate and is computed inside the kernels that need it, never written t
 
 from __future__ import annotations
 
+import itertools
 import weakref
 from typing import Any
 
 from .._dtype import DType
 
 Scalar = bool | int | float
-_NONE: frozenset[Any] = frozenset()
+_SEQ = itertools.count()
 
 
 class Node:
@@ -23,11 +24,11 @@ class Node:
 
     A lazy node has ``op`` (``(kind, name)``: kind one of unary, binary, where, clamp, cast),
     ``args`` (nodes or scalars, in the op's operand order), ``compute`` (the dtype the op computes in,
-    which scalars take), ``leaves`` (the computed nodes its expression reads: a conservative count
-    for the kernel's bindings; empty once computed) and ``size`` (ops in its expression, shared ones counted again).
+    which scalars take), ``nleaves`` (reads of computed nodes in its expression) and ``size`` (ops in
+    its expression); both count shared parts again, so they bound a kernel's bindings and length.
     """
 
-    __slots__ = ("op", "args", "value", "shape", "dtype", "compute", "handle", "leaves", "size")
+    __slots__ = ("op", "args", "value", "shape", "dtype", "compute", "handle", "nleaves", "size", "seq")
 
     def __init__(
         self,
@@ -45,19 +46,18 @@ class Node:
         self.args = args
         self.compute = compute
         self.handle: weakref.ref[FPrim] | None = None
-        # a computed node keeps no set of itself (that would be a reference cycle, freed only by gc)
-        leaves: frozenset[Node] = _NONE
-        size = 0
+        self.seq = next(_SEQ)  # creation order: operands are always older, so it is a topological order
+        nleaves = size = 0
         if op is not None:
             size = 1
             for a in args:
                 if type(a) is Node:
                     if a.op is None:
-                        leaves = leaves | frozenset((a,))
+                        nleaves += 1
                     else:
-                        leaves = leaves | a.leaves
+                        nleaves += a.nleaves
                         size += a.size
-        self.leaves: frozenset[Node] = leaves
+        self.nleaves: int = nleaves
         self.size: int = size
 
     @property
@@ -69,7 +69,7 @@ class Node:
         self.value = value
         self.op = None
         self.args = ()
-        self.leaves = _NONE
+        self.nleaves = 0
         self.size = 0
 
     def __repr__(self) -> str:

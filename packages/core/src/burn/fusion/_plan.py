@@ -20,7 +20,11 @@ from .._dtype import DType
 class FusedOp:
     """One op of a plan: ``kind`` (unary, binary, where, clamp, cast) and ``name`` (``"exp"``, ``"add"``,
     ...; the target dtype's name for a cast), ``compute`` (the operands' dtype), ``out`` (the result's)
-    and ``args`` (value numbers)."""
+    and ``args`` (value numbers).
+
+    >>> burn.fusion.FusedOp("binary", "add", burn.float32, burn.float32, (0, 1)).args
+    (0, 1)
+    """
 
     kind: str
     name: str
@@ -31,12 +35,25 @@ class FusedOp:
 
 @dataclass(frozen=True)
 class FusedKernel:
+    """One kernel's plan (see the module docstring): ``exp(x) * 2`` over a (4,) input reads value 0
+    (the input) and value 1 (the scalar), computes values 2 and 3 and writes value 3.
+
+    >>> f32 = burn.float32
+    >>> ops = (FusedOp("unary", "exp", f32, f32, (0,)), FusedOp("binary", "mul", f32, f32, (2, 1)))
+    >>> plan = FusedKernel((4,), (f32,), (f32,), ops, (3,))
+    >>> plan.first_op, plan.out_dtypes()
+    (2, (burn.float32,))
+    """
+
     shape: tuple[int, ...]
     inputs: tuple[DType, ...]
     scalars: tuple[DType, ...]
     ops: tuple[FusedOp, ...]
     outputs: tuple[int, ...]  # value numbers written, in output order
     key: tuple[Any, ...] = field(init=False, compare=False, repr=False)
+    # the runtime's compiled kernels for this plan (by whatever else it specialises on), so a repeated
+    # plan finds its kernel without hashing ``key`` again
+    cache: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         ops = tuple((o.kind, o.name, o.compute.name, o.out.name, o.args) for o in self.ops)
@@ -61,6 +78,10 @@ class FusionRuntime(Protocol):
     most ops in one kernel. ``fusable(kind, name, compute, out)`` says whether the renderer has the op
     for those dtypes (others run eagerly on the backend). ``execute(plan, inputs, scalars)`` runs the
     plan over the backend's primitives and returns one new primitive per output.
+
+    >>> runtime = burn.fusion.ReferenceRuntime(burn.device("cpu").backend)  # the runtime of no renderer
+    >>> runtime.max_tensors, runtime.fusable("unary", "exp", burn.float32, burn.float32)
+    (64, True)
     """
 
     max_tensors: int

@@ -15,13 +15,22 @@ from ._plan import FusedKernel
 
 
 class ReferenceRuntime:
-    """``FusionRuntime`` over any backend: each op of a plan is one call of the backend's own method."""
+    """``FusionRuntime`` over any backend: each op of a plan is one call of the backend's own method.
+
+    >>> f32 = burn.float32
+    >>> plan = burn.fusion.FusedKernel((2,), (f32,), (f32,), (burn.fusion.FusedOp("binary", "add", f32, f32, (0, 1)),), (2,))
+    >>> cpu = burn.device("cpu").backend
+    >>> out = ReferenceRuntime(cpu).execute(plan, [burn.tensor([1.0, 2.0]).primitive], [10.0])
+    >>> cpu.to_numpy(out[0]).tolist()
+    [11.0, 12.0]
+    """
 
     max_tensors = 64
     max_ops = 64
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
+        self._unary = _unary_names(backend)
 
     def fusable(self, kind: str, name: str, compute: DType, out: DType) -> bool:
         return True
@@ -32,11 +41,7 @@ class ReferenceRuntime:
         for op in plan.ops:
             args = [values[i] for i in op.args]
             if op.kind == "unary":
-                r = (
-                    b.unary(op.name, args[0])
-                    if op.name in _unary_names(b)
-                    else b.activation(op.name, args[0])
-                )
+                r = b.unary(op.name, args[0]) if op.name in self._unary else b.activation(op.name, args[0])
             elif op.kind == "binary":
                 r = b.binary(op.name, args[0], args[1])
             elif op.kind == "where":

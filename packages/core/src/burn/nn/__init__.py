@@ -39,6 +39,7 @@ from ._conv import (
     ConvTranspose3d,
     ConvTranspose3dConfig,
 )
+from ._deform_conv import DeformConv2d, DeformConv2dConfig
 from ._dropout import Dropout, DropoutConfig
 from ._encoding import PositionalEncoding, PositionalEncodingConfig, RotaryEncoding, RotaryEncodingConfig
 from ._linear import Embedding, EmbeddingConfig, Linear, LinearConfig
@@ -97,6 +98,8 @@ __all__ = [
     "ConvTranspose2dConfig",
     "ConvTranspose3d",
     "ConvTranspose3dConfig",
+    "DeformConv2d",
+    "DeformConv2dConfig",
     "Dropout",
     "DropoutConfig",
     "Embedding",

@@ -528,6 +528,12 @@ def _module_rows() -> list[OpSpec]:
     ]
 
 
+def _vision_rows() -> list[OpSpec]:
+    from ._suite._specs_vision import rows
+
+    return rows()
+
+
 SPECS: list[OpSpec] = [
     *_unary_rows(),
     *_binary_rows(),
@@ -541,6 +547,7 @@ SPECS: list[OpSpec] = [
     *_creation_rows(),
     *_activation_rows(),
     *_module_rows(),
+    *_vision_rows(),
 ]
 
 _names = [s.name for s in SPECS]

@@ -1,4 +1,15 @@
-"""Quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (per tensor, axis or block)."""
+"""Quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (per tensor, axis or block).
+
+DequantizeLinear runs on ``burn.quantization`` (``QuantizedTensor.dequantize``, the backend's
+``dequantize`` op) when its scale is per tensor or per axis: ONNX's ``(x - zero_point) * scale`` in the
+scale's float type is exactly what that op computes. Blocked scales keep the composition below (burn's
+per_block runs along the last dim only, ONNX's along ``axis``).
+
+QuantizeLinear and DynamicQuantizeLinear keep their composition on purpose: ONNX (and onnxruntime)
+round ``x / scale``, while ``burn.quantization`` rounds ``x * (1 / scale)`` like PyTorch; the two differ
+by one on many exact ties (e.g. 30 of 600 points ``(k + 0.5) * 0.02`` in float32), and ONNX's integers
+are the ones to keep. They also produce uint8/int16/int32, which ``QuantScheme`` (int8 only) lacks.
+"""
 
 from __future__ import annotations
 
@@ -55,10 +66,32 @@ def quantize_linear(ctx: Any, node: Node, x: burn.Tensor, scale: burn.Tensor, zp
 def dequantize_linear(
     ctx: Any, node: Node, x: burn.Tensor, scale: burn.Tensor, zp: Any = None
 ) -> burn.Tensor:
+    if not int(node.attrs.get("block_size", 0)) and x.dtype.is_int and scale.dtype.is_float:
+        return _dequantize(node, x, scale, zp)
     v = x.cast(scale.dtype) if scale.dtype.is_float else x.float()
     if zp is not None:
         v = v - _broadcast(ctx, node, zp, x).cast(v.dtype)
     return v * _broadcast(ctx, node, scale, x)
+
+
+def _dequantize(node: Node, x: burn.Tensor, scale: burn.Tensor, zp: burn.Tensor | None) -> burn.Tensor:
+    """Per tensor or per axis through ``burn.quantization``. The scheme's int8 range is not used by
+    ``dequantize`` (values of any int dtype are cast, shifted and scaled), so uint8/int16/int32 inputs
+    dequantize exactly as int8 ones."""
+    from burn.quantization import QuantizedTensor, QuantScheme
+
+    pshape: tuple[int, ...]
+    if scale.ndim == 0 or scale.numel() == 1 and scale.ndim <= 1:
+        scheme, pshape = QuantScheme(mode="affine"), ()
+    else:
+        a = axis(int(node.attrs.get("axis", 1)), x.ndim, node)
+        scheme, pshape = QuantScheme(mode="affine", granularity="per_channel", axis=a), (x.shape[a],)
+    s = scale.reshape(*pshape)
+    if zp is None:
+        z = burn.zeros(pshape, dtype=x.backend.default_int, device=x.device)
+    else:
+        z = zp.reshape(*pshape)
+    return QuantizedTensor(x, s, z, scheme, scale.dtype).dequantize()
 
 
 @op("DynamicQuantizeLinear")

@@ -49,6 +49,7 @@ from ._pool_ops import (
     max_pool1d,
     max_pool2d,
 )
+from ._vision_ops import deform_conv2d, nms, roi_align
 
 __all__ = [
     "adaptive_avg_pool1d",
@@ -67,6 +68,7 @@ __all__ = [
     "conv_transpose2d",
     "conv_transpose3d",
     "cross_entropy",
+    "deform_conv2d",
     "dropout",
     "embedding",
     "gelu",
@@ -84,9 +86,11 @@ __all__ = [
     "max_pool2d",
     "mish",
     "mse_loss",
+    "nms",
     "prelu",
     "relu",
     "rms_norm",
+    "roi_align",
     "sigmoid",
     "silu",
     "smooth_l1_loss",
