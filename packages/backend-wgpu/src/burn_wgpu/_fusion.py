@@ -136,17 +136,16 @@ def render(plan: FusedKernel, nd: int, contig: bool, vec4: bool = False) -> Kern
         word = f"info[{scalar_at + k}u]"
         value = {"f": f"bitcast<f32>({word})", "i": f"bitcast<i32>({word})"}.get(cls, word)
         if dt is float16:  # an f16 op's scalar is an f16 value, as the unfused kernel reads it
-            value = f"f32(f16({value}))"
+            value = f"b_round_f16({value})"
         body.append(f"let v{len(inputs) + k} = {value};")
-    exprs, compute = [], []
+    compute = []
     for j, op in enumerate(ops):
         expr, is_bool = _expression(op.kind, op.name, op.compute, op.out)
-        exprs.append(expr)
         value = "(" + _substitute(expr, {"abc"[i]: f"v{a}" for i, a in enumerate(op.args)}) + ")"
         if is_bool:
             value = f"select(0u, 1u, {value})"
         elif op.out is float16:  # rounded as the unfused op stores it; carried on in f32
-            value = f"f32(f16{value})"
+            value = f"b_round_f16{value}"
         compute.append(f"let v{first + j} = {value};")
     if vec4:
         body += [f"let l{k} = in{k}[o_in{k}];" for k in range(len(inputs))]
@@ -163,7 +162,7 @@ def render(plan: FusedKernel, nd: int, contig: bool, vec4: bool = False) -> Kern
         body += compute
         for k, (v, dt) in enumerate(zip(outputs, out_dtypes)):
             body.append(f"out{k}[o_out{k}] = {f'f16(v{v})' if dt is float16 else f'v{v}'};")
-    joined = " ".join(exprs)
+    joined = " ".join(body)
     helpers = tuple(dict.fromkeys(K._HELPER_RE.findall(joined)))
     if "b_f2u" in joined and "b_f2u" not in helpers:
         helpers += ("b_f2u",)

@@ -215,15 +215,18 @@ HELPERS: dict[str, str] = {
     }
     return r;
 }""",
+    # i32 remainders from the truncating quotient, never WGSL's %: NVIDIA's Vulkan driver gave wrong
+    # floor_div/remainder results for negative operands when a kernel held several of them (fused
+    # and vec4 kernels on an H200), while a - b * (a / b) is exact everywhere
     "b_floordiv_i": """fn b_floordiv_i(a: i32, b: i32) -> i32 {
     if (b == 0) { return 0; }
     let q = a / b;
-    if ((a % b) != 0 && ((a < 0) != (b < 0))) { return q - 1; }
+    if ((a - b * q) != 0 && ((a < 0) != (b < 0))) { return q - 1; }
     return q;
 }""",
     "b_rem_i": """fn b_rem_i(a: i32, b: i32) -> i32 {
     if (b == 0) { return 0; }
-    let r = a % b;
+    let r = a - b * (a / b);
     if (r != 0 && ((r < 0) != (b < 0))) { return r + b; }
     return r;
 }""",
@@ -232,6 +235,8 @@ HELPERS: dict[str, str] = {
     "b_rem_u": "fn b_rem_u(a: u32, b: u32) -> u32 { if (b == 0u) { return 0u; } return a % b; }",
     # from the (well-defined) truncating division: NVIDIA's Vulkan driver gave i32 % the divisor's sign
     "b_fmod_i": "fn b_fmod_i(a: i32, b: i32) -> i32 { if (b == 0) { return 0; } return a - b * (a / b); }",
+    # f32 -> f16 -> f32 through packing: NVIDIA's driver folds f32(f16(x)) away inside a kernel
+    "b_round_f16": "fn b_round_f16(x: f32) -> f32 { return unpack2x16float(pack2x16float(vec2<f32>(x, 0.0))).x; }",
     "b_f2u": "fn b_f2u(x: f32) -> u32 { if (x < 0.0) { return bitcast<u32>(i32(x)); } return u32(x); }",
 }
 
