@@ -235,14 +235,25 @@ HELPERS: dict[str, str] = {
     "b_rem_u": "fn b_rem_u(a: u32, b: u32) -> u32 { if (b == 0u) { return 0u; } return a % b; }",
     # from the (well-defined) truncating division: NVIDIA's Vulkan driver gave i32 % the divisor's sign
     "b_fmod_i": "fn b_fmod_i(a: i32, b: i32) -> i32 { if (b == 0) { return 0; } return a - b * (a / b); }",
-    # f32 -> f16 -> f32 through packing: NVIDIA's driver folds f32(f16(x)) away inside a kernel
-    "b_round_f16": "fn b_round_f16(x: f32) -> f32 { return unpack2x16float(pack2x16float(vec2<f32>(x, 0.0))).x; }",
+    # x rounded to the nearest float16 (ties to even), kept in f32, with integer arithmetic on the bits:
+    # NVIDIA's driver folds f32(f16(x)) and unpack2x16float(pack2x16float(x)) away inside a kernel
+    "b_round_f16": """fn b_round_f16(x: f32) -> f32 {
+    let a = abs(x);
+    if (!(a < 65520.0)) {  // beyond the largest half (65504) once rounded: infinity, or NaN as it is
+        if (is_nan(x)) { return x; }
+        return select(-inf(), inf(), x > 0.0);
+    }
+    if (a < 6.103515625e-05) { return round(x * 16777216.0) / 16777216.0; }  // half subnormals: 2^-24 steps
+    let bits = bitcast<u32>(x);  // a normal half: 10 of the 23 mantissa bits, rounded to even
+    return bitcast<f32>((bits + 0xFFFu + ((bits >> 13u) & 1u)) & 0xFFFFE000u);
+}""",
     "b_f2u": "fn b_f2u(x: f32) -> u32 { if (x < 0.0) { return bitcast<u32>(i32(x)); } return u32(x); }",
 }
 
 # helper -> helpers it calls (included first)
 DEPENDS: dict[str, tuple[str, ...]] = {
     "nan": ("f32_bits",),
+    "b_round_f16": ("is_nan", "inf"),
     "inf": ("f32_bits",),
     "b_log": ("is_nan", "nan", "inf", "is_inf"),
     "b_sqrt": ("is_nan", "nan", "is_inf"),
