@@ -268,7 +268,8 @@ class Fusion(Backend):
                 groups.setdefault(n.shape, []).append(n)
         self.stats["flushes"] += 1
         if len(groups) == 1:
-            for group in groups.values():
+            (group,) = groups.values()
+            if not self._launch(group, order if len(group) == len(order) or outs >= set(order) else None):
                 self._run_group(group)
             return
         # an element-wise op's shape never has fewer elements or dims than its operands': this order
@@ -303,43 +304,45 @@ class Fusion(Backend):
         if chunk:
             self._launch(chunk)
 
-    def _launch(self, outs: list[Node]) -> bool:
-        """Run one kernel writing ``outs``; False (nothing run) when it would need too many bindings."""
-        order = _closure(outs)
+    def _launch(self, outs: list[Node], order: list[Node] | None = None) -> bool:
+        """Run one kernel writing ``outs``; False (nothing run) when it would need too many bindings.
+        ``order``: the closure of ``outs`` when the caller has it."""
+        if order is None:
+            order = _closure(outs)
+        # one walk builds the plan's signature: inputs as -1-k, ops by position, scalars as None in
+        # order (each kind has a fixed arity); equal signatures share one FusedKernel and so the
+        # runtime's compiled kernel: a repeated step plans nothing beyond this walk
         inputs: dict[Node, int] = {}
         scalars: list[Scalar] = []
         scalar_dtypes: list[DType] = []
-        for n in order:
+        number: dict[Node, int] = {}
+        sig: list[Any] = [outs[0].shape]
+        for j, n in enumerate(order):
+            number[n] = j
+            sig += n.op  # type: ignore[arg-type]  # lazy
+            sig.append(n.compute)
+            sig.append(n.dtype)
             for a in n.args:
                 if type(a) is Node:
-                    if a.op is None and a not in inputs:
-                        inputs[a] = len(inputs)
-                elif not isinstance(a, Node):
-                    scalars.append(a)
+                    if a.op is None:
+                        k = inputs.get(a)
+                        if k is None:
+                            k = inputs[a] = len(inputs)
+                        sig.append(-1 - k)
+                    else:
+                        sig.append(number[a])
+                else:
+                    scalars.append(a)  # type: ignore[arg-type]  # not a Node: a scalar
                     scalar_dtypes.append(n.compute)  # type: ignore[arg-type]  # set on every lazy node
+                    sig.append(None)
         if len(inputs) + len(outs) > self.runtime.max_tensors:
             return False
-        # the plan's signature, built flat and cheaply; equal signatures share one FusedKernel (and so
-        # the runtime's compiled kernel): a repeated step plans nothing beyond this walk
-        first = len(inputs) + len(scalars)
-        number = {n: first + i for i, n in enumerate(order)}
-        sig: list[Any] = [outs[0].shape, *(i.dtype for i in inputs), None, *scalar_dtypes, None]
-        k = len(inputs)
-        for n in order:
-            sig += n.op  # type: ignore[arg-type]  # lazy
-            sig += (n.compute, n.dtype)
-            for a in n.args:
-                if type(a) is Node:
-                    sig.append(inputs[a] if a.op is None else number[a])
-                else:
-                    sig.append(k)
-                    k += 1
-            sig.append(None)
+        sig += [i.dtype for i in inputs]
         sig += [number[o] for o in outs]
         key = tuple(sig)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = _make_plan(order, inputs, scalar_dtypes, outs, number)
+            plan = self._plans[key] = _make_plan(order, inputs, scalar_dtypes, outs)
         values = self.runtime.execute(plan, [i.value for i in inputs], scalars)
         for node, value in zip(outs, values):
             node.done(value)
@@ -350,12 +353,11 @@ class Fusion(Backend):
 
 
 def _make_plan(
-    order: list[Node],
-    inputs: dict[Node, int],
-    scalar_dtypes: list[DType],
-    outs: list[Node],
-    number: dict[Node, int],
+    order: list[Node], inputs: dict[Node, int], scalar_dtypes: list[DType], outs: list[Node]
 ) -> FusedKernel:
+    """The FusedKernel of one launch: values numbered inputs, scalars, then ops (``_plan``)."""
+    first = len(inputs) + len(scalar_dtypes)
+    number = {n: first + j for j, n in enumerate(order)}
     ops = []
     k = len(inputs)
     for n in order:
