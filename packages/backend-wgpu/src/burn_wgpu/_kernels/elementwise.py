@@ -175,6 +175,8 @@ def render(
     helpers = tuple(dict.fromkeys(_HELPER_RE.findall(expr)))
     if "b_f2u" in expr:
         helpers += ("b_f2u",)
+    if any(dt is float16 and not is_t for dt, is_t in operands):
+        helpers += ("b_round_f16",)
     if helpers:
         lines.append(render_helpers(helpers))
     body = [
@@ -202,10 +204,11 @@ def render(
     for i, (dt, is_t) in enumerate(operands):
         var = "abc"[i]
         raw = f"in{i}[o_in{i}]" if is_t else scalar_load(dt, f"info[{scalar_at}u]")
+        if dt is float16:  # a half scalar travels as f32: rounded to half with integer arithmetic, as
+            # NVIDIA's driver folds f32(f16(x)) away (the fused kernels round alike)
+            raw = f"f32({raw})" if is_t else f"b_round_f16(bitcast<f32>(info[{scalar_at}u]))"
         if not is_t:
             scalar_at += 1
-        if dt is float16:
-            raw = f"f32({raw})"
         body.append(f"let {var} = {raw};")
     value = f"({expr})"
     if bool_result:
