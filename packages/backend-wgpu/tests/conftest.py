@@ -4,12 +4,22 @@ the availability reason, where there is none."""
 from __future__ import annotations
 
 import os
+import sys
+import types
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # silences Mesa's warning on headless CI
 
 import burn
+
+# the helper modules of this folder (_browser, _web_models) as ``burn_wgpu_tests.<name>``: pytest runs
+# with --import-mode=importlib, which puts no test folder on sys.path
+if "burn_wgpu_tests" not in sys.modules:
+    _package = types.ModuleType("burn_wgpu_tests", "test helpers of burn-wgpu")
+    _package.__path__ = [str(Path(__file__).resolve().parent)]
+    sys.modules["burn_wgpu_tests"] = _package
 
 
 def _availability() -> tuple[bool, str]:

@@ -9,31 +9,15 @@ with the reason where either is missing.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-
-_HERE = Path(__file__).resolve().parent
-
-
-def _helper(name: str) -> Any:
-    """A helper module of this folder (pytest runs with --import-mode=importlib: not on sys.path)."""
-    full = f"burn_wgpu_tests{name}"
-    if full not in sys.modules:
-        spec = importlib.util.spec_from_file_location(full, _HERE / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[full] = module
-        spec.loader.exec_module(module)
-    return sys.modules[full]
+from burn_wgpu_tests import _browser  # registered by this folder's conftest
+from burn_wgpu_tests import _web_models as M
 
 
-_browser = _helper("_browser")
-M = _helper("_web_models")
 RUN_JS, Browser, unavailable = _browser.RUN_JS, _browser.Browser, _browser.unavailable
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=unavailable() or "")

@@ -5,10 +5,8 @@ the ``burn web export`` command. The page in a real Chromium is test_web_browser
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +15,6 @@ import pytest
 
 _HERE = Path(__file__).resolve().parent
 RTOL, ATOL = 1e-4, 1e-4
-
-
-def _helper(name: str) -> Any:
-    full = f"burn_wgpu_tests{name}"
-    if full not in sys.modules:
-        spec = importlib.util.spec_from_file_location(full, _HERE / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[full] = module
-        spec.loader.exec_module(module)
-    return sys.modules[full]
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +35,8 @@ def test_native_schedule_matches_numpy_and_onnxruntime(web, tmp_path, name):
     import burn
     import burn_onnx
     import onnxruntime as ort
+    from burn_wgpu_tests import _web_models as M
 
-    M = _helper("_web_models")
     data = M.model(name)
     path = tmp_path / "m.onnx"
     path.write_bytes(data)
@@ -72,7 +59,8 @@ def test_native_schedule_matches_numpy_and_onnxruntime(web, tmp_path, name):
 
 
 def test_int64_inputs_are_declared_int64_and_stored_int32(web, tmp_path):
-    M = _helper("_web_models")
+    from burn_wgpu_tests import _web_models as M
+
     path = tmp_path / "t.onnx"
     path.write_bytes(M.model("transformer"))
     out = web.export_onnx(path, tmp_path / "page", {"tokens": (1, 6), "attention_mask": (1, 6)})
@@ -83,7 +71,8 @@ def test_int64_inputs_are_declared_int64_and_stored_int32(web, tmp_path):
 
 
 def test_named_dims_default_to_one(web, tmp_path):
-    M = _helper("_web_models")
+    from burn_wgpu_tests import _web_models as M
+
     path = tmp_path / "r.onnx"
     path.write_bytes(M.model("resnet"))
     out = web.export_onnx(path, tmp_path / "page")
@@ -132,7 +121,8 @@ def test_bad_arguments_name_what_was_expected(web, tmp_path):
     with pytest.raises(ValueError, match="NAME=DxDx"):
         parse_shapes(["x=1x0x3"])
     assert parse_shapes(["pixel_values=1x3x224x224"]) == {"pixel_values": (1, 3, 224, 224)}
-    M = _helper("_web_models")
+    from burn_wgpu_tests import _web_models as M
+
     path = tmp_path / "r.onnx"
     path.write_bytes(M.model("resnet"))
     with pytest.raises(ValueError, match="no input 'y'"):
@@ -185,8 +175,8 @@ def test_slot_assignment_never_aliases_live_buffers():
 
 def test_cli_writes_the_page(dev, tmp_path, capsys):
     import burn._cli as cli
+    from burn_wgpu_tests import _web_models as M
 
-    M = _helper("_web_models")
     path = tmp_path / "m.onnx"
     path.write_bytes(M.model("mobilenet"))
     code = cli.main(["web", "export", str(path), "-o", str(tmp_path / "out"), "--input", "x=2x3x16x16"])

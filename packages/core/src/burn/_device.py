@@ -170,13 +170,8 @@ def _decorate(
     for name in sorted(on):  # first: a decorator that is not installed says which extra installs it
         _decorator(name, label, reg)
     if unknown:
-        offered = "; ".join(
-            f"{d.name}=True" + (f" with {', '.join(d.options)}" if d.options else "")
-            for d in sorted(reg.decorators.values(), key=lambda d: d.name)
-        )
         raise ValueError(
-            f"device: unknown keyword {unknown[0]!r}; the registered decorators take "
-            f"{offered or 'nothing (none is registered)'}"
+            f"device: unknown keyword {unknown[0]!r}; the registered decorators take {_offered(reg)}"
         )
     for owner in sorted({owners[k] for k in options} - on):
         mine = sorted(k for k in options if owners[k] == owner)
@@ -243,15 +238,20 @@ def _split_backend_options(
     owners = reg.decorator_keywords()
     unknown = [k for k in rest if k not in owners]
     if unknown:
-        decorators = "; ".join(
-            f"{d.name}=True" + (f" with {', '.join(d.options)}" if d.options else "")
-            for d in sorted(reg.decorators.values(), key=lambda d: d.name)
-        )
         raise ValueError(
             f"device: unknown keyword {unknown[0]!r}; backend {kind!r} takes {', '.join(offered)}, and "
-            f"the registered decorators take {decorators or 'nothing (none is registered)'}"
+            f"the registered decorators take {_offered(reg)}"
         )
     return mine, rest
+
+
+def _offered(reg: Registry) -> str:
+    """What the registered decorators accept, for an unknown-keyword message."""
+    offered = "; ".join(
+        f"{d.name}=True" + (f" with {', '.join(d.options)}" if d.options else "")
+        for d in sorted(reg.decorators.values(), key=lambda d: d.name)
+    )
+    return offered or "nothing (none is registered)"
 
 
 def _best_available(reg: Registry) -> str:
