@@ -17,7 +17,6 @@ import pytest
 from burn_wgpu_tests import _browser  # registered by this folder's conftest
 from burn_wgpu_tests import _web_models as M
 
-
 RUN_JS, Browser, unavailable = _browser.RUN_JS, _browser.Browser, _browser.unavailable
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=unavailable() or "")
