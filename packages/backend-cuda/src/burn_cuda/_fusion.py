@@ -8,9 +8,11 @@ are carried in float registers between ops and rounded only when stored).
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from burn import DType
 from burn.fusion import FusedKernel
 
@@ -52,6 +54,12 @@ class CudaFusion:
     def execute(self, plan: FusedKernel, inputs: list[Prim], scalars: list[Any]) -> list[Prim]:
         b = self.backend
         cp = b._on()
+        shape = plan.shape
+        dense = plan.cache.get("dense")
+        if dense is None:
+            dense = plan.cache["dense"] = _dense_ok(plan)
+        if dense and all(x.shape == shape and x.flags.c_contiguous for x in inputs):
+            return self._dense(cp, plan, inputs, scalars)
         kernel = plan.cache.get("cuda") or self._kernels.get(plan.key)
         if kernel is None:
             with _lock:
@@ -68,6 +76,53 @@ class CudaFusion:
         args = [*inputs, *(TO_NP[dt].type(v) for dt, v in zip(plan.scalars, scalars)), *outs]
         kernel(*args)
         return outs
+
+    def _dense(self, cp: Any, plan: FusedKernel, inputs: list[Prim], scalars: list[Any]) -> list[Prim]:
+        """Every input of the output's shape and C-contiguous: a RawKernel indexed by the element number
+        (no broadcasting or stride arithmetic, and far less launch work than an ElementwiseKernel)."""
+        kernel = plan.cache.get("raw")
+        if kernel is None:
+            with _lock:
+                kernel = self._kernels.get(("raw", plan.key))
+                if kernel is None:
+                    name = f"burn_fused_raw_{len(self._kernels)}"
+                    kernel = self._kernels[("raw", plan.key)] = cp.RawKernel(dense_source(plan, name), name)
+            plan.cache["raw"] = kernel
+        outs = [cp.empty(plan.shape, dtype=TO_NP[dt]) for dt in plan.out_dtypes()]
+        n = outs[0].size
+        if n:
+            args = [*inputs, *(TO_NP[dt].type(v) for dt, v in zip(plan.scalars, scalars)), *outs, np.int64(n)]
+            kernel((-(-n // _BLOCK),), (_BLOCK,), tuple(args))
+        return outs
+
+
+_BLOCK = 256
+
+
+def _dense_ok(plan: FusedKernel) -> bool:
+    """Plans whose every type is a plain C type in a RawKernel (CuPy's float16 class is not)."""
+    types = (*plan.inputs, *plan.scalars, *(op.out for op in plan.ops), *(op.compute for op in plan.ops))
+    return all(TO_NP[d].name != "float16" for d in types)
+
+
+def dense_source(plan: FusedKernel, name: str) -> str:
+    """The CUDA C of a RawKernel running ``plan`` over dense inputs and outputs of one shape: the
+    ElementwiseKernel body of ``source``, with each input and output indexed by the element number."""
+    _, _, body = source(plan)
+    body = re.sub(r"\bl(\d+);", r"l\1[i];", body)
+    body = re.sub(r"^o(\d+) = ", r"o\1[i] = ", body, flags=re.M)
+    params = [f"const {C_TYPE[TO_NP[d]]}* __restrict__ l{k}" for k, d in enumerate(plan.inputs)]
+    params += [f"const {C_TYPE[TO_NP[d]]} s{k}" for k, d in enumerate(plan.scalars)]
+    params += [f"{C_TYPE[TO_NP[d]]}* __restrict__ o{k}" for k, d in enumerate(plan.out_dtypes())]
+    params.append("const long long n")
+    return (
+        _kernels.PREAMBLE
+        + f'extern "C" __global__ void {name}({", ".join(params)}) {{\n'
+        + "const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+        + "if (i >= n) return;\n"
+        + body
+        + "\n}\n"
+    )
 
 
 def source(plan: FusedKernel) -> tuple[str, str, str]:
