@@ -9,9 +9,10 @@ kernels within the runtime's binding and size limits, and hands each kernel's pl
 backend's ``FusionRuntime`` (a WGSL or CUDA renderer with a compile cache keyed by the plan without
 its shape, so a repeated step reuses its kernels). Ops the runtime cannot render run eagerly.
 
-Methods the inner backend implements itself (matmul, reductions, conv, indexing, ...) run there on
-computed inputs. Methods it leaves to the contract's defaults (softmax, leaky_relu, var, ...) run the
-default composition here, so their element-wise parts fuse too.
+Every other op (matmul, reductions, conv, indexing, shape ops, ...) runs on the inner backend with
+computed inputs, except the contract defaults made mostly of element-wise ops (softmax, leaky_relu,
+var, ...): where the inner backend has no kernel of its own for them, they run composed here, so their
+element-wise parts fuse too.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ _OWN = frozenset(
     }
 )
 _OP_METHODS = sorted({d.method for d in OPS.values()} - _OWN)
+# contract defaults made mostly of element-wise ops: where the inner backend has no kernel of its own,
+# they run composed here so their element-wise parts fuse; every other op runs on the inner backend
+# (a composition of shape and index ops gains nothing here and would pay the deferral per op)
+_COMPOSED_HERE = frozenset({"softmax", "log_softmax", "leaky_relu", "var", "mask_fill", "tril", "triu"})
 _TWO_OUTPUTS = frozenset(d.method for d in OPS.values() if d.outputs == 2)
 
 
@@ -96,7 +101,7 @@ class Fusion(Backend):
         self.binary_fns = {op: functools.partial(self.binary, op) for op in BINARY_OPS}
         base = type(inner)
         for name in _OP_METHODS:
-            if getattr(base, name, None) is not getattr(Backend, name, None):
+            if name not in _COMPOSED_HERE or getattr(base, name, None) is not getattr(Backend, name, None):
                 setattr(self, name, self._forwarder(name))
 
     def __repr__(self) -> str:
