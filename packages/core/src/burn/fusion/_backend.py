@@ -59,7 +59,9 @@ _OP_METHODS = sorted({d.method for d in OPS.values()} - _OWN)
 # contract defaults made mostly of element-wise ops: where the inner backend has no kernel of its own,
 # they run composed here so their element-wise parts fuse; every other op runs on the inner backend
 # (a composition of shape and index ops gains nothing here and would pay the deferral per op)
-_COMPOSED_HERE = frozenset({"softmax", "log_softmax", "leaky_relu", "var", "mask_fill", "tril", "triu"})
+_COMPOSED_HERE = frozenset(
+    {"softmax", "log_softmax", "leaky_relu", "var", "mask_fill", "tril", "triu", "one_hot"}
+)
 _TWO_OUTPUTS = frozenset(d.method for d in OPS.values() if d.outputs == 2)
 
 
