@@ -162,6 +162,53 @@ def test_cnn_matches_import_and_onnxruntime(tmp_path, builder):
     assert "nn.Conv2dConfig((3, 8), (3, 3)" in text and "nn.BatchNormConfig(8).init(device)" in text
 
 
+def norm_decoder(opset: int, per_group: bool) -> bytes:
+    """ConvTranspose (stride 2, symmetric pads, output padding, bias) -> GroupNormalization ->
+    Relu -> ConvTranspose (2 groups, dilation, no bias) -> InstanceNormalization."""
+    rng = np.random.default_rng(5)
+    node = helper.make_node
+    g_scale = 2 if per_group else 6  # opset 18: one scale per group; 21: per channel
+    nodes = [
+        node(
+            "ConvTranspose",
+            ["x", "w1", "b1"],
+            ["u"],
+            strides=[2, 2],
+            pads=[1, 1, 1, 1],
+            output_padding=[1, 1],
+        ),
+        node("GroupNormalization", ["u", "gs", "gb"], ["n"], num_groups=2, epsilon=1e-4),
+        node("Relu", ["n"], ["r"]),
+        node("ConvTranspose", ["r", "w2"], ["v"], group=2, dilations=[2, 1]),
+        node("InstanceNormalization", ["v", "is", "ib"], ["y"], epsilon=1e-3),
+    ]
+    inits = [
+        _w(rng, "w1", 4, 6, 3, 3),
+        _w(rng, "b1", 6),
+        _w(rng, "gs", g_scale, scale=1.0),
+        _w(rng, "gb", g_scale),
+        _w(rng, "w2", 6, 2, 2, 3),
+        _w(rng, "is", 4, scale=1.0),
+        _w(rng, "ib", 4),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 5, 5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    return _model(nodes, [x], [y], inits, opset)
+
+
+@pytest.mark.parametrize(("opset", "per_group"), [(18, True), (21, False)])
+def test_conv_transpose_and_norms_match_import(tmp_path, opset, per_group):
+    x = np.random.default_rng(6).standard_normal((2, 4, 5, 5)).astype(np.float32)
+    path = _check(tmp_path, norm_decoder(opset, per_group), "Decoder", {"x": x})
+    text = path.read_text()
+    assert (
+        "nn.ConvTranspose2dConfig((4, 6), (3, 3), stride=(2, 2), padding=(1, 1), padding_out=(1, 1))" in text
+    )
+    assert "nn.ConvTranspose2dConfig((6, 4), (2, 3), dilation=(2, 1), groups=2, bias=False)" in text
+    assert "nn.GroupNormConfig(2, 6, epsilon=0.0001)" in text
+    assert "nn.InstanceNormConfig(4, epsilon=0.001)" in text
+
+
 def test_transformer_block_matches_import_and_onnxruntime(tmp_path):
     tokens = np.random.default_rng(4).integers(0, 11, (2, 5)).astype(np.int64)
     path = _check(tmp_path, transformer_block(), "Block", {"tokens": tokens})

@@ -186,9 +186,13 @@ class Runner:
         )
 
     def run(self, feeds: list[Any], params: dict[str, burn.Tensor], device: burn.Device) -> list[Any]:
+        from burn.ir import CaptureBackend
+
         sig = self.signature(feeds, device)
         cache = self._cache.get(sig)
-        if cache is None:
+        if isinstance(device.backend, CaptureBackend):
+            cache = None  # each capture has its own device (same str): its tensors must not be reused
+        elif cache is None:
             cache = self._cache[sig] = {}
             while len(self._cache) > CACHED_SIGNATURES:
                 self._cache.popitem(last=False)

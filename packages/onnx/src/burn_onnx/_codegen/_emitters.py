@@ -321,6 +321,80 @@ def conv(g: Gen, node: Node) -> str:
     return f"self.{attr}({src})"
 
 
+@emits("ConvTranspose")
+def conv_transpose(g: Gen, node: Node) -> str:
+    w = g.need_const(node.input(1), "the weight")
+    b = g.const(node.input(2)) if node.input(2) else None
+    if node.input(2) and b is None:
+        raise Unsupported("the bias must be a constant")
+    nd = w.ndim - 2
+    if nd not in (1, 2):
+        raise Unsupported(f"{nd}-d transposed convolutions are not supported")
+    if node.attrs.get("auto_pad", "NOTSET") != "NOTSET" or "output_shape" in node.attrs:
+        raise Unsupported("auto_pad and output_shape are not supported (give explicit pads)")
+    pads = [int(p) for p in node.attrs.get("pads", [0] * (2 * nd))]
+    if pads[:nd] != pads[nd:]:
+        raise Unsupported(f"asymmetric pads {pads} are not supported")
+    groups = int(node.attrs.get("group", 1))
+    kernel = [int(k) for k in w.shape[2:]]
+    items = {
+        "stride": [int(v) for v in node.attrs.get("strides", [1] * nd)],
+        "dilation": [int(v) for v in node.attrs.get("dilations", [1] * nd)],
+        "padding": pads[:nd],
+        "padding_out": [int(v) for v in node.attrs.get("output_padding", [0] * nd)],
+    }
+    defaults = {"stride": 1, "dilation": 1, "padding": 0, "padding_out": 0}
+
+    def val(v: list[int]) -> str:
+        return str(v[0]) if nd == 1 else tup(v)
+
+    c_in, c_out = int(w.shape[0]), int(w.shape[1]) * groups
+    ctor = f"nn.ConvTranspose{nd}dConfig({tup((c_in, c_out))}, {val(kernel)}" + _kw(
+        **{k: val(v) if any(x != defaults[k] for x in v) else None for k, v in items.items()},
+        groups=groups if groups != 1 else None,
+        bias=None if b is not None else False,
+    )
+    record = {"weight": w} if b is None else {"weight": w, "bias": b}
+    attr = g.layer("conv_transpose", ctor + ").init(device)", record)
+    return f"self.{attr}({g.arg(node.inputs[0])})"
+
+
+def _norm_params(g: Gen, node: Node, channels: int | None, per: int = 1) -> dict[str, np.ndarray]:
+    """gamma/beta per channel: a scale/bias of ``channels // per`` entries (per group) is repeated."""
+    scale = g.need_const(node.input(1), "the scale").reshape(-1)
+    bias = g.need_const(node.input(2), "the bias").reshape(-1)
+    if channels is not None and scale.shape[0] != channels:
+        scale, bias = np.repeat(scale, per), np.repeat(bias, per)
+    return {"gamma": np.ascontiguousarray(scale), "beta": np.ascontiguousarray(bias)}
+
+
+def _eps_kw(node: Node) -> str:
+    eps = float(node.attrs.get("epsilon", 1e-5))
+    return _kw(epsilon=literal(eps) if literal(eps) != "1e-05" else None)
+
+
+@emits("InstanceNormalization")
+def instance_norm(g: Gen, node: Node) -> str:
+    record = _norm_params(g, node, None)
+    c = record["gamma"].shape[0]
+    attr = g.layer("instance_norm", f"nn.InstanceNormConfig({c}{_eps_kw(node)}).init(device)", record)
+    return f"self.{attr}({g.arg(node.inputs[0])})"
+
+
+@emits("GroupNormalization")
+def group_norm(g: Gen, node: Node) -> str:
+    x = node.inputs[0]
+    groups = int(node.attrs["num_groups"])
+    channels = g.shapes.get(x, (None, None))[1]
+    scale = g.need_const(node.input(1), "the scale").reshape(-1)
+    if scale.shape[0] == groups and not isinstance(channels, int):
+        raise Unsupported("a per-group scale (opset 18) needs the channel count of the input known")
+    c = channels if isinstance(channels, int) else scale.shape[0]
+    record = _norm_params(g, node, c, c // groups)
+    ctor = f"nn.GroupNormConfig({groups}, {c}{_eps_kw(node)}).init(device)"
+    return f"self.{g.layer('group_norm', ctor, record)}({g.arg(x)})"
+
+
 def _linear(g: Gen, node: Node, w: np.ndarray, b: np.ndarray | None, x: str) -> str:
     d_in, d_out = w.shape
     ctor = f"nn.LinearConfig({d_in}, {d_out}{'' if b is not None else ', bias=False'}).init(device)"

@@ -93,6 +93,16 @@ class Builder:
         return self.node("Cast", [value], to=onnx_type(dtype))
 
 
+def reduce_node(
+    b: Builder, onnx_op: str, x: str, dims: Sequence[int], keepdim: bool, out: str | None = None
+) -> str:
+    """A Reduce* node: axes are an input from opset 13 (ReduceSum) or 18 (the others), else an attribute."""
+    outs: int | list[str] = [out] if out else 1
+    if b.opset >= 18 or onnx_op == "ReduceSum":
+        return b.node(onnx_op, [x, b.ints(dims)], outs, keepdims=int(keepdim))
+    return b.node(onnx_op, [x], outs, axes=list(dims), keepdims=int(keepdim))
+
+
 Rule = Callable[[Builder, OpRecord], Sequence[str | None]]  # a converter: the ONNX names of the op's outputs
 
 

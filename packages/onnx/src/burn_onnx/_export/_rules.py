@@ -2,8 +2,8 @@
 
 Each rule takes the builder and the record (its arguments in the backend method's order, tensors as
 ``Ref``) and returns the ONNX names of the record's outputs (``None`` for an output ONNX does not give,
-such as max-pool indices: using one is reported then). A rule raises ``OpUnsupported`` for arguments it
-cannot express; a kind with no row in ``RULES`` (here, or ``SHAPE_RULES`` for layout, index, module and
+such as adaptive max-pool indices: using one is reported then). A rule raises ``OpUnsupported`` for
+arguments it cannot express; a kind with no row in ``RULES`` (here, or ``SHAPE_RULES`` for layout, index, module and
 creation ops) is unsupported. Adding an op = one row in one of them.
 """
 
@@ -13,9 +13,11 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+from burn.backend import NUMPY_DTYPES
 from burn.ir import OpRecord, Ref
 
-from ._builder import Builder, OpUnsupported, Rule, onnx_type
+from ._builder import Builder, OpUnsupported, Rule, onnx_type, reduce_node
 from ._builder import output_name as _out
 from ._shape_rules import SHAPE_RULES
 
@@ -212,17 +214,63 @@ def _cast(b: Builder, op: OpRecord) -> list[str]:
     return [b.node("Cast", [b.name(x)], [_out(op)], to=onnx_type(dtype))]
 
 
+# ---------------------------------------------------------------- quantization
+_DQ_INPUTS = ("int8", "uint8")  # DequantizeLinear's x types at every opset from 13 on
+
+
+def _dq_param(b: Builder, value: Any, dtype: Any, shape: Sequence[int]) -> str:
+    """A scale or zero point as an ONNX value of ``dtype`` and ``shape`` (a number becomes a constant)."""
+    if not isinstance(value, Ref):
+        return b.const(np.full(tuple(shape), value, dtype=NUMPY_DTYPES[dtype]))
+    name = b.name(value)
+    if b.ref(value).dtype != dtype:
+        name = b.cast(name, dtype)
+    return name if tuple(b.ref(value).shape) == tuple(shape) else b.node("Reshape", [name, b.ints(shape)])
+
+
+def _dq_axis(b: Builder, q: Ref, params: Sequence[Any]) -> int | None:
+    """-1 for per-tensor parameters, the axis of per-axis ones, None for other layouts (per block)."""
+    shape = b.ref(q).shape
+    axes: set[int] = set()
+    for p in params:
+        if not isinstance(p, Ref):
+            continue
+        pshape = b.ref(p).shape
+        if len(pshape) > len(shape):
+            return None
+        lead = len(shape) - len(pshape)
+        for d, n in enumerate(pshape):
+            if n != 1:
+                if n != shape[lead + d]:
+                    return None
+                axes.add(lead + d)
+    if len(axes) > 1:
+        return None
+    return axes.pop() if axes else -1
+
+
+def _dequantize(b: Builder, op: OpRecord) -> list[str]:
+    """``(q - zero_point) * scale``: DequantizeLinear (per tensor or per axis) where ONNX takes the
+    types, else the same arithmetic as Cast/Sub/Mul (per block, int16/int32/int64 values)."""
+    q, scale, zp, dtype = op.args
+    qdt = b.ref(q).dtype
+    axis = _dq_axis(b, q, (scale, zp))
+    float_ok = dtype.name == "float32" or (b.opset >= 19 and dtype.name in ("float16", "bfloat16"))
+    if axis is not None and qdt.name in _DQ_INPUTS and float_ok:
+        pshape = [] if axis < 0 else [b.ref(q).shape[axis]]
+        inputs = [b.name(q), _dq_param(b, scale, dtype, pshape)]
+        if isinstance(zp, Ref) or zp != 0:
+            inputs.append(_dq_param(b, zp, qdt, pshape))
+        attrs = {"axis": axis} if axis >= 0 else {}
+        return [b.node("DequantizeLinear", inputs, [_out(op)], **attrs)]
+    y = b.cast(b.name(q), dtype)
+    if isinstance(zp, Ref) or zp != 0:
+        y = b.node("Sub", [y, b.cast(b.name(zp), dtype) if isinstance(zp, Ref) else b.scalar(zp, dtype)])
+    s = b.cast(b.name(scale), dtype) if isinstance(scale, Ref) else b.scalar(scale, dtype)
+    return [b.node("Mul", [y, s], [_out(op)])]
+
+
 # ---------------------------------------------------------------- reductions
-def reduce_node(
-    b: Builder, onnx_op: str, x: str, dims: Sequence[int], keepdim: bool, out: str | None = None
-) -> str:
-    """A Reduce* node: axes are an input from opset 13 (ReduceSum) or 18 (the others), else an attribute."""
-    outs: int | list[str] = [out] if out else 1
-    if b.opset >= 18 or onnx_op == "ReduceSum":
-        return b.node(onnx_op, [x, b.ints(dims)], outs, keepdims=int(keepdim))
-    return b.node(onnx_op, [x], outs, axes=list(dims), keepdims=int(keepdim))
-
-
 def _reduce(onnx_op: str) -> Rule:
     def rule(b: Builder, op: OpRecord) -> list[str]:
         x, dims, keepdim = op.args
@@ -291,6 +339,7 @@ RULES: dict[str, Rule] = {
     "clamp": _clamp,
     "leaky_relu": _leaky_relu,
     "cast": _cast,
+    "dequantize": _dequantize,
     **{k: _reduce(v) for k, v in _REDUCE_NODES.items()},
     "all": _all_any("ReduceMin"),
     "any": _all_any("ReduceMax"),

@@ -3,12 +3,13 @@ in ``_rules``, which joins both tables into ``RULES``)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 from burn.ir import OpRecord
 
-from ._builder import Builder, OpUnsupported, Rule, onnx_type
+from ._builder import Builder, OpUnsupported, Rule, onnx_type, reduce_node
 from ._builder import output_name as _out
 
 INT64_MIN = -(2**63)
@@ -136,6 +137,64 @@ def _cumsum(b: Builder, op: OpRecord) -> list[str]:
     return [b.node("CumSum", [b.name(x), b.const(np.int64(dim))], [_out(op)])]
 
 
+CUMPROD_MAX_ELEMENTS = 1 << 24  # the composed cumprod holds dim_size times the input's elements
+
+
+def _cumprod(b: Builder, op: OpRecord) -> list[str]:
+    """ONNX has no CumProd: out[..., i, ...] = ReduceProd over j of where(j <= i, x[..., j, ...], 1),
+    an exact composition (the same factors) that holds an (n, n) window per position of ``dim``."""
+    x, dim = op.args
+    ref = b.ref(x)
+    n = ref.shape[dim]
+    if n * math.prod(ref.shape) > CUMPROD_MAX_ELEMENTS:
+        raise OpUnsupported(
+            f"ONNX has no CumProd; the composed form needs {n} x {math.prod(ref.shape)} elements, over the "
+            f"limit of {CUMPROD_MAX_ELEMENTS}"
+        )
+    if ref.dtype.is_bool:
+        raise OpUnsupported("cumprod of bool has no ONNX form")
+    tail = (1,) * (len(ref.shape) - dim - 1)
+    mask = np.tril(np.ones((n, n), dtype=bool)).reshape((n, n) + tail)
+    spread = b.node("Unsqueeze", [b.name(x), b.ints([dim])])  # [..., 1, n, ...]: j on axis dim + 1
+    kept = b.node("Where", [b.const(mask), spread, b.scalar(1, ref.dtype)])
+    return [reduce_node(b, "ReduceProd", kept, [dim + 1], False, _out(op))]
+
+
+def _index_out(b: Builder, op: OpRecord, idx: str, i: int = 1) -> str:
+    """TopK/MaxPool int64 indices as the record's ``i``-th output (cast where its dtype differs)."""
+    want = op.outputs[i].dtype
+    if want.name == "int64":
+        return b.node("Identity", [idx], [_out(op, i)])
+    return b.node("Cast", [idx], [_out(op, i)], to=onnx_type(want))
+
+
+def _top_k(b: Builder, x: Any, k: int, dim: int, largest: bool) -> tuple[str, str]:
+    """TopK (sorted; equal values keep their order: the lower index first, as burn's stable sort)."""
+    if b.ref(x).dtype.is_bool:
+        raise OpUnsupported("sorting bool has no ONNX form (TopK takes numbers)")
+    outs = [b.fresh(), b.fresh()]
+    b.node("TopK", [b.name(x), b.ints([k])], outs, axis=dim, largest=int(largest), sorted=1)
+    return outs[0], outs[1]
+
+
+def _sort(b: Builder, op: OpRecord) -> list[str]:
+    x, dim, descending = op.args
+    values, idx = _top_k(b, x, b.ref(x).shape[dim], dim, bool(descending))
+    return [b.node("Identity", [values], [_out(op)]), _index_out(b, op, idx)]
+
+
+def _argsort(b: Builder, op: OpRecord) -> list[str]:
+    x, dim, descending = op.args
+    _, idx = _top_k(b, x, b.ref(x).shape[dim], dim, bool(descending))
+    return [_index_out(b, op, idx, 0)]
+
+
+def _topk(b: Builder, op: OpRecord) -> list[str]:
+    x, k, dim = op.args
+    values, idx = _top_k(b, x, int(k), dim, True)
+    return [b.node("Identity", [values], [_out(op)]), _index_out(b, op, idx)]
+
+
 # ---------------------------------------------------------------- module ops
 def _conv(b: Builder, op: OpRecord) -> list[str]:
     x, w, bias, stride, padding, dilation, groups = op.args
@@ -159,10 +218,13 @@ def _conv_transpose(b: Builder, op: OpRecord) -> list[str]:
 def _max_pool(b: Builder, op: OpRecord) -> list[str | None]:
     x, kernel, stride, padding, dilation, ceil_mode = op.args
     attrs = {"kernel_shape": list(kernel), "strides": list(stride), "dilations": list(dilation)}
+    flat = b.fresh()
     out = b.node(
-        "MaxPool", [b.name(x)], [_out(op)], pads=list(padding) * 2, ceil_mode=int(ceil_mode), **attrs
+        "MaxPool", [b.name(x)], [_out(op), flat], pads=list(padding) * 2, ceil_mode=int(ceil_mode), **attrs
     )
-    return [out, None]  # ONNX's indices count over N and C too: burn's (spatial only) are not given
+    # ONNX's indices count over N and C too ((n * C + c) * H * W + spatial); burn's are spatial only
+    spatial = math.prod(b.ref(x).shape[2:])
+    return [out, _index_out(b, op, b.node("Mod", [flat, b.const(np.int64(spatial))]))]
 
 
 def _avg_pool(b: Builder, op: OpRecord) -> list[str]:
@@ -246,6 +308,10 @@ SHAPE_RULES: dict[str, Rule] = {
     "mask_fill": _mask_fill,
     "one_hot": _one_hot,
     "cumsum": _cumsum,
+    "cumprod": _cumprod,
+    "sort": _sort,
+    "argsort": _argsort,
+    "topk": _topk,
     "conv": _conv,
     "conv_transpose": _conv_transpose,
     "max_pool": _max_pool,
