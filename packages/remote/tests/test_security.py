@@ -169,6 +169,50 @@ def test_hostile_op_is_an_error_reply_and_the_session_lives_on(server, case):
     _still_serves(server)
 
 
+# Hostile repeats of an op whose signature already ran and was checked (the server's fast path): each is
+# still refused, by the same check as the first time.
+REPEATED = {
+    "id_in_use": ((1, (4,), "float32"), "already in use"),
+    "shape_lie": ((9, (5,), "float32"), "the client declared float32[5]"),
+    "dtype_lie": ((9, (4,), "int64"), "the client declared int64"),
+    "negative_id": ((-3, (4,), "float32"), "malformed output"),
+    "bad_output": ((9, (4,)), "malformed output"),
+}
+
+
+@pytest.mark.parametrize("case", list(REPEATED))
+def test_repeated_signature_is_checked_every_time(server, case):
+    out, message = REPEATED[case]
+    ws = _raw(server.url, server.token)
+    setup = [("full", ((4,), 1.0, F32), ((0, (4,), "float32"),))]
+    setup += [("mul", ({"t": 0}, 2.0), ((i, (4,), "float32"),)) for i in (1, 2, 3)]  # the plan is made
+    kind, meta = _op_error(ws, *setup, ("mul", ({"t": 0}, 2.0), (out,)))
+    assert kind == ERROR and meta["kind"] == "op" and message in meta["message"], meta
+    ws.send(frame(READ, ((3,),)))  # the good repeats ran
+    kind, meta = _reply(ws)
+    assert kind != ERROR and meta[1][0][2] == (4,), meta
+    ws.close()
+
+
+def test_many_pipelined_frames_run_in_order(server):
+    """More frames than the server queues per session (it stops reading until its worker catches up):
+    every op runs, in order; the result is checked against numpy."""
+    ws = _raw(server.url, server.token)
+    ws.send(frame(OPS, ((("full", ((3,), 1.0, F32), ((0, (3,), "float32"),)),), ())))
+    tid = 0
+    for _ in range(100):  # 100 frames of 20 ops, each input dropped with the next frame
+        records = []
+        for _ in range(20):
+            records.append(("add", ({"t": tid}, 0.5), ((tid + 1, (3,), "float32"),)))
+            tid += 1
+        ws.send(frame(OPS, (tuple(records), tuple(range(tid - 20, tid)))))
+    ws.send(frame(READ, ((tid,),)))
+    kind, meta, raw = unframe(ws.recv(timeout=10), SERVER_FRAMES)
+    assert kind != ERROR and meta[0] is True, meta
+    ws.close()
+    np.testing.assert_array_equal(np.frombuffer(raw, np.float32), np.full(3, 1001.0, np.float32))
+
+
 def test_one_client_cannot_name_another_clients_tensors(server):
     victim = burn.device("remote:400", url=server.url, token=server.token)
     secret = burn.tensor([3.0, 1.0, 4.0], device=victim)

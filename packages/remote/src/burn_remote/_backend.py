@@ -19,7 +19,7 @@ import burn
 from burn.backend import NUMPY_DTYPES, Backend, DType
 from burn.ir import CaptureBackend, Graph, Sym, TensorRef
 
-from ._client import Connection
+from ._client import _OPEN, BATCH, Connection
 from ._errors import RemoteError
 from ._protocol import INLINE
 from ._protocol import plain_tuple as _plain_tuple
@@ -43,7 +43,7 @@ class RemoteTensor(Sym):
 
     def __del__(self) -> None:
         try:
-            self.conn.drop(self.ref.id)
+            self.conn._drops.append(self.ref.id)  # Connection.drop inlined
         except Exception:  # interpreter shutdown
             pass
 
@@ -124,13 +124,19 @@ class RemoteBackend(CaptureBackend):
         if outs is None:
             return self._emit_slow(kind, method, args, sig)
         new = RemoteTensor.__new__
-        if len(outs) == 1:  # most ops: no lists to build
+        if len(outs) == 1:  # most ops: no lists to build, Connection.enqueue_encoded inlined
             shape, dtype, name = outs[0]
             tid = conn.next_id()
             out = new(RemoteTensor)
             out.ref = TensorRef(tid, shape, dtype)
             out.conn = conn
-            conn.enqueue_encoded(kind, wire, [(tid, shape, name)])
+            with conn._lock:
+                if conn.closed_reason is not None or conn._protocol.state is not _OPEN:
+                    raise conn._lost()
+                ops = conn._ops
+                ops.append((kind, wire, ((tid, shape, name),)))
+                if len(ops) >= BATCH:
+                    conn._flush()
             return out
         results = []
         wire_outs = []

@@ -41,7 +41,8 @@ from ._protocol import (
 from ._version import __version__
 
 _OPEN = State.OPEN
-BATCH = 128
+BATCH = 512  # op records per OPS frame when nothing forces an earlier send
+INLINE_BYTES = 1 << 20  # ... or when the host arrays inlined in the pending records reach this size
 _OPEN_CONNECTIONS: weakref.WeakSet[Connection] = weakref.WeakSet()
 
 
@@ -49,7 +50,7 @@ _OPEN_CONNECTIONS: weakref.WeakSet[Connection] = weakref.WeakSet()
 def _close_all() -> None:
     """End every session cleanly at exit (the server frees its tensors at once)."""
     for conn in list(_OPEN_CONNECTIONS):
-        conn.close()  # op records per OPS frame when nothing forces an earlier send
+        conn.close()
 
 
 class Connection:
@@ -89,8 +90,12 @@ class Connection:
             raise RemoteError(
                 f"remote device: cannot connect to {url}: {type(exc).__name__}: {exc}"
             ) from None
-        self._lock = threading.RLock()
+        self._protocol = self._ws.protocol
+        # Not re-entrant (a plain Lock costs a third of an RLock per op): nothing done under it takes it
+        # again; __del__ (drop) appends to _drops without it.
+        self._lock = threading.Lock()
         self._ops: list[Any] = []
+        self._inline = 0  # bytes of host arrays in _ops (they bound a frame's size with BATCH)
         self._drops: list[int] = []
         self.next_id = itertools.count().__next__
         self.counts = {"kernels": 0, "submits": 0, "syncs": 0}
@@ -142,16 +147,19 @@ class Connection:
     def enqueue(self, kind: str, args: tuple, outs: list[Any]) -> None:
         """Buffer one op record (sent with the next batch)."""
         record = (kind, tuple(encode_arg(a) for a in args), outs)
+        ndarray = _ndarray_type()
+        inline = sum(a.nbytes for a in args if type(a) is ndarray)
         with self._lock:
             self.check()
             self._ops.append(record)
-            if len(self._ops) >= BATCH:
+            self._inline += inline
+            if len(self._ops) >= BATCH or self._inline >= INLINE_BYTES:
                 self._flush()
 
     def enqueue_encoded(self, kind: str, args: list[Any], outs: list[Any]) -> None:
         """``enqueue`` for arguments already in wire form."""
         with self._lock:
-            if self.closed_reason is not None or self._ws.protocol.state is not _OPEN:
+            if self.closed_reason is not None or self._protocol.state is not _OPEN:
                 raise self._lost()
             ops = self._ops
             ops.append((kind, args, outs))
@@ -166,6 +174,7 @@ class Connection:
         if not self._ops and not self._drops:
             return
         ops, self._ops = self._ops, []
+        self._inline = 0
         drops = self._drops[:]
         del self._drops[: len(drops)]
         self._send(frame(OPS, (ops, drops)))
@@ -262,6 +271,12 @@ class Connection:
             kind, _, _ = self._recv(None)
             if kind != DONE:
                 raise ProtocolError(f"expected DONE, got frame type {kind}")
+
+
+def _ndarray_type() -> Any:
+    import numpy as np
+
+    return np.ndarray
 
 
 def _error(meta: Any) -> Exception:

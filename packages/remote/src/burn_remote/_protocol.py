@@ -110,6 +110,11 @@ def encode_arg(a: Any) -> Any:
 def _decode_map(m: dict[Any, Any]) -> Any:
     if len(m) != 1:
         return m  # frame meta (HELLO, WELCOME, ERROR): not an op argument
+    value = m.get("t", m)
+    if value is not m:  # a tensor reference, by far the most common map: its own fast path
+        if type(value) is not int:  # bool is not int here
+            raise ProtocolError(f"tensor reference must be an int id, got {value!r}")
+        return WireRef(value)
     ((key, value),) = m.items()
     if key == "t":
         if not isinstance(value, int) or isinstance(value, bool):

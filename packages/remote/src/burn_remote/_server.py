@@ -13,7 +13,9 @@ import hmac
 import ipaddress
 import itertools
 import logging
+import queue
 import ssl
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -150,26 +152,108 @@ class Server:
 
     async def _serve(self, ws: Any, session: Session, worker: ThreadPoolExecutor) -> None:
         loop = asyncio.get_running_loop()
-        pending: asyncio.Queue[asyncio.Future[Reply] | None] = asyncio.Queue(maxsize=16)
-        sender = asyncio.create_task(_send_replies(ws, pending))
+        pipe = _Pipe(loop, session)
+        sender = asyncio.create_task(_send_replies(ws, pipe.replies))
+        worker.submit(pipe.pump)
         try:
             async for message in ws:
                 if sender.done():
                     break
-                await pending.put(loop.run_in_executor(worker, session.handle, message))
-            await pending.put(None)
+                waiter = pipe.put(message)
+                if waiter is not None:  # MAX_QUEUED frames wait for the worker: stop reading
+                    await waiter
+            pipe.put(None)
             await sender
         finally:
+            pipe.put(None)
             sender.cancel()
 
 
-async def _send_replies(ws: Any, pending: asyncio.Queue[asyncio.Future[Reply] | None]) -> None:
+MAX_QUEUED = 16  # frames of a session received and not yet handled (each up to --max-frame-mib)
+_Item = Reply | BaseException | None
+
+
+class _Pipe:
+    """Frames from the event loop to a session's worker thread, replies back, in order.
+
+    The worker drains a queue of frames and wakes the event loop only for a reply (READ, SYNC, errors)
+    or when the loop waits for room: a stream of OPS frames costs no thread hand-off per frame."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, session: Session) -> None:
+        self.loop = loop
+        self.session = session
+        self.inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.replies: asyncio.Queue[_Item] = asyncio.Queue()
+        self.lock = threading.Lock()
+        self.queued = 0
+        self.waiter: asyncio.Future[None] | None = None
+        self.done = False
+
+    def put(self, message: Any) -> asyncio.Future[None] | None:
+        """Queue a frame (None: the end); a future to await when the queue is full."""
+        with self.lock:
+            if self.done:
+                return None
+            if message is None:
+                self.inbox.put(None)
+                return None
+            self.queued += 1
+            waiter = None
+            if self.queued >= MAX_QUEUED:
+                waiter = self.waiter = self.loop.create_future()
+        self.inbox.put(message)
+        return waiter
+
+    def _post(self, callback: Callable[..., Any], *args: Any) -> None:
+        try:
+            self.loop.call_soon_threadsafe(callback, *args)
+        except RuntimeError:  # the event loop is closed (server shutdown)
+            pass
+
+    def pump(self) -> None:
+        """The worker thread: handle each frame in order until the end or a reply that closes."""
+        post, replies = self._post, self.replies
+        try:
+            while True:
+                message = self.inbox.get()
+                if message is None:
+                    break
+                try:
+                    reply = self.session.handle(message)
+                except BaseException as exc:  # a bug, not the client's fault: end this session only
+                    post(replies.put_nowait, exc)
+                    break
+                if reply.frames or reply.close is not None:
+                    post(replies.put_nowait, reply)
+                with self.lock:
+                    self.queued -= 1
+                    waiter, self.waiter = self.waiter, None
+                if waiter is not None:
+                    post(_wake, waiter)
+                if reply.close is not None:
+                    break
+        finally:
+            with self.lock:
+                self.done = True
+                waiter, self.waiter = self.waiter, None
+            if waiter is not None:
+                post(_wake, waiter)
+            post(replies.put_nowait, None)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+async def _send_replies(ws: Any, replies: asyncio.Queue[_Item]) -> None:
     """Send each frame's replies in order; close the session after a protocol error."""
     while True:
-        future = await pending.get()
-        if future is None:
+        reply = await replies.get()
+        if reply is None:
             return
-        reply = await future
+        if isinstance(reply, BaseException):
+            raise reply
         for data in reply.frames:
             await ws.send(data)
         if reply.close is not None:

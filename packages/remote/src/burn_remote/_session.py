@@ -58,6 +58,19 @@ class Limits:
     max_sessions: int = 32
 
 
+class _Meta:
+    """The shape, dtype and size of a live tensor, interned per session (one object per (shape, dtype)):
+    plan keys hold it by identity, so a repeated signature hashes cheaply, and storing an op's outputs
+    builds no per-tensor object."""
+
+    __slots__ = ("dtype", "nbytes", "shape")
+
+    def __init__(self, shape: tuple[int, ...], dtype: DType) -> None:
+        self.shape = shape
+        self.dtype = dtype
+        self.nbytes = _nbytes(shape, dtype)
+
+
 @dataclass
 class _Failed:
     error: BaseException
@@ -88,9 +101,12 @@ class Session:
         self.limits = limits
         self.checker = CaptureBackend(backend)
         self.prims: dict[int, Any] = {}
-        self.refs: dict[int, TensorRef] = {}
+        self.refs: dict[int, _Meta] = {}  # shape and dtype of every tensor in prims (poisoned ones too)
+        self._interned: dict[tuple[tuple[int, ...], DType], _Meta] = {}
         self._methods: dict[str, Any] = {}
-        self.plans: dict[tuple, tuple[Any, bool, tuple[tuple[tuple[int, ...], DType, str], ...], int]] = {}
+        # signature (kind, input metas, plain arguments) -> (method, takes the kind, ((shape, dtype name,
+        # meta) per output), output bytes): an op whose signature ran and was checked before
+        self.plans: dict[tuple, tuple[Any, bool, tuple[tuple[tuple[int, ...], str, _Meta], ...], int]] = {}
         self._out_ok: dict[tuple, tuple[DType, int]] = {}  # (shape, dtype name) already validated
         self.live_bytes = 0
         self.first_error: BaseException | None = None
@@ -122,17 +138,91 @@ class Session:
         records, drops = meta
         if not isinstance(drops, tuple) or not all(type(d) is int for d in drops):
             raise ProtocolError("OPS frame: drops must be a list of tensor ids")
+        # The planned path (a signature that ran and was checked before), inlined with the session's
+        # tables bound once per frame: per op, the inputs are looked up, the outputs checked against the
+        # plan (new ids, declared shapes and dtypes, the memory limit), the op run and its results checked
+        # against the plan. Anything else goes to ``run``'s full validation.
+        prims, metas, plans = self.prims, self.refs, self.plans
+        limit = self.limits.max_session_bytes
+        backend = self.backend
+        shape_of, dtype_of = backend.shape_of, backend.dtype_of
+        plain = _PLAIN
         for record in records:
+            if type(record) is not tuple or len(record) != 3:
+                raise ProtocolError("op record: expected [kind, args, outputs]")
+            kind, args, outs = record
+            if type(args) is not tuple:
+                raise ProtocolError("op record: args must be a list")
+            key: list[Any] = [kind]
+            pargs: list[Any] = []
+            for a in args:
+                ta = type(a)
+                if ta is WireRef:
+                    prim = prims.get(a)
+                    if prim is None or type(prim) is _Failed:
+                        break
+                    key.append(metas[a])
+                    pargs.append(prim)
+                elif ta in plain or (ta is tuple and plain_tuple(a)):
+                    key.append(ta)
+                    key.append(a)
+                    pargs.append(a)
+                else:
+                    break
+            else:
+                try:
+                    plan = plans.get(tuple(key))
+                except TypeError:
+                    plan = None
+                if plan is not None and type(outs) is tuple and len(outs) == 1 and len(plan[2]) == 1:
+                    fn, op_arg, expected, total = plan
+                    out = outs[0]
+                    shape, name, m = expected[0]
+                    if type(out) is tuple and len(out) == 3:
+                        tid = out[0]
+                        if (
+                            type(tid) is int
+                            and tid >= 0
+                            and tid not in prims
+                            and out[1] == shape
+                            and out[2] == name
+                            and self.live_bytes + total <= limit
+                        ):
+                            try:
+                                result = fn(kind, *pargs) if op_arg else fn(*pargs)
+                            except Exception:
+                                result = None
+                            if result is not None and dtype_of(result) is m.dtype:
+                                rshape = shape_of(result)
+                                if rshape == shape or tuple(rshape) == shape:
+                                    prims[tid] = result
+                                    metas[tid] = m
+                                    self.live_bytes += total
+                                    self.ops_run += 1
+                                    continue
             self.run(record)
         for tid in drops:
-            self.free(tid)
+            prim = prims.pop(tid, None)
+            if prim is not None:
+                m = metas.pop(tid)
+                if type(prim) is not _Failed:  # poisoned entries hold no memory
+                    self.live_bytes -= m.nbytes
 
     def free(self, tid: int) -> None:
         prim = self.prims.pop(tid, None)
         if prim is not None:
-            ref = self.refs.pop(tid)
+            m = self.refs.pop(tid)
             if type(prim) is not _Failed:  # poisoned entries hold no memory
-                self.live_bytes -= _nbytes(ref.shape, ref.dtype)
+                self.live_bytes -= m.nbytes
+
+    def _meta(self, shape: tuple[int, ...], dtype: DType) -> _Meta:
+        interned = self._interned
+        m = interned.get((shape, dtype))
+        if m is None:
+            if len(interned) > 8192:  # a miss later only costs the full validation path
+                interned.clear()
+            m = interned[(shape, dtype)] = _Meta(shape, dtype)
+        return m
 
     def close(self) -> None:
         """Free every tensor of the session (the client left)."""
@@ -186,16 +276,19 @@ class Session:
             return
         prims, metas = self.prims, self.refs
         total = 0
+        out_metas = []
         for prim, ref in zip(outs_prims, refs):
+            m = self._meta(ref.shape, ref.dtype)
             prims[ref.id] = prim
-            metas[ref.id] = ref
-            total += _nbytes(ref.shape, ref.dtype)
+            metas[ref.id] = m
+            out_metas.append(m)
+            total += m.nbytes
         self.live_bytes += total
         self.ops_run += 1
         if sig is not None and spec.method != "from_numpy":
             if len(self.plans) > 8192:
                 self.plans.clear()
-            expected = tuple((r.shape, r.dtype, r.dtype.name) for r in refs)
+            expected = tuple((m.shape, m.dtype.name, m) for m in out_metas)
             self.plans[sig] = (fn, spec.op_arg, expected, total)
 
     def _run_planned(self, kind: Any, args: tuple, outs: Any) -> bool:
@@ -211,9 +304,7 @@ class Session:
                 prim = prims.get(a)
                 if prim is None or type(prim) is _Failed:
                     return False
-                ref = self.refs[a]
-                key.append(ref.shape)
-                key.append(ref.dtype)
+                key.append(self.refs[a])
                 pargs.append(prim)
             elif ta in _PLAIN or (ta is tuple and plain_tuple(a)):
                 key.append(ta)
@@ -229,7 +320,7 @@ class Session:
             return False
         fn, op_arg, expected, total = plan
         ids = []
-        for out, (shape, _, name) in zip(outs, expected):
+        for out, (shape, name, _) in zip(outs, expected):
             if type(out) is not tuple or len(out) != 3:
                 return False
             tid = out[0]
@@ -246,13 +337,13 @@ class Session:
             return False
         results = result if len(ids) > 1 else (result,)
         backend = self.backend
-        for prim, (shape, dtype, _) in zip(results, expected):
-            if tuple(backend.shape_of(prim)) != shape or backend.dtype_of(prim) is not dtype:
+        for prim, (shape, _, m) in zip(results, expected):
+            if tuple(backend.shape_of(prim)) != shape or backend.dtype_of(prim) is not m.dtype:
                 return False
         metas = self.refs
-        for tid, prim, (shape, dtype, _) in zip(ids, results, expected):
+        for tid, prim, (_, _, m) in zip(ids, results, expected):
             prims[tid] = prim
-            metas[tid] = TensorRef(tid, shape, dtype)
+            metas[tid] = m
         self.live_bytes += total
         self.ops_run += 1
         return True
@@ -315,9 +406,7 @@ class Session:
                     raise OpError(f"unknown tensor id {a} (not a tensor of this session)")
                 if type(prim) is _Failed and failed is None:
                     failed = prim.error
-                ref = self.refs[a]
-                key.append(ref.shape)
-                key.append(ref.dtype)
+                key.append(self.refs[a])
                 out.append(prim)
             elif type(a) in _PLAIN or (type(a) is tuple and plain_tuple(a)):
                 if type(a) is str and len(a) > MAX_STRING:
@@ -338,7 +427,10 @@ class Session:
             prim = self.prims.get(a)
             if prim is None:
                 raise OpError(f"unknown tensor id {a} (not a tensor of this session)")
-            return Sym(self.refs[a]) if symbolic else prim
+            if not symbolic:
+                return prim
+            m = self.refs[a]
+            return Sym(TensorRef(int(a), m.shape, m.dtype))
         if isinstance(a, (tuple, list)):
             return type(a)(self._walk(v, symbolic) for v in a)
         if isinstance(a, str) and len(a) > MAX_STRING:
@@ -401,14 +493,15 @@ class Session:
             raise OpError("from_numpy: the array does not match the declared output")
 
     def _store(self, ref: TensorRef, prim: Any) -> None:
+        m = self._meta(ref.shape, ref.dtype)
         self.prims[ref.id] = prim
-        self.refs[ref.id] = ref
-        self.live_bytes += _nbytes(ref.shape, ref.dtype)
+        self.refs[ref.id] = m
+        self.live_bytes += m.nbytes
 
     def _poison(self, refs: list[TensorRef], error: BaseException) -> None:
         for ref in refs:
             self.prims[ref.id] = _Failed(error)
-            self.refs[ref.id] = ref  # holds no memory: not counted in live_bytes
+            self.refs[ref.id] = self._meta(ref.shape, ref.dtype)  # holds no memory: not counted in live_bytes
 
     def _fail(self, error: BaseException) -> None:
         if self.first_error is None:
