@@ -17,7 +17,12 @@ def _run_case(case: Case, device) -> None:
     outputs = [f"out{i}" for i in range(case.outputs)]
     node = helper.make_node(case.op, names, outputs, **case.attrs)
     expected = None if case.expect is None else case.expect(*[v for v in case.inputs if v is not None])
-    check([node], inputs, outputs, device, consts, case.opset, case.rtol, case.atol, expected)
+    atol = case.atol
+    if case.id.endswith("-ties") and device.kind == "wgpu":
+        # WGSL's f32 division may be 2.5 ulp off (no correctly rounded x / scale): an exact tie can land
+        # one step away on some GPUs (seen on an H200). cpu and cuda divide exactly and must match.
+        atol = 1.0
+    check([node], inputs, outputs, device, consts, case.opset, case.rtol, atol, expected)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
