@@ -78,6 +78,9 @@ def assert_close(got: Any, want: Any, rtol: float, atol: float, what: str = "") 
     assert got.shape == want.shape, f"{what}: shape {got.shape} != reference {want.shape}"
     if want.dtype == np.bool_:
         np.testing.assert_array_equal(got.astype(bool), want, err_msg=what)
+    elif want.dtype.kind in "iu" and atol >= 1:  # whole steps of slack, which the caller justifies
+        steps = np.abs(got.astype(np.int64) - want.astype(np.int64))
+        assert steps.max(initial=0) <= atol, f"{what}: off by up to {steps.max()} steps (allowed {atol})"
     elif want.dtype.kind in "iu":
         np.testing.assert_array_equal(got.astype(np.int64), want.astype(np.int64), err_msg=what)
     else:
