@@ -13,6 +13,8 @@ Every other op (matmul, reductions, conv, indexing, shape ops, ...) runs on the 
 computed inputs, except the contract defaults made mostly of element-wise ops (softmax, leaky_relu,
 var, ...): where the inner backend has no kernel of its own for them, they run composed here, so their
 element-wise parts fuse too.
+
+Like the GPU backends it wraps, a fusion backend takes its ops from one thread at a time.
 """
 
 from __future__ import annotations
@@ -97,7 +99,7 @@ class Fusion(Backend):
         self.default_int = inner.default_int
         self.runtime: FusionRuntime = runtime or inner.fusion_runtime() or ReferenceRuntime(inner)
         self.stats = {"kernels": 0, "fused": 0, "ops": 0, "flushes": 0}
-        self._pending: list[Any] = []  # weakrefs to the handles of lazy nodes (see _track)
+        self._pending: list[Any] = []  # weakrefs to the handles of lazy nodes (see _defer)
         self._fusable: dict[tuple[str, str, DType, DType], bool] = {}
         self._plans: dict[tuple[Any, ...], FusedKernel] = {}
         self.binary_fns = {op: functools.partial(self.binary, op) for op in BINARY_OPS}
