@@ -108,6 +108,20 @@ def weight_and_bias(op: str, x: Tensor, weight: Any, bias: Any, nd: int) -> tupl
     return weight, bias
 
 
+def check_groups(op: str, c_in: int, weight: Tensor, groups: int) -> None:
+    """``groups`` divides the channels, and the weight ``(C_out, C_in / groups, *kernel)`` fits ``c_in``."""
+    c_out = weight.shape[0]
+    if c_in % groups or c_out % groups:
+        raise ValueError(
+            f"{op}: groups={groups} must divide both input channels ({c_in}) and output channels ({c_out})"
+        )
+    if weight.shape[1] * groups != c_in:
+        raise ShapeError(
+            f"{op}: input has {c_in} channels but weight expects {weight.shape[1] * groups} "
+            f"(groups={groups}; weight shape {weight.shape} is (C_out, C_in / groups, *kernel))"
+        )
+
+
 def check_bias(op: str, bias: Tensor | None, c_out: int) -> None:
     if bias is not None and bias.shape[0] != c_out:
         raise ShapeError(f"{op}: bias must have shape ({c_out},) (one per output channel), got {bias.shape}")

@@ -17,6 +17,7 @@ from ..._tensor import Tensor, _wrap
 from ._module_args import (
     LAYOUTS,
     check_bias,
+    check_groups,
     check_out_size,
     int_arg,
     ints,
@@ -71,15 +72,7 @@ def _conv(
     stride = ints(op, stride, nd, "stride", 1)
     dilation = ints(op, dilation, nd, "dilation", 1)
     c_in, c_out, kernel = x.shape[1], weight.shape[0], weight.shape[2:]
-    if c_in % groups or c_out % groups:
-        raise ValueError(
-            f"{op}: groups={groups} must divide both input channels ({c_in}) and output channels ({c_out})"
-        )
-    if weight.shape[1] * groups != c_in:
-        raise ShapeError(
-            f"{op}: input has {c_in} channels but weight expects {weight.shape[1] * groups} "
-            f"(groups={groups}; weight shape {weight.shape} is (C_out, C_in / groups, *kernel))"
-        )
+    check_groups(op, c_in, weight, groups)
     check_bias(op, bias, c_out)
     x, pad = _padding(op, x, padding, kernel, stride, dilation)
     detail = f"kernel {kernel}, padding {pad}, dilation {dilation}, stride {stride}"

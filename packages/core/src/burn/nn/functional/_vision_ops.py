@@ -11,6 +11,7 @@ from ..._errors import DeviceError, DTypeError, ShapeError
 from ..._tensor import Tensor, _wrap
 from ._module_args import (
     check_bias,
+    check_groups,
     companion,
     int_arg,
     ints,
@@ -57,15 +58,7 @@ def deform_conv2d(
     dilation_t = ints(op, dilation, 2, "dilation", 1)
     n, c_in, h, w = x.shape
     c_out, kernel = weight.shape[0], weight.shape[2:]
-    if c_in % groups or c_out % groups:
-        raise ValueError(
-            f"{op}: groups={groups} must divide both input channels ({c_in}) and output channels ({c_out})"
-        )
-    if weight.shape[1] * groups != c_in:
-        raise ShapeError(
-            f"{op}: input has {c_in} channels but weight expects {weight.shape[1] * groups} "
-            f"(weight.shape[1]={weight.shape[1]} x groups={groups})"
-        )
+    check_groups(op, c_in, weight, groups)
     check_bias(op, bias, c_out)
     out = window_out_sizes(op, (h, w), kernel, stride_t, padding_t, dilation_t, "kernel, stride, padding")
     taps = kernel[0] * kernel[1]
