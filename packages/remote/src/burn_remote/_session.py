@@ -138,75 +138,10 @@ class Session:
         records, drops = meta
         if not isinstance(drops, tuple) or not all(type(d) is int for d in drops):
             raise ProtocolError("OPS frame: drops must be a list of tensor ids")
-        # The planned path (a signature that ran and was checked before), inlined with the session's
-        # tables bound once per frame: per op, the inputs are looked up, the outputs checked against the
-        # plan (new ids, declared shapes and dtypes, the memory limit), the op run and its results checked
-        # against the plan. Anything else goes to ``run``'s full validation.
-        prims, metas, plans = self.prims, self.refs, self.plans
-        limit = self.limits.max_session_bytes
-        backend = self.backend
-        shape_of, dtype_of = backend.shape_of, backend.dtype_of
-        plain = _PLAIN
-        for record in records:
-            if type(record) is not tuple or len(record) != 3:
-                raise ProtocolError("op record: expected [kind, args, outputs]")
-            kind, args, outs = record
-            if type(args) is not tuple:
-                raise ProtocolError("op record: args must be a list")
-            key: list[Any] = [kind]
-            pargs: list[Any] = []
-            for a in args:
-                ta = type(a)
-                if ta is WireRef:
-                    prim = prims.get(a)
-                    if prim is None or type(prim) is _Failed:
-                        break
-                    key.append(metas[a])
-                    pargs.append(prim)
-                elif ta in plain or (ta is tuple and plain_tuple(a)):
-                    key.append(ta)
-                    key.append(a)
-                    pargs.append(a)
-                else:
-                    break
-            else:
-                try:
-                    plan = plans.get(tuple(key))
-                except TypeError:
-                    plan = None
-                if plan is not None and type(outs) is tuple and len(outs) == 1 and len(plan[2]) == 1:
-                    fn, op_arg, expected, total = plan
-                    out = outs[0]
-                    shape, name, m = expected[0]
-                    if type(out) is tuple and len(out) == 3:
-                        tid = out[0]
-                        if (
-                            type(tid) is int
-                            and tid >= 0
-                            and tid not in prims
-                            and out[1] == shape
-                            and out[2] == name
-                            and self.live_bytes + total <= limit
-                        ):
-                            try:
-                                result = fn(kind, *pargs) if op_arg else fn(*pargs)
-                            except Exception:
-                                result = None
-                            if result is not None and dtype_of(result) is m.dtype:
-                                rshape = shape_of(result)
-                                if rshape == shape or tuple(rshape) == shape:
-                                    prims[tid] = result
-                                    metas[tid] = m
-                                    self.live_bytes += total
-                                    self.ops_run += 1
-                                    continue
+        for record in records:  # each op: the planned path when its signature ran before, else full checks
             self.run(record)
         for tid in drops:
-            prim = prims.pop(tid, None)
-            if prim is not None:
-                m = metas.pop(tid)
-                if type(prim) is not _Failed:  # poisoned entries hold no memory
-                    self.live_bytes -= m.nbytes
+            self.free(tid)
 
     def free(self, tid: int) -> None:
         prim = self.prims.pop(tid, None)
