@@ -276,9 +276,9 @@ class Fusion(Backend):
             if n in outs:
                 groups.setdefault(n.shape, []).append(n)
         self.stats["flushes"] += 1
-        if len(groups) == 1:
+        if len(groups) == 1:  # the targets are in the one group, so its closure is ``order``
             (group,) = groups.values()
-            if not self._launch(group, order if len(group) == len(order) or outs >= set(order) else None):
+            if not self._launch(group, order):
                 self._run_group(group)
             return
         # an element-wise op's shape never has fewer elements or dims than its operands': this order
