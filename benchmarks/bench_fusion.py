@@ -4,8 +4,10 @@ run; prints one JSON object.
 For each available GPU backend (cuda, wgpu) and each model of bench_cuda (the MLP 784-1024-1024-10,
 batch 256, and the small CNN, batch 64; Adam, fp32): milliseconds per step, kernels launched, fused
 kernels and host syncs per step (``burn.profile``), and where the host time of a fused step goes
-(cProfile over a few steps: the share in fusion's planning, in the backend's launch code, in the
-rest of burn, and in the driver libraries). PyTorch eager on the same GPU (TF32 off) is the peer:
+(cProfile over a few steps: the share in fusion's own code (recording, planning, replay), in the
+backend's launch code, in the rest of burn, and in the driver libraries). Fusion runs twice: planning
+every stream (``fusion_on``, replay off) and replaying planned streams (``fusion_replay``, the default).
+PyTorch eager on the same GPU (TF32 off) is the peer:
 ``ratio_vs_torch`` is burn's time over PyTorch's.
 
     python benchmarks/bench_fusion.py [--quick] [--backends cuda,wgpu] [--out results.json]
@@ -23,11 +25,13 @@ from _common import emit_json, time_for
 from bench_cuda import _burn_models, _data, _part, _torch_step
 
 
-def _step_fn(backend: str, kind: str, fusion: bool) -> tuple[Any, Any, Any]:
+def _step_fn(backend: str, kind: str, fusion: bool, replay: bool = True) -> tuple[Any, Any, Any]:
     import burn
     from burn.nn import functional as F
 
     dev = burn.device(backend, autodiff=True, fusion=fusion)
+    if fusion:
+        dev.backend.inner.replay = replay  # the fusion backend under autodiff
     burn.seed(0)
     model = _burn_models(dev)[kind]()
     opt = burn.optim.AdamConfig().init()
@@ -52,11 +56,11 @@ def _host_shares(step: Any, sync: Any, steps: int) -> dict[str, float]:
         step()
     sync()
     prof.disable()
-    totals = {"fusion_planning": 0.0, "backend_launch": 0.0, "burn_other": 0.0, "driver_and_rest": 0.0}
+    totals = {"fusion": 0.0, "backend_launch": 0.0, "burn_other": 0.0, "driver_and_rest": 0.0}
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]  # documented, not typed
     for (path, _line, _name), (_cc, _nc, tottime, _ct, _callers) in stats.items():
         if "/burn/fusion/" in path:
-            totals["fusion_planning"] += tottime
+            totals["fusion"] += tottime
         elif "/burn_cuda/" in path or "/burn_wgpu/" in path:
             totals["backend_launch"] += tottime
         elif "/burn/" in path or "/burn_autodiff/" in path:
@@ -72,12 +76,18 @@ def bench_backend(backend: str, kind: str, quick: bool) -> dict[str, Any]:
 
     min_time = 0.5 if quick else 2.0
     row: dict[str, Any] = {}
-    for label, fusion in (("fusion_off", False), ("fusion_on", True)):
-        dev, step, state = _step_fn(backend, kind, fusion)
+    for label, fusion, replay in (
+        ("fusion_off", False, False),
+        ("fusion_on", True, False),
+        ("fusion_replay", True, True),
+    ):
+        dev, step, state = _step_fn(backend, kind, fusion, replay)
         sync = dev.backend.sync
         step()
         first = float(state["loss"].item())
         secs = time_for(step, sync, min_time)
+        fb = dev.backend.inner if fusion else None
+        before = dict(fb.stats) if fb else {}
         with burn.profile(dev) as p:
             step()
             sync()
@@ -89,7 +99,9 @@ def bench_backend(backend: str, kind: str, quick: bool) -> dict[str, Any]:
             "first_loss": round(first, 4),
             "last_loss": round(float(state["loss"].item()), 4),
         }
-        if fusion:
+        if fb:
+            entry["streams_per_step"] = fb.stats["flushes"] - before["flushes"]
+            entry["replayed_per_step"] = fb.stats["replays"] - before["replays"]
             entry["host_time_shares"] = _host_shares(step, sync, 3 if quick else 10)
         row[label] = entry
     return row
@@ -119,7 +131,7 @@ def main() -> None:
         for kind in ("mlp", "cnn"):
             row = _part(lambda kind=kind, backend=backend: bench_backend(backend, kind, args.quick))
             t = torch_ms[kind].get("ms_per_step")
-            for label in ("fusion_off", "fusion_on"):
+            for label in ("fusion_off", "fusion_on", "fusion_replay"):
                 if t and label in row:
                     row[label]["ratio_vs_torch"] = round(row[label]["ms_per_step"] / t, 2)
             per[kind] = row

@@ -81,10 +81,13 @@ def test_training_step_launches_three_times_fewer_kernels(dev, raw_dev):
         return np.array(losses), kernels[-1]
 
     off, k_off = run(raw_dev)
+    stats = dev.backend.stats
+    replays = stats["replays"]
     on, k_on = run(dev)
     np.testing.assert_allclose(on, off, rtol=1e-5, atol=1e-6)
     assert off[-1] < off[0]  # it trains
     assert k_off >= 3 * k_on, (k_off, k_on)
+    assert stats["replays"] - replays >= 17  # each step after the first two replays its program
 
 
 def test_wide_expressions_split_under_the_portable_binding_limit():

@@ -180,3 +180,128 @@ def test_fusion_does_not_wrap_autodiff():
     cpu = burn.device("cpu", autodiff=True).backend
     with pytest.raises(TypeError, match="autodiff wraps fusion"):
         Fusion(cpu)
+
+
+# ---------------------------------------------------------------------- the stream and its replay
+
+
+def _training_losses(dev, steps, read_every=1, dropout=0.0, batches=None):
+    """Losses of an MLP (with optional dropout) trained with Adam on ``dev``; the loss is read every
+    ``read_every`` steps (0: only at the end); ``batches`` gives the batch size per step."""
+    from burn import nn
+    from burn.nn import functional as F
+
+    burn.seed(0)
+
+    class Net(nn.Module):
+        def __init__(self):
+            self.l1 = nn.LinearConfig(6, 8).init(dev)
+            self.l2 = nn.LinearConfig(8, 3).init(dev)
+
+        def forward(self, x):
+            h = F.relu(self.l1(x))
+            return self.l2(F.dropout(h, dropout) if dropout else h)
+
+    model, opt = Net(), burn.optim.AdamConfig().init()
+    rng = np.random.default_rng(0)
+    held = []
+    for i in range(steps):
+        n = batches[i] if batches else 5
+        x = burn.tensor(rng.standard_normal((n, 6)).astype(np.float32), device=dev)
+        y = burn.tensor(rng.integers(0, 3, n), device=dev)
+        loss = F.cross_entropy(model(x), y)
+        model = opt.step(1e-2, model, loss.backward())
+        held.append(loss)
+        if read_every and i % read_every == 0:
+            loss.item()
+    return [float(v.item()) for v in held]
+
+
+def _stats(dev):
+    return dev.backend.inner.stats  # autodiff over fusion
+
+
+@pytest.mark.parametrize("read_every", [1, 3, 0])
+def test_a_repeated_training_step_is_planned_once_and_replayed(read_every):
+    ref = _training_losses(burn.device("cpu", autodiff=True), 10, read_every)
+    dev = burn.device("cpu", autodiff=True, fusion=True)
+    before = dict(_stats(dev))
+    got = _training_losses(dev, 10, read_every)
+    assert got == ref  # the reference runtime runs the same numpy ops: equal, not close
+    stats = {k: v - before[k] for k, v in _stats(dev).items()}
+    # one stream per step, even when nothing is read (the step ends where the same step ended before)
+    assert stats["flushes"] == 10
+    assert stats["replays"] >= 7 and stats["plans"] <= 3  # the first steps differ (Adam's state starts)
+
+
+def test_changed_shapes_plan_anew_and_dropout_draws_fresh_masks():
+    batches = [5, 5, 5, 7, 7, 5, 5, 7]
+    for dropout in (0.0, 0.5):
+        ref = _training_losses(burn.device("cpu", autodiff=True), 8, 1, dropout, batches)
+        got = _training_losses(burn.device("cpu", autodiff=True, fusion=True), 8, 1, dropout, batches)
+        assert got == ref
+
+
+def test_a_program_is_not_replayed_when_a_register_value_is_held():
+    b, rt = _fused()
+    x = _t(b, [1.0, 2.0])
+
+    def stream(keep):
+        h = b.binary("mul", x, 3.0)
+        y = b.unary("exp", b.binary("add", h, 1.0))
+        return y, (h if keep else None)
+
+    y, _ = stream(False)
+    np.testing.assert_allclose(b.to_numpy(y), np.exp([4.0, 7.0]), rtol=1e-6)
+    y, _ = stream(False)
+    b.to_numpy(y)
+    assert (b.stats["plans"], b.stats["replays"]) == (1, 1)
+    y, h = stream(True)  # h was an intermediate in registers: now a tensor holds it
+    np.testing.assert_allclose(b.to_numpy(y), np.exp([4.0, 7.0]), rtol=1e-6)
+    np.testing.assert_array_equal(b.to_numpy(h), [3.0, 6.0])
+    assert (b.stats["plans"], b.stats["replays"]) == (2, 1)
+
+
+def test_calls_join_the_stream_and_replays_free_intermediates():
+    b, rt = _fused()
+    w = _t(b, np.eye(3))
+    done = []
+    for _ in range(3):
+        x = _t(b, np.arange(6.0).reshape(2, 3))
+        h = b.matmul(b.unary("relu", b.binary("sub", x, 1.0)), w)  # a call reading a lazy value
+        y = b.reduce("sum", b.binary("mul", h, 2.0), (1,), False)
+        assert b.stats["kernels"] == len(done) * 2  # nothing ran yet: the matmul is lazy too
+        done.append(b.to_numpy(y))
+    for out in done:
+        np.testing.assert_array_equal(out, [2 * (0 + 0 + 1), 2 * (2 + 3 + 4)])
+    assert (b.stats["plans"], b.stats["replays"]) == (1, 2)
+
+
+def test_a_failed_stream_raises_and_its_values_say_so():
+    class Failing(Recording):
+        def execute(self, plan, inputs, scalars):
+            if any(op.name == "log" for op in plan.ops):
+                raise MemoryError("out of device memory (simulated)")
+            return super().execute(plan, inputs, scalars)
+
+    cpu = burn.device("cpu").backend
+    b = Fusion(cpu, runtime=Failing(cpu))
+    x = _t(b, [1.0, 2.0])
+    y = b.unary("log", b.binary("mul", x, 2.0))
+    z = b.binary("add", y, 1.0)
+    with pytest.raises(MemoryError, match="simulated"):
+        b.to_numpy(z)
+    with pytest.raises(RuntimeError, match="never computed.*MemoryError"):
+        b.to_numpy(z)
+    with pytest.raises(RuntimeError, match="never computed"):
+        b.binary("add", z, 1.0)  # using it in a new stream raises too (its value is computed-failed)
+    np.testing.assert_array_equal(b.to_numpy(b.binary("add", x, 1.0)), [2.0, 3.0])  # the backend still works
+
+
+def test_replay_can_be_switched_off(monkeypatch):
+    monkeypatch.setenv("BURN_FUSION_REPLAY", "0")
+    b, rt = _fused()
+    x = _t(b, [1.0])
+    for _ in range(3):
+        b.to_numpy(b.unary("exp", b.binary("mul", x, 2.0)))
+    assert (b.stats["plans"], b.stats["replays"]) == (3, 0)

@@ -1,18 +1,27 @@
-"""``Fusion(inner)``: a backend decorator that defers element-wise ops and runs chains of them as one
-generated kernel (Burn's burn-fusion).
+"""``Fusion(inner)``: a backend decorator that records the op stream lazily, runs chains of element-wise
+ops as one generated kernel and replays a repeated stream without planning it again (Burn's
+burn-fusion).
 
-Element-wise ops (unary, activations, binary with broadcasting and scalars, where, clamp, casts) build
-lazy ``Node``s and launch nothing. Any other op, a read, a sync or a long stream *materialises* what
-it needs: the planner takes the lazy nodes behind the values asked for, writes only those still held
-by a tensor (the rest are intermediates computed in registers), groups the writes by shape into
-kernels within the runtime's binding and size limits, and hands each kernel's plan to the inner
-backend's ``FusionRuntime`` (a WGSL or CUDA renderer with a compile cache keyed by the plan without
-its shape, so a repeated step reuses its kernels). Ops the runtime cannot render run eagerly.
+Every op builds a lazy ``Node`` and launches nothing: element-wise ops (unary, activations, binary with
+broadcasting and scalars, where, clamp, casts) as expressions, every other op (matmul, reductions, conv,
+indexing, shape ops, ...) as a *call* the inner backend runs whole, with its result's shape and dtype
+known at once from ``burn.ir``'s shape rules. A read, a sync or a long stream *flushes* the stream:
 
-Every other op (matmul, reductions, conv, indexing, shape ops, ...) runs on the inner backend with
-computed inputs, except the contract defaults made mostly of element-wise ops (softmax, leaky_relu,
-var, ...): where the inner backend has no kernel of its own for them, they run composed here, so their
-element-wise parts fuse too.
+- planning (the first time a stream is seen): calls run in order; before each, the element-wise nodes it
+  reads are computed; at the end, every node a tensor still holds. Element-wise work is planned as
+  kernels: only values a tensor holds (or a call reads) are written, intermediates stay in registers,
+  writes are grouped by shape within the runtime's binding and size limits, and each kernel's plan goes
+  to the inner backend's ``FusionRuntime`` (a WGSL or CUDA renderer; backends without one run plans op by
+  op). What planning ran is kept as a *program*: kernel launches and calls over stream positions.
+- replay: a stream whose signature (ops, shapes, dtypes, static arguments, which operand is which;
+  not the scalar values, which kernels take as arguments) equals one already planned runs that program:
+  no closure walks, no grouping, no plan lookups. A program is used only if every value it leaves
+  unwritten is wanted by no tensor, and it frees each intermediate after its last read.
+
+Creation and random ops run at once (random draws keep their order with other host draws), and so do
+ops whose result depends on the data (``nms``, ``check_index``); their results enter streams as inputs.
+Contract defaults made mostly of element-wise ops (softmax, leaky_relu, var, ...) run composed here
+where the inner backend has no kernel of its own, so their element-wise parts fuse.
 
 Like the GPU backends it wraps, a fusion backend takes its ops from one thread at a time.
 """
@@ -21,12 +30,14 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._dtype import DType, bool_
 from ..backend import ACTIVATION_OPS, BINARY_OPS, COMPARISON_OPS, UNARY_BOOL_RESULT, Backend, broadcast_shape
 from ..backend._vocabulary import OPS
+from ..ir._capture import result_types
 from ._graph import FPrim, Node, lazy_handle, wanted
 from ._plan import FusedKernel, FusedOp, FusionRuntime
 from ._reference import ReferenceRuntime
@@ -37,7 +48,9 @@ if TYPE_CHECKING:
     from .._device import Device
 
 Scalar = bool | int | float
-PENDING_LIMIT = 4096  # lazy handles tracked before the stream is flushed as a whole
+PENDING_LIMIT = 4096  # ops recorded before the stream is flushed without a read
+PROGRAMS_PER_SIGNATURE = 4
+TYPE_CACHE_LIMIT = 65536
 
 # methods with their own code here; every other op method is forwarded or composed (see __init__)
 _OWN = frozenset(
@@ -65,6 +78,21 @@ _COMPOSED_HERE = frozenset(
     {"softmax", "log_softmax", "leaky_relu", "var", "mask_fill", "tril", "triu", "one_hot"}
 )
 _TWO_OUTPUTS = frozenset(d.method for d in OPS.values() if d.outputs == 2)
+# forwarded ops that run at once instead of joining the stream: creation and random draws (host draws
+# keep their order), and ops whose result depends on the data
+_EAGER = frozenset(
+    {
+        "full",
+        "arange",
+        "random_uniform",
+        "random_normal",
+        "random_int",
+        "random_bernoulli",
+        "nms",
+        "check_index",
+    }
+)
+_NAMED = frozenset({"reduce", "arg_reduce"})  # methods whose first argument names the op
 
 
 class Fusion(Backend):
@@ -73,7 +101,9 @@ class Fusion(Backend):
 
     ``runtime``: the kernel generator (default: ``inner.fusion_runtime()``, else the reference
     runtime, which runs plans op by op). ``stats`` counts ``kernels`` launched from plans, ``fused``
-    (those of two ops or more), ``ops`` (element-wise ops deferred) and ``flushes``.
+    (those of two ops or more), ``ops`` (element-wise ops deferred), ``calls`` (other ops deferred),
+    ``flushes``, ``replays`` (flushes that ran a program planned before) and ``plans`` (flushes that
+    planned).
 
     >>> dev = burn.device("cpu", fusion=True)
     >>> ((burn.ones(3, device=dev) * 2).exp() + 1).shape
@@ -98,18 +128,154 @@ class Fusion(Backend):
         self.default_float = inner.default_float
         self.default_int = inner.default_int
         self.runtime: FusionRuntime = runtime or inner.fusion_runtime() or ReferenceRuntime(inner)
-        self.stats = {"kernels": 0, "fused": 0, "ops": 0, "flushes": 0}
-        self._pending: list[Any] = []  # weakrefs to the handles of lazy nodes (see _defer)
+        self.stats = {"kernels": 0, "fused": 0, "ops": 0, "calls": 0, "flushes": 0, "replays": 0, "plans": 0}
         self._fusable: dict[tuple[str, str, DType, DType], bool] = {}
         self._plans: dict[tuple[Any, ...], FusedKernel] = {}
+        self._programs: dict[tuple[Any, ...], list[_Program]] = {}  # by stream signature
+        self._lengths: set[int] = set()  # the stream lengths of the programs
+        self._types: dict[tuple[Any, ...], list[tuple[tuple[int, ...], DType]]] = {}
+        self.replay = os.environ.get("BURN_FUSION_REPLAY", "1") != "0"
+        self._calls: dict[str, Callable[..., Any]] = {}  # method name -> the inner backend's bound method
+        self._rec: _Recorder | None = None  # set while a flush plans
+        self._open()
         self.binary_fns = {op: functools.partial(self.binary, op) for op in BINARY_OPS}
         base = type(inner)
         for name in _OP_METHODS:
             if name not in _COMPOSED_HERE or getattr(base, name, None) is not getattr(Backend, name, None):
-                setattr(self, name, self._forwarder(name))
+                self._calls[name] = getattr(inner, name)
+                fn = self._forwarder(name) if name in _EAGER else self._deferrer(name)
+                setattr(self, name, fn)
 
     def __repr__(self) -> str:
         return f"<Fusion({type(self.inner).__name__}) {self.device}>"
+
+    # ------------------------------------------------------------------ the stream being recorded
+    def _open(self) -> None:
+        self._stream: list[Node] = []  # lazy nodes in creation order
+        self._sig: list[Any] = []  # the stream's signature, flat (see _record)
+        self._leaves: dict[Node, int] = {}  # computed nodes the stream reads, numbered by first read
+        self._scalars: list[Any] = []  # scalar operands of element-wise nodes, in stream order
+        self._cut = 0  # a stream length where the stream equals a planned one (see _recorded)
+
+    def _recorded(self) -> None:
+        """After an op joined the stream: flush a long stream; and where the stream now equals one
+        already planned, mark the cut, so the next op first runs it (a step of a loop that reads
+        nothing ends where the same step ended before, and replays)."""
+        n = len(self._stream)
+        if n > PENDING_LIMIT:
+            self.flush()
+        elif n in self._lengths and tuple(self._sig) in self._programs:
+            self._cut = n
+
+    def _operand(self, a: Node, sig: list[Any]) -> None:
+        """Append tensor operand ``a`` to the signature: a stream node by its position (>= 0), a computed
+        node as -1-k, the k-th input of the stream (with its shape and dtype the first time)."""
+        if a.op is not None:
+            sig.append(a.pos)
+            return
+        leaves = self._leaves
+        k = leaves.get(a)
+        if k is None:
+            if type(a.value) is _Failed:
+                a.value.throw()
+            k = leaves[a] = len(leaves)
+            sig.append(-1 - k)
+            sig.append(a.shape)
+            sig.append(a.dtype)
+        else:
+            sig.append(-1 - k)
+
+    def _record(self, node: Node) -> FPrim:
+        """Add lazy element-wise ``node`` to the stream and return a tensor's handle on it."""
+        stream = self._stream
+        node.pos = len(stream)
+        stream.append(node)
+        sig = self._sig
+        sig += node.op  # type: ignore[arg-type]  # lazy
+        sig.append(node.compute)
+        sig.append(node.dtype)
+        sig.append(node.shape)
+        node.sbase = len(self._scalars)
+        for a in node.args:
+            if type(a) is Node:
+                self._operand(a, sig)
+            else:
+                self._scalars.append(a)
+                sig.append(None)
+        p = lazy_handle(node)
+        self._recorded()
+        return p
+
+    def _signature_args(self, args: Any, sig: list[Any]) -> tuple[Any, ...]:
+        """A call's arguments for the signature: tensors as operand numbers, lists as tuples."""
+        out: list[Any] = []
+        for a in args:
+            if type(a) is Node:
+                mark: list[Any] = []
+                self._operand(a, mark)
+                out.append(tuple(mark))
+            elif isinstance(a, (list, tuple)):
+                out.append(self._signature_args(a, sig))
+            else:
+                out.append(a)
+        return tuple(out)
+
+    def _result_types(
+        self, name: str, operands: tuple[Any, ...], named: bool
+    ) -> list[tuple[tuple[int, ...], DType]]:
+        """The results' shapes and dtypes of a call (``burn.ir``'s rules), cached by the operands'
+        shapes and dtypes and the other arguments."""
+        try:
+            key = (name, *((a.shape, a.dtype) if type(a) is Node else a for a in operands))
+            return self._types[key]
+        except KeyError:
+            pass
+        except TypeError:  # a list argument (cat, stack): not a key
+            key = None
+        if named:  # reduce(op, x, ...): the rules take the op apart from the arguments
+            types = result_types(self, operands[0], name, operands[1:], _node_meta)
+        else:
+            types = result_types(self, name, name, operands, _node_meta)
+        if key is not None and len(self._types) < TYPE_CACHE_LIMIT:
+            self._types[key] = types
+        return types
+
+    def _deferrer(self, name: str) -> Callable[..., Any]:
+        """The method recording a call of the inner backend's ``name`` in the stream."""
+        named = name in _NAMED
+
+        def defer(*args: Any) -> Any:
+            if self._cut and len(self._stream) == self._cut:
+                self.flush()
+            operands = _nodes(args)
+            types = self._result_types(name, operands, named)
+            (shape, dtype) = types[0]
+            node = _call_node(shape, dtype, name, operands)
+            stream = self._stream
+            node.pos = len(stream)
+            stream.append(node)
+            sig = self._sig
+            sig.append(name)
+            sig.append(self._signature_args(operands, sig))
+            sig.append(shape)
+            sig.append(dtype)
+            self.stats["calls"] += 1
+            p = lazy_handle(node)
+            if len(types) == 2:
+                shape2, dtype2 = types[1]
+                twin = _call_node(shape2, dtype2, name, (node,))
+                twin.pos = len(stream)
+                stream.append(twin)
+                node.twin = twin
+                sig.append(dtype2)
+                q = lazy_handle(twin)
+                self._recorded()
+                return p, q
+            self._recorded()
+            return p
+
+        defer.__name__ = name
+        return defer
 
     # ------------------------------------------------------------------ values in and out
     def _wrap(self, value: Any) -> FPrim:
@@ -117,21 +283,27 @@ class Fusion(Backend):
         return FPrim(Node(tuple(inner.shape_of(value)), inner.dtype_of(value), value))
 
     def _values(self, prims: Sequence[FPrim]) -> list[Any]:
-        """The inner primitives of ``prims``, materialising the lazy ones together (one plan)."""
-        lazy = [p.node for p in prims if p.node.op is not None]
-        if lazy:
-            self._execute(lazy)
-        return [p.node.value for p in prims]
+        """The inner primitives of ``prims``, flushing the stream first when one is lazy."""
+        for p in prims:
+            if p.node.op is not None:
+                self.flush()
+                break
+        values = [p.node.value for p in prims]
+        for v in values:
+            if type(v) is _Failed:
+                v.throw()
+        return values
 
     def _forwarder(self, name: str) -> Callable[..., Any]:
-        method = getattr(self.inner, name)
+        """The method running the inner backend's ``name`` at once (its tensor inputs computed first)."""
+        method = self._calls[name]
         pair = name in _TWO_OUTPUTS
 
         def forward(*args: Any) -> Any:
-            lazy: list[Node] = []
-            _collect(args, lazy)
-            if lazy:
-                self._execute(lazy)
+            prims: list[FPrim] = []
+            _collect(args, prims)
+            if prims:
+                self._values(prims)
             out = method(*_unwrap(args))
             if pair:
                 return self._wrap(out[0]), self._wrap(out[1])
@@ -175,12 +347,69 @@ class Fusion(Backend):
     def fusion_runtime(self) -> FusionRuntime | None:
         return None  # fusion does not stack on itself
 
+    # ------------------------------------------------------------------ flush: replay or plan
     def flush(self) -> None:
-        """Run every deferred op whose value a tensor still holds."""
-        targets = [p.node for p in (r() for r in self._pending) if p is not None and p.node.op is not None]
-        self._pending = []
+        """Run the recorded stream: every call, and every element-wise op whose value a tensor holds."""
+        stream = self._stream
+        if not stream:
+            return
+        sig, leaves, scalars = self._sig, list(self._leaves), self._scalars
+        self._open()
+        self.stats["flushes"] += 1
+        try:
+            key: tuple[Any, ...] | None = tuple(sig) if self.replay else None
+            try:
+                programs = self._programs.get(key)  # type: ignore[arg-type]  # a tuple
+            except TypeError:  # an unhashable static argument: plan, and keep no program
+                programs, key = None, None
+            for program in programs or ():  # none without a key
+                if program.usable(stream):
+                    self.stats["replays"] += 1
+                    program.run(self, stream, leaves, scalars)
+                    return
+            self.stats["plans"] += 1
+            rec = self._rec = _Recorder(stream, leaves, scalars) if key is not None else None
+            try:
+                self._plan_stream(stream)
+            finally:
+                self._rec = None
+            if rec is not None and key is not None:
+                # a few programs per signature: the same ops with different values held afterwards
+                kept = self._programs.setdefault(key, [])
+                kept.insert(0, rec.program())
+                del kept[PROGRAMS_PER_SIGNATURE:]
+                self._lengths.add(len(stream))
+        except BaseException as error:
+            failed = _Failed(error)
+            for n in stream:
+                if n.op is not None:
+                    n.done(failed)
+            raise
+
+    def _plan_stream(self, stream: list[Node]) -> None:
+        """Plan and run ``stream`` (the first time its signature is seen), recording what ran."""
+        rec = self._rec
+        for n in stream:
+            if n.op is None or n.op[0] != "call":
+                continue  # computed by now, or element-wise (planned when something reads it)
+            lazy = [a for a in _flat_nodes(n.args) if a.op is not None]
+            if lazy:
+                self._execute(lazy)
+            if rec is not None:
+                rec.call(n)  # before it runs: running drops its operands
+            self._run_call(n)
+        targets = [n for n in stream if n.op is not None and wanted(n)]
         if targets:
             self._execute(targets)
+
+    def _run_call(self, n: Node) -> None:
+        out = self._calls[n.op[1]](*_values_of(n.args))  # type: ignore[index]  # a lazy call
+        twin = n.twin
+        if twin is None:
+            n.done(out)
+        else:
+            n.done(out[0])
+            twin.done(out[1])
 
     # ------------------------------------------------------------------ element-wise (deferred)
     def _can(self, kind: str, name: str, compute: DType, out: DType) -> bool:
@@ -199,24 +428,16 @@ class Fusion(Backend):
         dtype: DType,
         compute: DType,
     ) -> FPrim:
+        if self._cut and len(self._stream) == self._cut:
+            self.flush()
         operands = tuple(a.node if type(a) is FPrim else a for a in args)
         node = Node(shape, dtype, None, (kind, name), operands, compute)
         rt = self.runtime
-        while node.size > rt.max_ops or node.nleaves >= rt.max_tensors:
-            big = [a for a in node.args if type(a) is Node and a.op is not None]
-            if not big:
-                break
-            self._execute([max(big, key=lambda a: (a.nleaves, a.size))])
-            node = Node(shape, dtype, None, (kind, name), node.args, compute)
-        p = lazy_handle(node)
+        if node.size > rt.max_ops or node.nleaves >= rt.max_tensors:
+            self.flush()  # its operands are held (by ``args``), so they are computed now
+            node = Node(shape, dtype, None, (kind, name), operands, compute)
         self.stats["ops"] += 1
-        pending = self._pending
-        pending.append(node.handle)
-        if len(pending) > PENDING_LIMIT:
-            self._pending = [r for r in pending if (q := r()) is not None and q.node.op is not None]
-            if len(self._pending) > PENDING_LIMIT // 2:
-                self.flush()
-        return p
+        return self._record(node)
 
     def unary(self, op: str, x: FPrim) -> FPrim:
         dt = x.node.dtype
@@ -275,7 +496,6 @@ class Fusion(Backend):
         for n in order:
             if n in outs:
                 groups.setdefault(n.shape, []).append(n)
-        self.stats["flushes"] += 1
         if len(groups) == 1:  # the targets are in the one group, so its closure is ``order``
             (group,) = groups.values()
             if not self._launch(group, order):
@@ -353,6 +573,8 @@ class Fusion(Backend):
         if plan is None:
             plan = self._plans[key] = _make_plan(order, inputs, scalar_dtypes, outs)
         values = self.runtime.execute(plan, [i.value for i in inputs], scalars)
+        if self._rec is not None:
+            self._rec.kernel(plan, inputs, order, outs)
         for node, value in zip(outs, values):
             node.done(value)
         self.stats["kernels"] += 1
@@ -421,13 +643,178 @@ def _lazy_args(n: Node) -> list[Node]:
     return [a for a in n.args if type(a) is Node and a.op is not None]
 
 
-def _collect(args: Any, lazy: list[Node]) -> None:
+class _Failed:
+    """The value of a lazy node whose flush raised: reading it raises again, naming the first error."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def throw(self) -> None:
+        raise RuntimeError(
+            f"fusion: this value was never computed: a deferred op failed when the stream ran "
+            f"({type(self.error).__name__}: {self.error})"
+        ) from self.error
+
+
+# program steps: (KERNEL, plan, input refs (stream positions >= 0, inputs of the stream -1-k), scalar
+# indices, written positions, positions freed after it) and (CALL, position, positions freed after it)
+KERNEL, CALL = 0, 1
+
+
+class _Program:
+    """What planning a stream ran, over stream positions, to run again for an equal signature.
+
+    ``unwritten``: positions no step writes (computed in registers) or that a step frees; the program
+    is usable only while no tensor holds one of them."""
+
+    __slots__ = ("steps", "unwritten")
+
+    def __init__(self, steps: list[tuple[Any, ...]], unwritten: tuple[int, ...]) -> None:
+        self.steps = steps
+        self.unwritten = unwritten
+
+    def usable(self, stream: list[Node]) -> bool:
+        for p in self.unwritten:
+            h = stream[p].handle
+            if h is not None and h() is not None:
+                return False
+        return True
+
+    def run(self, b: Fusion, stream: list[Node], leaves: list[Node], scalars: list[Any]) -> None:
+        execute, run_call = b.runtime.execute, b._run_call
+        kernels = fused = 0
+        for step in self.steps:
+            if step[0] == KERNEL:
+                _, plan, refs, sidx, outs, free = step
+                values = execute(
+                    plan,
+                    [stream[r].value if r >= 0 else leaves[-1 - r].value for r in refs],
+                    [scalars[i] for i in sidx],
+                )
+                for p, v in zip(outs, values):
+                    stream[p].done(v)
+                kernels += 1
+                if len(plan.ops) > 1:
+                    fused += 1
+            else:
+                _, p, free = step
+                run_call(stream[p])
+            for p in free:
+                stream[p].done(None)
+        b.stats["kernels"] += kernels
+        b.stats["fused"] += fused
+
+
+class _Recorder:
+    """Collects a program while a stream is planned (``Fusion._plan_stream``)."""
+
+    def __init__(self, stream: list[Node], leaves: list[Node], scalars: list[Any]) -> None:
+        self.stream = stream
+        self.leaf_index = {n: k for k, n in enumerate(leaves)}
+        self.steps: list[list[Any]] = []
+        self.reads: list[list[int]] = []  # per step, the stream positions it reads
+        self.written: set[int] = set()
+
+    def kernel(self, plan: FusedKernel, inputs: dict[Node, int], order: list[Node], outs: list[Node]) -> None:
+        refs = []
+        for node in inputs:  # in binding order
+            k = self.leaf_index.get(node)
+            refs.append(node.pos if k is None else -1 - k)
+        sidx = []
+        for n in order:
+            j = n.sbase
+            for a in n.args:
+                if type(a) is not Node:
+                    sidx.append(j)
+                    j += 1
+        positions = tuple(o.pos for o in outs)
+        self.steps.append([KERNEL, plan, tuple(refs), tuple(sidx), positions])
+        self.reads.append([r for r in refs if r >= 0])
+        self.written.update(positions)
+
+    def call(self, n: Node) -> None:
+        self.steps.append([CALL, n.pos])
+        self.reads.append([a.pos for a in _flat_nodes(n.args) if a.pos >= 0 and a not in self.leaf_index])
+        self.written.add(n.pos)
+        if n.twin is not None:
+            self.written.add(n.twin.pos)
+
+    def program(self) -> _Program:
+        """The program; each written value no tensor holds is freed after its last read."""
+        stream = self.stream
+        last: dict[int, int] = {}
+        for s, reads in enumerate(self.reads):
+            for p in reads:
+                last[p] = s
+        free: list[list[int]] = [[] for _ in self.steps]
+        for s, step in enumerate(self.steps):
+            made = step[4] if step[0] == KERNEL else (step[1],)
+            for p in made:
+                if not wanted(stream[p]):
+                    free[max(s, last.get(p, s))].append(p)
+        freed = {p for f in free for p in f}
+        unwritten = tuple(n.pos for n in stream if n.pos not in self.written or n.pos in freed)
+        steps = [(*step, tuple(f)) for step, f in zip(self.steps, free)]
+        return _Program(steps, unwritten)
+
+
+def _call_node(shape: tuple[int, ...], dtype: DType, name: str, operands: tuple[Any, ...]) -> Node:
+    """A lazy node for a call of the inner backend's ``name``: a kernel boundary, so element-wise nodes
+    reading it count it as one input (as a computed node)."""
+    node = Node(shape, dtype, None, ("call", name), operands)
+    node.nleaves = 1
+    node.size = 0
+    return node
+
+
+def _nodes(args: Any) -> tuple[Any, ...]:
+    """``args`` with every tensor handle replaced by its node (inside lists and tuples too)."""
+    out: list[Any] = []
     for a in args:
         if type(a) is FPrim:
-            if a.node.op is not None:
-                lazy.append(a.node)
+            out.append(a.node)
+        elif isinstance(a, (list, tuple)) and any(
+            type(v) is FPrim or isinstance(v, (list, tuple)) for v in a
+        ):
+            out.append(type(a)(_nodes(a)))
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+def _node_meta(a: Any) -> tuple[tuple[int, ...], DType] | None:
+    return (a.shape, a.dtype) if type(a) is Node else None
+
+
+def _flat_nodes(args: Any) -> Iterator[Node]:
+    for a in args:
+        if type(a) is Node:
+            yield a
         elif isinstance(a, (list, tuple)):
-            _collect(a, lazy)
+            yield from _flat_nodes(a)
+
+
+def _values_of(args: Any) -> list[Any]:
+    """A call's arguments with every node replaced by its computed value."""
+    out: list[Any] = []
+    for a in args:
+        if type(a) is Node:
+            out.append(a.value)
+        elif isinstance(a, (list, tuple)) and any(type(v) is Node or isinstance(v, (list, tuple)) for v in a):
+            out.append(type(a)(_values_of(a)))
+        else:
+            out.append(a)
+    return out
+
+
+def _collect(args: Any, prims: list[FPrim]) -> None:
+    for a in args:
+        if type(a) is FPrim:
+            prims.append(a)
+        elif isinstance(a, (list, tuple)):
+            _collect(a, prims)
 
 
 def _unwrap(args: Any) -> Any:

@@ -22,13 +22,28 @@ _SEQ = itertools.count()
 class Node:
     """One value of the stream. ``value`` is the inner primitive once computed (then ``op`` is None).
 
-    A lazy node has ``op`` (``(kind, name)``: kind one of unary, binary, where, clamp, cast),
+    A lazy node has ``op`` (``(kind, name)``: kind one of unary, binary, where, clamp, cast, or "call"
+    for any other backend op, run as a whole by the inner backend),
     ``args`` (nodes or scalars, in the op's operand order), ``compute`` (the dtype the op computes in,
     which scalars take), ``nleaves`` (reads of computed nodes in its expression) and ``size`` (ops in
     its expression); both count shared parts again, so they bound a kernel's bindings and length.
     """
 
-    __slots__ = ("op", "args", "value", "shape", "dtype", "compute", "handle", "nleaves", "size", "seq")
+    __slots__ = (
+        "op",
+        "args",
+        "value",
+        "shape",
+        "dtype",
+        "compute",
+        "handle",
+        "nleaves",
+        "size",
+        "seq",
+        "pos",
+        "sbase",
+        "twin",
+    )
 
     def __init__(
         self,
@@ -47,6 +62,9 @@ class Node:
         self.compute = compute
         self.handle: weakref.ref[FPrim] | None = None
         self.seq = next(_SEQ)  # creation order: operands are always older, so it is a topological order
+        self.pos = -1  # index in the stream being recorded (lazy nodes only)
+        self.sbase = 0  # index of its first scalar operand in the stream's scalars
+        self.twin: Node | None = None  # a two-output call: the node of the second output
         nleaves = size = 0
         if op is not None:
             size = 1

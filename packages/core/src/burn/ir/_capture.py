@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import _dtype as D
@@ -194,27 +194,8 @@ class CaptureBackend(Backend):
         return sym
 
     def _emit(self, kind: str, method: str, args: tuple) -> Any:
-        spec = op_def(kind)
         record_args = tuple(_as_refs(a) for a in args)
-        shape_args = tuple(_as_shapes(a) for a in args)
-        shape = _SHAPES[method](*((kind,) if spec.op_arg else ()), *shape_args)
-        first = next((s for s in _flat_syms(args)), None)
-        value_dtype = first.ref.dtype if first is not None else None
-        attr = next((a for a in args if isinstance(a, D.DType)), None)
-        dtypes: list[D.DType | None]
-        if spec.result == "value":  # where: the value operands' dtype (the condition is bool)
-            value = next((s for s in _flat_syms(args[1:])), None)
-            dtypes = [value.ref.dtype if value is not None else _scalar_dtype(args[1], self)]
-        elif spec.result == "pair":
-            dtypes = [value_dtype, self.default_int]
-        else:
-            rule = {"same": value_dtype, "bool": D.bool_, "int": self.default_int, "attr": attr}
-            dtypes = [rule[spec.result]]
-        outs = []
-        for dt in dtypes:
-            if dt is None:
-                raise IrError(f"capture: {kind}: no operand gives the dtype of its result")
-            outs.append(self._new(shape, dt))
+        outs = [self._new(shape, dt) for shape, dt in result_types(self, kind, method, args, _sym_meta)]
         self.graph.ops.append(OpRecord(OpKind(kind), record_args, tuple(o.ref for o in outs)))
         return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -284,20 +265,61 @@ def _as_refs(a: Any) -> Any:
     return a
 
 
-def _as_shapes(a: Any) -> Any:
-    if isinstance(a, Sym):
-        return a.ref.shape
-    if isinstance(a, list) and a and all(isinstance(v, Sym) for v in a):
-        return [v.ref.shape for v in a]
+Meta = Callable[[Any], "tuple[tuple[int, ...], D.DType] | None"]
+
+
+def _sym_meta(a: Any) -> tuple[tuple[int, ...], D.DType] | None:
+    return (a.ref.shape, a.ref.dtype) if isinstance(a, Sym) else None
+
+
+def _as_shapes(a: Any, meta: Meta) -> Any:
+    m = meta(a)
+    if m is not None:
+        return m[0]
+    if isinstance(a, list) and a and all(meta(v) is not None for v in a):
+        return [meta(v)[0] for v in a]  # type: ignore[index]  # checked just above
     return a
 
 
-def _flat_syms(args: Any) -> Iterator[Sym]:
+def _first_dtype(args: Any, meta: Meta) -> D.DType | None:
     for a in args:
-        if isinstance(a, Sym):
-            yield a
-        elif isinstance(a, (list, tuple)):
-            yield from _flat_syms(a)
+        m = meta(a)
+        if m is not None:
+            return m[1]
+        if isinstance(a, (list, tuple)):
+            dt = _first_dtype(a, meta)
+            if dt is not None:
+                return dt
+    return None
+
+
+def result_types(
+    b: Backend, kind: str, method: str, args: tuple, meta: Meta
+) -> list[tuple[tuple[int, ...], D.DType]]:
+    """The shape and dtype of each result of the backend call ``method(*args)`` (``kind``: the op, which
+    differs from ``method`` for unary/binary/reduce/arg_reduce), without running it: ``meta`` gives a
+    tensor argument's ``(shape, dtype)`` and None for anything else. ``b`` supplies the default dtypes.
+    The capture backend records by it, and the fusion decorator defers calls by it."""
+    spec = op_def(kind)
+    shape_args = tuple(_as_shapes(a, meta) for a in args)
+    shape = _SHAPES[method](*((kind,) if spec.op_arg else ()), *shape_args)
+    value_dtype = _first_dtype(args, meta)
+    attr = next((a for a in args if isinstance(a, D.DType)), None)
+    dtypes: list[D.DType | None]
+    if spec.result == "value":  # where: the value operands' dtype (the condition is bool)
+        value = _first_dtype(args[1:], meta)
+        dtypes = [value if value is not None else _scalar_dtype(args[1], b)]
+    elif spec.result == "pair":
+        dtypes = [value_dtype, b.default_int]
+    else:
+        rule = {"same": value_dtype, "bool": D.bool_, "int": b.default_int, "attr": attr}
+        dtypes = [rule[spec.result]]
+    out = []
+    for dt in dtypes:
+        if dt is None:
+            raise IrError(f"capture: {kind}: no operand gives the dtype of its result")
+        out.append((tuple(int(s) for s in shape), dt))
+    return out
 
 
 def _scalar_dtype(value: Any, b: Backend) -> D.DType:
