@@ -305,3 +305,19 @@ def test_replay_can_be_switched_off(monkeypatch):
     for _ in range(3):
         b.to_numpy(b.unary("exp", b.binary("mul", x, 2.0)))
     assert (b.stats["plans"], b.stats["replays"]) == (3, 0)
+
+
+def test_mark_step_ends_a_stream_so_an_inference_loop_replays():
+    dev = burn.device("cpu", fusion=True)
+    b = dev.backend
+    w = burn.tensor(np.eye(4, dtype=np.float32), device=dev)
+    before = dict(b.stats)
+    outs = []
+    for i in range(5):
+        x = burn.full((2, 4), float(i), device=dev)
+        outs.append(((x @ w) * 2).relu().sum(1))
+        burn.fusion.mark_step(dev)
+    assert b.stats["flushes"] - before["flushes"] == 5
+    assert b.stats["replays"] - before["replays"] >= 4
+    assert [o.tolist() for o in outs] == [[8.0 * i] * 2 for i in range(5)]
+    burn.fusion.mark_step("cpu")  # a device without fusion: nothing to do

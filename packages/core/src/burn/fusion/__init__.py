@@ -1,8 +1,9 @@
 """``burn.fusion``: the fusion decorator (Burn's burn-fusion) and the plan its runtimes render.
 
 ``burn.device("wgpu")`` and ``burn.device("cuda")`` run behind it by default: element-wise ops are
-deferred and chains of them run as one generated kernel (``fusion=False`` or ``BURN_FUSION=0`` turns
-it off). A backend offers kernels for it by returning a ``FusionRuntime`` from
+recorded lazily, chains of element-wise ops run as one generated kernel, and a repeated stream (a
+training step) replays what was planned for it the first time (``fusion=False`` or ``BURN_FUSION=0``
+turns fusion off, ``BURN_FUSION_REPLAY=0`` only the replay). A backend offers kernels for it by returning a ``FusionRuntime`` from
 ``Backend.fusion_runtime()``; without one, plans run op by op (``ReferenceRuntime``).
 
 >>> dev = burn.device("cpu", fusion=True)
@@ -11,8 +12,8 @@ it off). A backend offers kernels for it by returning a ``FusionRuntime`` from
 [3.0, 1.0, 7.0]
 """
 
-from ._backend import Fusion
+from ._backend import Fusion, mark_step
 from ._plan import FusedKernel, FusedOp, FusionRuntime
 from ._reference import ReferenceRuntime
 
-__all__ = ["FusedKernel", "FusedOp", "Fusion", "FusionRuntime", "ReferenceRuntime"]
+__all__ = ["FusedKernel", "FusedOp", "Fusion", "FusionRuntime", "ReferenceRuntime", "mark_step"]

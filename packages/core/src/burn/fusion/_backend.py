@@ -643,6 +643,26 @@ def _lazy_args(n: Node) -> list[Node]:
     return [a for a in n.args if type(a) is Node and a.op is not None]
 
 
+def mark_step(device: Any) -> None:
+    """End a step of a loop on ``device`` (a device or its name): the op stream fusion recorded so far
+    is launched now, without waiting for the device, so every step is one stream, planned once and then
+    replayed. The optimizers call it after each update, so training loops need nothing; an inference
+    loop that reads nothing may call it after each batch. A device without fusion ignores it.
+
+    >>> dev = burn.device("cpu", fusion=True)
+    >>> y = burn.ones(3, device=dev) * 2
+    >>> burn.fusion.mark_step(dev)  # launched; reading y now waits for nothing more
+    """
+    from .._device import device as as_device
+
+    b = as_device(device).backend
+    while b is not None:
+        if isinstance(b, Fusion):
+            b.flush()
+            return
+        b = getattr(b, "inner", None)
+
+
 class _Failed:
     """The value of a lazy node whose flush raised: reading it raises again, naming the first error."""
 

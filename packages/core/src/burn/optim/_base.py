@@ -13,6 +13,7 @@ from typing import Any
 
 from .._errors import ConfigError, RecordError, ShapeError
 from .._tensor import Tensor
+from ..fusion import mark_step
 from ..nn._param import lift
 from ._grads import GradientsParams
 
@@ -49,6 +50,7 @@ class Optimizer:
         if not isinstance(grads, GradientsParams):
             grads = GradientsParams.from_grads(grads, module)
         clipping = getattr(self.config, "grad_clipping", None)
+        devices = set()
         for name, param in module.named_params():
             if not param.require_grad:
                 continue
@@ -68,6 +70,9 @@ class Optimizer:
             new_w, state = self._update(float(lr), w, g, self._state_for(param.id, w))
             self._states[param.id] = state
             param.set(lift(new_w.cast(w.dtype), param.value.backend))
+            devices.add(w.device)
+        for dev in devices:  # a training step ends here: fusion launches it as one stream
+            mark_step(dev)
         return module
 
     def _update(self, lr: float, w: Tensor, g: Tensor, state: State | None) -> tuple[Tensor, State]:
