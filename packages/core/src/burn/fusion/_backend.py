@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -133,6 +134,7 @@ class Fusion(Backend):
         self._plans: dict[tuple[Any, ...], FusedKernel] = {}
         self._programs: dict[tuple[Any, ...], list[_Program]] = {}  # by stream signature
         self._lengths: set[int] = set()  # the stream lengths of the programs
+        self._broadcasts: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...]] = {}
         self._types: dict[tuple[Any, ...], list[tuple[tuple[int, ...], DType]]] = {}
         self.replay = os.environ.get("BURN_FUSION_REPLAY", "1") != "0"
         self._calls: dict[str, Callable[..., Any]] = {}  # method name -> the inner backend's bound method
@@ -186,24 +188,34 @@ class Fusion(Backend):
             sig.append(-1 - k)
 
     def _record(self, node: Node) -> FPrim:
-        """Add lazy element-wise ``node`` to the stream and return a tensor's handle on it."""
+        """Add lazy element-wise ``node`` to the stream and return a tensor's handle on it (the hot
+        path of every element-wise op: ``_operand`` and ``_recorded`` inlined)."""
         stream = self._stream
-        node.pos = len(stream)
+        n = node.pos = len(stream)
         stream.append(node)
         sig = self._sig
         sig += node.op  # type: ignore[arg-type]  # lazy
         sig.append(node.compute)
         sig.append(node.dtype)
         sig.append(node.shape)
-        node.sbase = len(self._scalars)
+        scalars = self._scalars
+        node.sbase = len(scalars)
         for a in node.args:
             if type(a) is Node:
-                self._operand(a, sig)
+                if a.op is not None:
+                    sig.append(a.pos)
+                else:
+                    self._operand(a, sig)
             else:
-                self._scalars.append(a)
+                scalars.append(a)
                 sig.append(None)
-        p = lazy_handle(node)
-        self._recorded()
+        p = FPrim(node)
+        node.handle = weakref.ref(p)
+        n += 1
+        if n > PENDING_LIMIT:
+            self.flush()
+        elif n in self._lengths and tuple(sig) in self._programs:
+            self._cut = n
         return p
 
     def _signature_args(self, args: Any, sig: list[Any]) -> tuple[Any, ...]:
@@ -430,7 +442,7 @@ class Fusion(Backend):
     ) -> FPrim:
         if self._cut and len(self._stream) == self._cut:
             self.flush()
-        operands = tuple(a.node if type(a) is FPrim else a for a in args)
+        operands = tuple([a.node if type(a) is FPrim else a for a in args])
         node = Node(shape, dtype, None, (kind, name), operands, compute)
         rt = self.runtime
         if node.size > rt.max_ops or node.nleaves >= rt.max_tensors:
@@ -454,7 +466,14 @@ class Fusion(Backend):
     def binary(self, op: str, a: FPrim | Scalar, b: FPrim | Scalar) -> FPrim:
         if type(a) is FPrim:
             dt = a.node.dtype
-            shape = a.node.shape if type(b) is not FPrim else broadcast_shape(a.node.shape, b.node.shape)
+            shape = a.node.shape
+            if type(b) is FPrim and b.node.shape != shape:
+                key = (shape, b.node.shape)
+                shape = self._broadcasts.get(key)  # type: ignore[assignment]  # filled just below
+                if shape is None:
+                    shape = broadcast_shape(*key)
+                    if len(self._broadcasts) < TYPE_CACHE_LIMIT:
+                        self._broadcasts[key] = shape
         else:
             assert type(b) is FPrim, "binary: one operand is a tensor (the frontend's contract)"
             dt, shape = b.node.dtype, b.node.shape
