@@ -674,7 +674,7 @@ def mark_step(device: Any) -> None:
     """
     from .._device import device as as_device
 
-    b = as_device(device).backend
+    b: Any = as_device(device).backend
     while b is not None:
         if isinstance(b, Fusion):
             b.flush()
