@@ -1,14 +1,16 @@
-"""Entry point of burn_train (group ``burn``): registers the metrics-basic collectors.
+"""Entry point of burn_train (group ``burn``): registers the metrics-basic collectors and ``burn launch``.
 
-Import-light: psutil is imported only when a collector is built, and only where it is installed.
+Import-light: psutil is imported only when a collector is built, and only where it is installed;
+``burn launch`` loads mpi4py only in the ranks it starts.
 """
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from burn.plugins import MetricCollectorSpec, hookimpl
+from burn.plugins import CommandSpec, MetricCollectorSpec, hookimpl
 
 if TYPE_CHECKING:
     from ._collectors import CpuMemoryCollector, CpuUseCollector
@@ -42,5 +44,33 @@ def burn_register_metric_collectors(register: Callable[[MetricCollectorSpec], No
     register(
         MetricCollectorSpec(
             "cpu-memory", _cpu_memory, _available, group="metrics-basic", description="CPU memory used (GiB)"
+        )
+    )
+
+
+def _configure_launch(parser: argparse.ArgumentParser) -> None:
+    from .distributed._launch import configure
+
+    configure(parser)
+
+
+def _run_launch(args: argparse.Namespace) -> int:
+    from .distributed._launch import run
+
+    return run(args)
+
+
+@hookimpl
+def burn_register_commands(register: Callable[[CommandSpec], None]) -> None:
+    from .distributed._launch import help_line
+
+    register(
+        CommandSpec(
+            name="launch",
+            configure=_configure_launch,
+            run=_run_launch,
+            help=help_line(),
+            description="Run a training script as N MPI ranks (mpiexec -n N python SCRIPT ...); "
+            "Learner.fit trains data-parallel across them.",
         )
     )

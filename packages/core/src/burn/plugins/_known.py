@@ -40,7 +40,9 @@ KNOWN: tuple[KnownDist, ...] = (
     KnownDist("burn-autodiff", "burn_autodiff", "autodiff", ("decorator:autodiff",)),
     KnownDist("burn-wgpu", "burn_wgpu", "wgpu", ("backend:wgpu", "command:web")),
     KnownDist("burn-cuda", "burn_cuda", "cuda", ("backend:cuda",)),
-    KnownDist("burn-train", "burn_train", "train", ("collector:cpu-use", "collector:cpu-memory")),
+    KnownDist(
+        "burn-train", "burn_train", "train", ("collector:cpu-use", "collector:cpu-memory", "command:launch")
+    ),
     KnownDist("burn-metrics-cuda", "burn_metrics_cuda", "metrics-cuda", ("collector:cuda",)),
     KnownDist(
         "burn-metrics-web",

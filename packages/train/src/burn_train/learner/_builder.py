@@ -48,6 +48,9 @@ class LearnerConfig:
     csv_logs: bool = True
     plots: bool = True
     sync_items: str = "auto"
+    # burn_train.distributed.DistributedOptions; None: data-parallel when an MPI launcher started several ranks
+    distributed: Any = None
+    writes: bool = True  # False on ranks other than 0 of a distributed job: no file, no terminal output
 
 
 class LearnerBuilder:
@@ -117,6 +120,35 @@ class LearnerBuilder:
                 f"in {[str(d) for d in devices]} (use 'cpu:1', 'wgpu:1', ... for distinct devices of one backend)"
             )
         self._c.devices = devices
+        return self
+
+    def distributed(
+        self,
+        enabled: bool | None = None,
+        *,
+        collective: str = "auto",
+        timeout: float | None = None,
+        bucket_mb: float = 25.0,
+    ) -> LearnerBuilder:
+        """Data-parallel training over processes (MPI ranks: ``mpirun -n N`` or ``burn launch -n N``).
+
+        ``enabled=None`` (the default, also without calling this) trains data-parallel whenever an MPI
+        launcher started more than one rank; True forces it (one rank included), False turns it off.
+        ``collective``: ``"auto"`` (NCCL on CUDA devices, MPI otherwise), ``"mpi"`` or ``"nccl"``.
+        ``timeout``: seconds a rank waits for the others before the job is aborted (default
+        ``BURN_DDP_TIMEOUT`` or 600). ``bucket_mb``: gradient bucket size in MiB. The train loader's
+        batch size is the global batch: each rank takes its part of every batch.
+        """
+        from ..distributed._options import DistributedOptions
+
+        if isinstance(bucket_mb, bool) or not isinstance(bucket_mb, (int, float)) or not bucket_mb > 0:
+            raise ValueError(f"LearnerBuilder.distributed: bucket_mb must be a number > 0, got {bucket_mb!r}")
+        try:
+            self._c.distributed = DistributedOptions(
+                enabled, collective, timeout, max(1, int(bucket_mb * 2**20))
+            )
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"LearnerBuilder.{exc}") from None
         return self
 
     def early_stopping(

@@ -7,6 +7,7 @@ epoch end it flushes the processor on its own thread (draining what is left, see
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -74,6 +75,7 @@ class Learner:
         self.processor: Any = None
         self.checkpointer: Any = None
         self.strategy: Strategy | None = None  # set by fit: SingleDevice, or DataParallel on several devices
+        self._world: Any = None  # burn_train.distributed.World when fit trains over MPI ranks
 
     @property
     def interrupter(self) -> Any:
@@ -122,6 +124,10 @@ class Learner:
     def _strategy(self, train_loader: Any, valid_loader: Any) -> Strategy:
         """Move the model to the main device, point the loaders at it, and pick the strategy."""
         c = self.config
+        if self._world is not None:  # one process per device, launched by MPI
+            from ..distributed._strategy import make_strategy
+
+            return make_strategy(self, train_loader, self._world)
         if not c.devices:  # the model stays where it is
             found = self.model.devices() if hasattr(self.model, "devices") else []
             return SingleDevice(found[0] if found else None, train_loader, c.sync_items)
@@ -175,6 +181,11 @@ class Learner:
         KeyboardInterrupt (Ctrl-C, or ``k`` in the dashboard) the summary and plots of what was trained
         are written, then the KeyboardInterrupt propagates (a script decides how to exit).
         """
+        from ..distributed._strategy import active_world, rank_config
+
+        self._world = active_world(self.config.distributed)  # None unless launched over MPI ranks
+        if self._world is not None:  # ranks other than 0 train the same but write nothing
+            self.config = rank_config(self.config, self._world.rank)
         c = self.config
         self.summary = None
         if c.resume_epoch is not None:
@@ -183,7 +194,8 @@ class Learner:
             problem = resume_problem(os.path.join(c.directory, "checkpoint"), c.resume_epoch)
             if problem is not None:
                 raise FileNotFoundError(problem)
-        os.makedirs(c.directory, exist_ok=True)
+        if c.writes:
+            os.makedirs(c.directory, exist_ok=True)
         app_log = None
         if c.app_log:
             from ..logger import AppLogger
@@ -202,7 +214,7 @@ class Learner:
         reason, trained = "failed", False
         try:
             self.strategy = self._strategy(train_loader, valid_loader)
-            first = self._resume()
+            first = self.strategy.start(self, self._resume())
             log.info(
                 "training epochs %d..%d with the %s event processor", first, c.num_epochs, self.processor.mode
             )
@@ -227,19 +239,22 @@ class Learner:
         c = self.config
         for epoch in range(first, c.num_epochs + 1):
             self._train_epoch(epoch)
-            if c.interrupter.should_stop():
+            if self._fitting().should_stop(c.interrupter):
                 self.processor.submit(StatusEvent(f"interrupted in epoch {epoch}: {c.interrupter.reason}"))
                 log.info("training interrupted in epoch %d: %s", epoch, c.interrupter.reason)
                 return "interrupted"
             if valid_loader is not None:
                 self._valid_epoch(epoch, valid_loader)
-                if c.interrupter.should_stop():
+                if self._fitting().should_stop(c.interrupter):
                     log.info("training interrupted in validation of epoch %d", epoch)
                     return "interrupted"
             self.processor.flush()  # epoch values now in the store
+            self._fitting().share_epoch_values(self.store)
             if self.checkpointer is not None:
                 self._checkpoint(epoch)
-            if c.early_stopping is not None and c.early_stopping.should_stop(epoch, self.store):
+            if c.early_stopping is not None and self._fitting().decide(
+                functools.partial(c.early_stopping.should_stop, epoch, self.store)
+            ):
                 best = c.early_stopping.best_epoch(epoch, self.store)
                 text = f"early stopping at epoch {epoch}: no improvement of {c.early_stopping.metric} since epoch {best}"
                 self.processor.submit(StatusEvent(text))
@@ -283,7 +298,7 @@ class Learner:
                 self._emit(
                     "train", out.item, Progress(done, total), iteration, epoch, lr, strategy.sync_here[k]
                 )
-            if c.interrupter.should_stop():
+            if self._fitting().should_stop(c.interrupter):
                 break
         self.processor.submit(EndEpochEvent("train", epoch))
 
@@ -307,10 +322,12 @@ class Learner:
         model = self.model.valid() if hasattr(self.model, "valid") else self.model
         if not hasattr(model, "valid_step"):
             raise TypeError(f"the model ({type(model).__name__}) must define valid_step(batch) to validate")
-        for i, batch in enumerate(loader):
+        strategy = self._fitting()
+        for i, batch in enumerate(strategy.valid_batches(loader)):
             progress = Progress(sizes.done_after(i), sizes.total)
-            self._emit("valid", model.valid_step(batch), progress, i + 1, epoch, None, sync_here)
-            if self.config.interrupter.should_stop():
+            for item in strategy.valid_items(model, batch):
+                self._emit("valid", item, progress, i + 1, epoch, None, sync_here)
+            if strategy.should_stop(self.config.interrupter):
                 break
         self.processor.submit(EndEpochEvent("valid", epoch))
 

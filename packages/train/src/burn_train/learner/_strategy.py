@@ -24,7 +24,7 @@ do not exist (Pyodide). Nothing here waits on the event processor.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .._output import TrainOutput
@@ -83,6 +83,30 @@ class Strategy:
 
     def stepped(self) -> None:
         """The optimizer changed the params."""
+
+    # hooks of multi-process strategies (burn_train.distributed); one process needs none of them
+    def start(self, learner: Any, first: int) -> int:
+        """Before the first epoch (after a resume): returns the first epoch to train."""
+        return first
+
+    def decide(self, local: Callable[[], bool]) -> bool:
+        """A decision every process must share (early stopping): here, ``local()``."""
+        return local()
+
+    def should_stop(self, interrupter: Any) -> bool:
+        """Whether to stop now; processes of one job answer the same after the same step."""
+        return bool(interrupter.should_stop())
+
+    def share_epoch_values(self, store: Any) -> None:
+        """After an epoch's values are in ``store``: give every process the same values (here: nothing)."""
+
+    def valid_batches(self, loader: Any) -> Iterable[Any]:
+        """The validation batches this process runs."""
+        return loader
+
+    def valid_items(self, model: Any, batch: Any) -> list[Any]:
+        """The items of one validation batch that this process reports to its metrics."""
+        return [model.valid_step(batch)]
 
 
 class SingleDevice(Strategy):

@@ -1,0 +1,150 @@
+"""The collective interface the data-parallel strategy talks to, and the bounded wait behind it.
+
+Two implementations: ``MpiCollective`` (host numpy buffers, any backend, any machine) and
+``NcclCollective`` (CuPy device buffers on NVIDIA GPUs). Every operation is started non-blocking and
+returns a ``Work``; ``Work.wait()`` polls it until it completes or the collective's ``timeout``
+passes, then raises ``CollectiveTimeoutError`` naming the rank and the operation. A dead or hung rank
+therefore never makes the others wait forever. Python objects (records, metric items) always travel
+over MPI as pickles, whatever moves the tensors.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+from ._errors import CollectiveTimeoutError
+
+OPS = ("sum", "mean", "max", "min")
+
+
+def check_op(op: str) -> str:
+    if op not in OPS:
+        raise ValueError(f"collective: op must be one of {', '.join(OPS)}, got {op!r}")
+    return op
+
+
+def poll(
+    done: Callable[[], bool], timeout: float, describe: Callable[[], str], on_timeout: Callable[[], None]
+) -> None:
+    """Call ``done()`` until it is True; after ``timeout`` seconds call ``on_timeout()`` and raise.
+
+    Spins briefly (small collectives finish in microseconds), then sleeps with a growing pause of at
+    most 1 ms so that waiting ranks leave the cores to the ranks still computing.
+    """
+    if done():
+        return
+    start = time.monotonic()
+    deadline = start + timeout
+    pause = 0.0
+    spins = 0
+    while not done():
+        now = time.monotonic()
+        if now > deadline:
+            on_timeout()
+            raise CollectiveTimeoutError(
+                f"{describe()} did not complete within {timeout:g} s: another rank died, hung, or skipped "
+                "this collective; the job is aborted (the wait is BURN_DDP_TIMEOUT or "
+                "LearnerBuilder.distributed(timeout=...))"
+            )
+        spins += 1
+        if spins > 200:
+            pause = min(1e-3, pause * 2 if pause else 2e-5)
+            time.sleep(pause)
+    return
+
+
+class Work:
+    """A collective in flight: ``done()`` tests it (and drives MPI's progress), ``wait()`` waits for it
+    within the collective's timeout and returns its result (the buffer written)."""
+
+    def __init__(
+        self,
+        test: Callable[[], bool],
+        result: Any,
+        timeout: float,
+        what: str,
+        on_timeout: Callable[[], None],
+        finish: Callable[[], Any] | None = None,
+    ) -> None:
+        self._test = test
+        self._result = result
+        self._timeout = timeout
+        self._what = what
+        self._on_timeout = on_timeout
+        self._finish = finish
+        self._completed = False
+
+    def done(self) -> bool:
+        if not self._completed and self._test():
+            self._complete()
+        return self._completed
+
+    def _complete(self) -> None:
+        self._completed = True
+        if self._finish is not None:
+            self._result = self._finish()
+
+    def wait(self) -> Any:
+        if not self._completed:
+            poll(self._test, self._timeout, lambda: self._what, self._on_timeout)
+            self._complete()
+        return self._result
+
+
+class Collective(ABC):
+    """All-reduce, broadcast, all-gather and barrier among ``size`` ranks; this process is ``rank``.
+
+    Buffers are arrays of the implementation's kind (numpy for MPI, CuPy for NCCL), reduced and
+    broadcast in place. ``host`` is the MPI collective that carries Python objects (itself for MPI).
+    """
+
+    name: str = "collective"
+    rank: int = 0
+    size: int = 1
+    timeout: float = 600.0
+
+    @property
+    @abstractmethod
+    def host(self) -> Any:
+        """The ``MpiCollective`` that moves pickled objects among the same ranks."""
+
+    @abstractmethod
+    def all_reduce_async(self, buf: Any, op: str = "sum") -> Work:
+        """Start reducing ``buf`` over the ranks in place (``op``: sum, mean, max, min)."""
+
+    @abstractmethod
+    def broadcast_async(self, buf: Any, root: int = 0) -> Work:
+        """Start copying ``buf`` of rank ``root`` into ``buf`` of every rank."""
+
+    @abstractmethod
+    def all_gather(self, buf: Any) -> Any:
+        """An array of shape ``(size, *buf.shape)``: row ``r`` is ``buf`` of rank ``r``."""
+
+    @abstractmethod
+    def barrier(self) -> None:
+        """Return once every rank has called ``barrier``."""
+
+    def all_reduce(self, buf: Any, op: str = "sum") -> Any:
+        """Reduce ``buf`` over the ranks in place and return it."""
+        return self.all_reduce_async(buf, op).wait()
+
+    def broadcast(self, buf: Any, root: int = 0) -> Any:
+        """Rank ``root``'s ``buf`` on every rank (in place); returns it."""
+        return self.broadcast_async(buf, root).wait()
+
+    def broadcast_object(self, obj: Any, root: int = 0) -> Any:
+        """Rank ``root``'s ``obj`` (pickled) on every rank."""
+        return self.host.broadcast_object(obj, root)
+
+    def gather_object(self, obj: Any, root: int = 0) -> list[Any] | None:
+        """Every rank's ``obj`` in rank order on ``root``; None on the other ranks."""
+        return self.host.gather_object(obj, root)
+
+    def close(self) -> None:  # noqa: B027 (optional: most collectives hold nothing to release)
+        """Release what the collective holds (communicators); it cannot be used afterwards."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(rank={self.rank}, size={self.size}, timeout={self.timeout:g})"

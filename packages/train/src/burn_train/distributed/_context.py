@@ -1,0 +1,90 @@
+"""The job this process belongs to: MPI ranks, the GPU of each rank, and the collective for a device.
+
+``world()`` initialises MPI on first use and returns the one ``World`` of the process. Collectives are
+selected by the device kind: CUDA devices use NCCL where CuPy has it (``"auto"``), everything else
+(numpy, wgpu, or CUDA with ``collective="mpi"``) reduces host copies over MPI.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ._collective import Collective
+from ._errors import DistributedError
+from ._mpi import MpiCollective
+
+COLLECTIVES = ("auto", "mpi", "nccl")
+
+
+class World:
+    """The ranks of this job: ``rank``, ``size``, ``local_rank``/``local_size`` (ranks on this machine),
+    ``mpi`` (the host collective) and the collective of each device (made once per device)."""
+
+    def __init__(self, timeout: float | None = None) -> None:
+        self.mpi = MpiCollective(timeout=timeout)
+        self.rank, self.size = self.mpi.rank, self.mpi.size
+        self.local_rank, self.local_size = self.mpi.local()
+        self._collectives: dict[tuple[Any, str], Collective] = {}
+
+    def set_timeout(self, timeout: float) -> None:
+        if not timeout > 0:
+            raise ValueError(f"distributed: timeout must be > 0 seconds, got {timeout!r}")
+        self.mpi.timeout = float(timeout)
+        for c in self._collectives.values():
+            c.timeout = float(timeout)
+
+    def device_for(self, device: Any) -> Any:
+        """This rank's device for ``device``: ``cuda``/``cuda:0`` becomes ``cuda:<local rank>`` (modulo the
+        GPUs visible) when several ranks share a machine; other devices are used as given."""
+        if (
+            device is None
+            or getattr(device, "kind", None) != "cuda"
+            or device.index != 0
+            or self.local_size < 2
+        ):
+            return device
+        import burn_cuda
+
+        count = burn_cuda.device_count()
+        return dataclasses.replace(device, index=self.local_rank % max(count, 1))
+
+    def collective_for(self, device: Any, kind: str = "auto") -> Collective:
+        """The collective that reduces gradients living on ``device`` (``kind``: auto, mpi, nccl)."""
+        if kind not in COLLECTIVES:
+            raise ValueError(f"distributed: collective must be one of {', '.join(COLLECTIVES)}, got {kind!r}")
+        on_cuda = getattr(device, "kind", None) == "cuda"
+        if kind == "auto":
+            from ._nccl import nccl_available
+
+            kind = "nccl" if on_cuda and nccl_available()[0] else "mpi"
+        if kind == "mpi":
+            return self.mpi
+        if not on_cuda:
+            raise DistributedError(f"distributed: the NCCL collective needs a CUDA device, got {device}")
+        key = (device.index, kind)
+        if key not in self._collectives:
+            import burn_cuda
+
+            from ._nccl import NcclCollective
+
+            if self.local_size > burn_cuda.device_count():
+                raise DistributedError(
+                    f"distributed: {self.local_size} ranks on this machine but {burn_cuda.device_count()} GPU(s); "
+                    "NCCL needs a GPU of its own per rank (start fewer ranks, or collective='mpi')"
+                )
+
+            self._collectives[key] = NcclCollective(self.mpi, device.index)
+        return self._collectives[key]
+
+
+_world: list[World] = []
+
+
+def world(timeout: float | None = None) -> World:
+    """The ``World`` of this process (MPI is initialised on the first call)."""
+    if not _world:
+        _world.append(World(timeout))
+    elif timeout is not None:
+        _world[0].set_timeout(timeout)
+    return _world[0]

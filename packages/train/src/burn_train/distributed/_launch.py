@@ -1,0 +1,132 @@
+"""``burn launch``: run a training script as N MPI ranks through the installed MPI launcher.
+
+``burn launch -n 4 train.py --epochs 10`` runs ``mpiexec -n 4 <this python> train.py --epochs 10``:
+a thin wrapper, so everything ``mpirun`` does (hosts files, Slurm allocations) stays available through
+``--launcher-args``. ``--timeout`` sets ``BURN_DDP_TIMEOUT`` for the ranks; ``--info`` reports which
+collectives can run here and why not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+
+def _ranks(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of ranks, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of ranks >= 1, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text!r}")
+    return value
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-n", "--np", dest="ranks", type=_ranks, help="number of ranks (processes) to start")
+    parser.add_argument(
+        "-m", dest="module", action="store_true", help="run the first argument as a module (like python -m)"
+    )
+    parser.add_argument(
+        "--launcher", help="the MPI launcher to run (default: the mpiexec beside this Python, or on PATH)"
+    )
+    parser.add_argument(
+        "--launcher-args",
+        default="",
+        metavar="ARGS",
+        help="more arguments for the launcher, e.g. --launcher-args='-hosts a,b'",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="seconds a rank waits for the others (BURN_DDP_TIMEOUT)",
+    )
+    parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    parser.add_argument(
+        "--info", action="store_true", help="report which collectives (MPI, NCCL) can run here, and why not"
+    )
+    parser.add_argument(
+        "target", nargs=argparse.REMAINDER, help="the script (with -m: the module) and its arguments"
+    )
+
+
+def command(args: argparse.Namespace, launcher: str) -> list[str]:
+    """The launcher command line for parsed ``burn launch`` arguments."""
+    target = ["-m", *args.target] if args.module else list(args.target)
+    return [launcher, "-n", str(args.ranks), *shlex.split(args.launcher_args), sys.executable, *target]
+
+
+def render_info(rows: Sequence[dict[str, Any]]) -> str:
+    lines = ["Collectives (burn launch / LearnerBuilder.distributed):"]
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        state = "available  " if r["available"] else "unavailable"
+        lines.append(f"  {r['name'].ljust(width)}  {state}  {r['reason']}")
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ._info import collectives_info, find_launcher
+
+    if args.info:
+        sys.stdout.write(render_info(collectives_info(probe=True)))
+        if not args.target:
+            return 0
+    if not args.target:
+        sys.stderr.write("burn launch: give the script to run (burn launch -n 4 train.py) or -m MODULE\n")
+        return 2
+    if args.ranks is None:
+        sys.stderr.write("burn launch: -n/--np: give the number of ranks to start\n")
+        return 2
+    launcher = args.launcher or find_launcher()
+    if launcher is None:
+        sys.stderr.write(
+            "burn launch: no MPI launcher (mpiexec) found beside this Python or on PATH: "
+            "pip install 'burn-core[mpi]' (mpi4py and the mpich wheel), or give --launcher PATH\n"
+        )
+        return 2
+    if not args.module and not os.path.exists(args.target[0]):
+        sys.stderr.write(f"burn launch: script: no such file {args.target[0]!r}\n")
+        return 2
+    cmd = command(args, launcher)
+    if args.dry_run:
+        sys.stdout.write(shlex.join(cmd) + "\n")
+        return 0
+    import subprocess
+
+    env = dict(os.environ)
+    if args.timeout is not None:
+        env["BURN_DDP_TIMEOUT"] = repr(args.timeout)
+    try:
+        return subprocess.run(cmd, env=env, check=False).returncode
+    except FileNotFoundError:
+        sys.stderr.write(f"burn launch: cannot run the launcher {launcher!r}: no such file\n")
+        return 2
+    except KeyboardInterrupt:  # the launcher got the same Ctrl-C and ends the ranks
+        return 130
+
+
+def help_line() -> str:
+    """The command's line in ``burn --help`` and ``burn info``: what it does and, cheaply (nothing is
+    imported), which collectives are installed."""
+    from ._info import mpi_status, nccl_status
+
+    parts = []
+    for name, (ok, reason) in (("mpi", mpi_status(versions=False)), ("nccl", nccl_status())):
+        parts.append(f"{name} available" if ok else f"{name} unavailable: {reason}")
+    return "run a script as N MPI ranks for data-parallel training (burn-train); " + "; ".join(parts)

@@ -1,0 +1,40 @@
+"""``DistributedOptions``: what ``LearnerBuilder.distributed(...)`` collected (numpy- and MPI-free)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._context import COLLECTIVES
+
+
+@dataclass(frozen=True)
+class DistributedOptions:
+    """``enabled``: None trains data-parallel when an MPI launcher started more than one rank, True
+    always (one rank included), False never. ``collective``: ``"auto"`` (NCCL on CUDA devices where
+    CuPy has it, MPI otherwise), ``"mpi"`` or ``"nccl"``. ``timeout``: seconds a collective may wait
+    (None: ``BURN_DDP_TIMEOUT``, default 600). ``bucket_bytes``: the gradient bucket size."""
+
+    enabled: bool | None = None
+    collective: str = "auto"
+    timeout: float | None = None
+    bucket_bytes: int = 25 * 2**20
+
+    def __post_init__(self) -> None:
+        if self.enabled not in (None, True, False):
+            raise TypeError(f"distributed: enabled must be None, True or False, got {self.enabled!r}")
+        if self.collective not in COLLECTIVES:
+            raise ValueError(
+                f"distributed: collective must be one of {', '.join(COLLECTIVES)}, got {self.collective!r}"
+            )
+        if self.timeout is not None and not (
+            isinstance(self.timeout, (int, float)) and 0 < self.timeout < float("inf")
+        ):
+            raise ValueError(
+                f"distributed: timeout must be a finite number of seconds > 0, got {self.timeout!r}"
+            )
+        if (
+            isinstance(self.bucket_bytes, bool)
+            or not isinstance(self.bucket_bytes, int)
+            or self.bucket_bytes < 1
+        ):
+            raise ValueError(f"distributed: bucket_bytes must be an int >= 1, got {self.bucket_bytes!r}")
