@@ -229,3 +229,173 @@ def test_quantize_module_and_record_round_trip(scheme):
     q_bytes = sum(v.nbytes for k, v in rec.items() if k.endswith("weight_values") or "weight_" in k)
     f_bytes = sum(v.nbytes for k, v in model.record().items() if k.endswith("weight"))
     assert q_bytes < 0.3 * f_bytes
+
+
+# ---------------------------------------------------------------- integer kernels and the integer conv
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(
+    "shape",
+    [((3, 1500), (1500, 5)), ((2, 3, 7, 2100), (2100, 9)), ((4, 1, 6, 33), (3, 33, 5)), ((1, 1), (1, 1))],
+    ids=["deep", "batched-lhs", "broadcast-batch", "1x1"],
+)
+def test_quantized_matmul_extremes_and_batches(device, shape):
+    """Exact int products (int64 numpy reference) for int8 extremes, K past a float32-exact chunk
+    and broadcast batch dims."""
+    rng = np.random.default_rng(11)
+    sa, sw = shape
+    a = rng.choice(np.array([-128, 127, -127, 0, 1], dtype=np.int8), sa)
+    w = rng.choice(np.array([-128, 127, -1, 5], dtype=np.int8), sw)
+    a.flat[0], w.flat[0] = -128, -128
+    dev = burn.device(device)
+    dt = burn.int8 if burn.int8 in dev.backend.dtypes else dev.backend.default_int
+    ta, tw = burn.tensor(a, dtype=dt, device=dev), burn.tensor(w, dtype=dt, device=dev)
+    got = burn.backend.from_primitive(dev.backend.quantized_matmul(ta.primitive, tw.primitive), dev.backend)
+    np.testing.assert_array_equal(got.numpy(), np.matmul(a.astype(np.int64), w.astype(np.int64)))
+
+
+def _int_conv2d_reference(x, qw, bias, stride, padding, dilation, groups):
+    """An independent formulation: x zero-padded in float, quantized (affine per tensor, burn's
+    dynamic parameters, checked against the documented formulas), the windows gathered with numpy's
+    sliding_window_view and summed as int64 (values minus zero points), then scaled in float64."""
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    lo, hi = min(xp.min(), 0.0), max(xp.max(), 0.0)
+    scale = np.float32((np.float32(hi) - np.float32(lo)) / np.float32(255))
+    zx = int(np.clip(-128 - np.rint(np.float32(lo) / scale), -128, 127))
+    q = burn.tensor(xp).quantize_dynamic(QuantScheme(mode="affine"))
+    np.testing.assert_allclose(q.scale().item(), scale, rtol=1e-6)
+    assert q.zero_point().item() == zx
+    a = q.int_repr().numpy().astype(np.int64) - zx
+    w = qw.int_repr().numpy().astype(np.int64)
+    zw = qw.zero_point().numpy().astype(np.int64).reshape(-1)
+    w = w - (zw.reshape(-1, 1, 1, 1) if zw.size > 1 else zw[0])
+    c_out, c_g, kh, kw = w.shape
+    win = np.lib.stride_tricks.sliding_window_view(a, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(2, 3))
+    win = win[:, :, ::sh, ::sw, ::dh, ::dw]  # (N, C, OH, OW, kh, kw)
+    per = c_out // groups
+    outs = []
+    for g in range(groups):
+        wg = w[g * per : (g + 1) * per]
+        xg = win[:, g * c_g : (g + 1) * c_g]
+        outs.append(np.einsum("ncyxij,ocij->noyx", xg, wg))
+    acc = np.concatenate(outs, axis=1)  # int64
+    sw_ = qw.scale().numpy().astype(np.float64).reshape(-1)
+    sw_ = sw_.reshape(1, -1, 1, 1) if sw_.size > 1 else sw_[0]
+    y = acc.astype(np.float64) * float(q.scale().item()) * sw_
+    return y + (0 if bias is None else bias.reshape(1, -1, 1, 1))
+
+
+CONV_CASES = [  # (x shape, weight shape, stride, padding, dilation, groups)
+    ((2, 3, 9, 8), (4, 3, 3, 3), (1, 1), (0, 0), (1, 1), 1),
+    ((1, 4, 10, 7), (6, 2, 3, 2), (2, 1), (1, 2), (1, 1), 2),
+    ((2, 6, 11, 11), (6, 2, 3, 3), (1, 2), (2, 1), (2, 2), 3),
+    ((1, 5, 6, 6), (7, 5, 1, 1), (1, 1), (0, 0), (1, 1), 1),
+    ((1, 2, 5, 5), (3, 2, 5, 5), (1, 1), (2, 2), (1, 1), 1),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mode", ["symmetric", "affine"])
+@pytest.mark.parametrize("granularity", ["per_tensor", "per_channel"])
+@pytest.mark.parametrize("case", range(len(CONV_CASES)))
+def test_quantized_conv2d_equals_integer_reference(device, mode, granularity, case):
+    from burn.quantization import quantized_conv2d
+
+    xs, ws, stride, padding, dilation, groups = CONV_CASES[case]
+    rng = np.random.default_rng(20 + case)
+    x = (rng.standard_normal(xs) + 0.4).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    bias = rng.standard_normal(ws[0]).astype(np.float32)
+    qw = burn.tensor(w, device=device).quantize_dynamic(QuantScheme(mode=mode, granularity=granularity))
+    got = quantized_conv2d(
+        burn.tensor(x, device=device), qw, burn.tensor(bias, device=device), stride, padding, dilation, groups
+    ).numpy()
+    ref = _int_conv2d_reference(x, qw, bias, stride, padding, dilation, groups)
+    assert got.shape == ref.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5 * np.abs(ref).max())
+    # and close to the float conv with the dequantized weights (activation rounding only)
+    from burn.nn import functional as F
+
+    fl = F.conv2d(
+        burn.tensor(x),
+        qw.dequantize().to("cpu"),
+        burn.tensor(bias),
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+        groups=groups,
+    ).numpy()
+    assert np.abs(got - fl).max() < 0.03 * np.abs(fl).max()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_quantized_conv1d_module_is_the_2d_integer_conv(device):
+    burn.seed(3)
+    conv = nn.Conv1dConfig(4, 6, 3, stride=2, padding=1, dilation=1, groups=2).init(device)
+    q = quantize_module(conv, QuantScheme(mode="affine", granularity="per_channel"))
+    x = burn.tensor(np.random.default_rng(5).standard_normal((2, 4, 13)).astype(np.float32), device=device)
+    got = q(x).numpy()
+    w4 = q.weight().int_repr().numpy()[:, :, None, :]
+    from burn.quantization import QuantizedTensor
+
+    qt = QuantizedTensor(  # the same int values as a 4-d weight on cpu
+        burn.tensor(w4, dtype=burn.int8),
+        burn.tensor(q.weight().scale().numpy()),
+        burn.tensor(q.weight().zero_point().numpy()),
+        q.scheme,
+    )
+    ref = _int_conv2d_reference(
+        x.numpy()[:, :, None, :], qt, q.bias.val().numpy(), (1, 2), (0, 1), (1, 1), 2
+    )[:, :, 0, :]
+    assert got.shape == (2, 6, 7)
+    np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-5 * np.abs(ref).max())
+    y = conv(x).numpy()
+    assert np.abs(got - y).max() < 0.05 * np.abs(y).max()
+
+
+def test_weight_sums_follow_loaded_records():
+    """The cached weight sums belong to the weight values: loading a record after a forward uses the
+    loaded values (an identical output to the saved model's)."""
+    burn.seed(0)
+    a, b = _Net(), _Net()
+    scheme = QuantScheme(mode="affine", granularity="per_channel")
+    qa, qb = quantize_module(a, scheme), quantize_module(b, scheme)
+    x = burn.randn((2, 1, 6, 6))
+    ya, yb = qa(x).numpy(), qb(x).numpy()  # both forwards fill their caches
+    assert np.abs(ya - yb).max() > 1e-3
+    burn.record.from_bytes(qb, burn.record.to_bytes(qa))
+    np.testing.assert_array_equal(qb(x).numpy(), ya)
+
+
+def test_quantized_conv2d_bad_arguments():
+    from burn.quantization import quantized_conv2d
+
+    qw = burn.ones((4, 3, 3, 3)).quantize_dynamic(QuantScheme())
+    with pytest.raises(TypeError, match="weight must be a QuantizedTensor"):
+        quantized_conv2d(burn.ones((1, 3, 5, 5)), burn.ones((4, 3, 3, 3)))
+    with pytest.raises(burn.ShapeError, match="expected \\(N, C, H, W\\)"):
+        quantized_conv2d(burn.ones((3, 5, 5)), qw)
+    with pytest.raises(burn.ShapeError, match="groups=2"):
+        quantized_conv2d(burn.ones((1, 3, 5, 5)), qw, groups=2)
+    with pytest.raises(ValueError, match="stride must be an int or a pair"):
+        quantized_conv2d(burn.ones((1, 3, 5, 5)), qw, stride=(1, 2, 3))
+    with pytest.raises(ValueError, match="per output channel \\(axis 0\\)"):
+        quantized_conv2d(
+            burn.ones((1, 3, 5, 5)),
+            burn.ones((4, 3, 3, 3)).quantize_dynamic(QuantScheme(granularity="per_channel", axis=1)),
+        )
+
+
+def test_numpy_quantized_matmul_fast_path_and_wide_ints():
+    """int8 operands take the chunked float32 path (exact); wider int operands (not int8-valued) the
+    float64 one, still exact."""
+    b = burn.device("cpu").backend
+    rng = np.random.default_rng(12)
+    a = rng.integers(-128, 128, (9, 4100)).astype(np.int8)
+    w = np.full((4100, 3), -128, dtype=np.int8)  # every product at the extreme: |sum| ~ 2**26
+    got = b.quantized_matmul(a, w)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, a.astype(np.int64) @ w.astype(np.int64))
+    wide_a = rng.integers(-5000, 5000, (4, 3000))
+    wide_w = rng.integers(-5000, 5000, (3000, 2))
+    np.testing.assert_array_equal(b.quantized_matmul(wide_a, wide_w), wide_a @ wide_w)

@@ -8,6 +8,7 @@ from burn_wgpu._kernels import conv as KC
 from burn_wgpu._kernels import elementwise as EW
 from burn_wgpu._kernels import index as KI
 from burn_wgpu._kernels import matmul as KM
+from burn_wgpu._kernels import quant as KQ
 from burn_wgpu._kernels import reduce as KR
 from burn_wgpu._kernels import scan as KS
 from burn_wgpu._kernels import sort as KSORT
@@ -102,4 +103,6 @@ def catalog() -> dict[str, str]:
     out["matmul_split_sum/float16"] = KM.render_split_sum(burn.float16).source
     for dt in (burn.float32, burn.int32, burn.uint32):
         out[f"scatter_add/{dt.name}"] = KI.render_scatter_add(dt, burn.int32, 2, 0).source
+    for nb, packed in ((0, False), (1, False), (1, True)):  # int8 matmul: unpacked and dot4I8Packed
+        out[f"quantized_matmul/{nb}b{'/dp4' if packed else ''}"] = KQ.render(nb, packed).source
     return out

@@ -321,3 +321,37 @@ def test_mark_step_ends_a_stream_so_an_inference_loop_replays():
     assert b.stats["replays"] - before["replays"] >= 4
     assert [o.tolist() for o in outs] == [[8.0 * i] * 2 for i in range(5)]
     burn.fusion.mark_step("cpu")  # a device without fusion: nothing to do
+
+
+def test_a_deferred_call_runs_under_the_settings_it_was_called_in():
+    """A backend's ambient settings (burn-cuda's matmul precision) apply where the op was called, not
+    where the stream runs: fusion records ``call_state()`` with the call and runs it in its scope."""
+    import contextlib
+
+    cpu = burn.device("cpu").backend
+    mode = {"now": "plain"}
+
+    class Moody(type(cpu)):
+        def call_state(self):
+            return mode["now"]
+
+        @contextlib.contextmanager
+        def call_state_scope(self, state):
+            before, mode["now"] = mode["now"], state
+            try:
+                yield
+            finally:
+                mode["now"] = before
+
+        def matmul(self, a, b):
+            out = super().matmul(a, b)
+            return out * 2 if mode["now"] == "double" else out
+
+    b = Fusion(Moody())
+    x = _t(b, np.eye(2))
+    mode["now"] = "double"
+    doubled = b.matmul(x, x)
+    mode["now"] = "plain"
+    plain = b.matmul(x, x)
+    np.testing.assert_array_equal(b.to_numpy(doubled), 2 * np.eye(2))
+    np.testing.assert_array_equal(b.to_numpy(plain), np.eye(2))

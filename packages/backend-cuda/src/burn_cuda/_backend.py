@@ -22,6 +22,7 @@ from . import _kernels, _matmul, _probe, _scan
 from ._dtypes import FROM_NP, TO_NP
 from ._fusion import CudaFusion
 from ._index_check import IndexChecker
+from ._matmul import get_matmul_precision, matmul_precision
 from ._module import CudaModuleOps
 from ._types import Prim, Scalar
 
@@ -105,6 +106,13 @@ class CudaBackend(CudaModuleOps, Backend):
         """``kernels``/``submits`` count ops issued (each goes to the stream on its own); ``syncs`` the
         stream synchronisations (reads, transactions, ``sync``)."""
         return {"kernels": self._ops, "submits": self._ops, "syncs": self._syncs, "fused": 0}
+
+    def call_state(self) -> str:
+        """The matmul precision in effect (fusion runs a deferred matmul under the one it was called in)."""
+        return get_matmul_precision()
+
+    def call_state_scope(self, state: str) -> matmul_precision:
+        return matmul_precision(state)
 
     def fusion_runtime(self) -> CudaFusion:
         """The generator of fused element-wise kernels (``burn.fusion``)."""
@@ -196,6 +204,11 @@ class CudaBackend(CudaModuleOps, Backend):
 
     def matmul(self, a: Prim, b: Prim) -> Prim:
         return _matmul.matmul(self._on(), a, b)
+
+    def quantized_matmul(self, a: Prim, w: Prim) -> Prim:
+        from ._quant import quantized_matmul  # int8 tensor-core GEMM (cuBLAS), else a __dp4a kernel
+
+        return quantized_matmul(self._on(), a, w)
 
     # ---- shape
     def reshape(self, x: Prim, shape: tuple[int, ...]) -> Prim:

@@ -13,6 +13,7 @@ from . import _elementwise as EW
 from . import _tuned
 from ._kernels import index as KI
 from ._kernels import matmul as KM
+from ._kernels import quant as KQ
 from ._kernels import reduce as KR
 from ._kernels import scan as KS
 from ._kernels import sort as KSORT
@@ -128,6 +129,10 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
         if _tuned.should_tune(a, b):
             return _tuned.tuner(self).run(_tuned.MATMUL, self, a, b)
         return self.matmul_tiled(a, b, KM.TILE, KM.TK)
+
+    def quantized_matmul(self, a: WgpuTensor, w: WgpuTensor) -> WgpuTensor:
+        """int8-valued a @ w with exact int32 accumulation (``_kernels.quant``: packed int8 tiles)."""
+        return KQ.quantized_matmul(self, a, w)
 
     def matmul_tiled(self, a: WgpuTensor, b: WgpuTensor, tile: int, tk: int) -> WgpuTensor:
         """Batched matmul with one tile shape (``_kernels.matmul.CONFIGS``)."""

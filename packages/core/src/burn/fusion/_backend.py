@@ -255,6 +255,7 @@ class Fusion(Backend):
     def _deferrer(self, name: str) -> Callable[..., Any]:
         """The method recording a call of the inner backend's ``name`` in the stream."""
         named = name in _NAMED
+        stateful = type(self.inner).call_state is not Backend.call_state
 
         def defer(*args: Any) -> Any:
             if self._cut and len(self._stream) == self._cut:
@@ -263,6 +264,9 @@ class Fusion(Backend):
             types = self._result_types(name, operands, named)
             (shape, dtype) = types[0]
             node = _call_node(shape, dtype, name, operands)
+            if stateful:  # the ambient settings the op is called under (e.g. a matmul precision)
+                node.compute = self.inner.call_state()
+                self._sig.append(node.compute)
             stream = self._stream
             node.pos = len(stream)
             stream.append(node)
@@ -415,7 +419,13 @@ class Fusion(Backend):
             self._execute(targets)
 
     def _run_call(self, n: Node) -> None:
-        out = self._calls[n.op[1]](*_values_of(n.args))  # type: ignore[index]  # a lazy call
+        """Run lazy call ``n`` (its operands computed) under the settings it was called in."""
+        method = self._calls[n.op[1]]  # type: ignore[index]  # a lazy call
+        if n.compute is None:
+            out = method(*_values_of(n.args))
+        else:
+            with self.inner.call_state_scope(n.compute):
+                out = method(*_values_of(n.args))
         twin = n.twin
         if twin is None:
             n.done(out)
@@ -581,7 +591,7 @@ class Fusion(Backend):
                         sig.append(number[a])
                 else:
                     scalars.append(a)  # type: ignore[arg-type]  # not a Node: a scalar
-                    scalar_dtypes.append(n.compute)  # type: ignore[arg-type]  # set on every lazy node
+                    scalar_dtypes.append(n.compute)
                     sig.append(None)
         if len(inputs) + len(outs) > self.runtime.max_tensors:
             return False
@@ -619,7 +629,7 @@ def _make_plan(
                 args.append(k)
                 k += 1
         kind, name = n.op  # type: ignore[misc]  # lazy
-        ops.append(FusedOp(kind, name, n.compute, n.dtype, tuple(args)))  # type: ignore[arg-type]
+        ops.append(FusedOp(kind, name, n.compute, n.dtype, tuple(args)))
     return FusedKernel(
         outs[0].shape,
         tuple(i.dtype for i in inputs),

@@ -25,8 +25,9 @@ class Node:
     A lazy node has ``op`` (``(kind, name)``: kind one of unary, binary, where, clamp, cast, or "call"
     for any other backend op, run as a whole by the inner backend),
     ``args`` (nodes or scalars, in the op's operand order), ``compute`` (the dtype the op computes in,
-    which scalars take), ``nleaves`` (reads of computed nodes in its expression) and ``size`` (ops in
-    its expression); both count shared parts again, so they bound a kernel's bindings and length.
+    which scalars take; for a call, the inner backend's ``call_state()`` token when it has one),
+    ``nleaves`` (reads of computed nodes in its expression) and ``size`` (ops in its expression);
+    both count shared parts again, so they bound a kernel's bindings and length.
     """
 
     __slots__ = (
@@ -52,7 +53,7 @@ class Node:
         value: Any = None,
         op: tuple[str, str] | None = None,
         args: tuple[Node | Scalar, ...] = (),
-        compute: DType | None = None,
+        compute: Any = None,
     ) -> None:
         self.shape = shape
         self.dtype = dtype

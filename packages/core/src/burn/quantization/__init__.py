@@ -10,11 +10,12 @@
   ``x.quantize_dynamic(scheme)`` give a ``QuantizedTensor`` (``int_repr()``, ``scale()``,
   ``zero_point()``, ``dequantize()``).
 - ``quantize_module(model, scheme)``: Linear and conv weights to int8 for inference
-  (``QuantizedLinear``, ``QuantizedConv``); ``quantized_linear(x, qweight)``: the int8 product with
+  (``QuantizedLinear``, ``QuantizedConv``); ``quantized_linear(x, qweight)`` and
+  ``quantized_conv2d(x, qweight, bias, stride, padding, dilation, groups)``: the int8 products with
   integer accumulation.
 """
 
-from ._modules import QuantizedConv, QuantizedLinear, quantize_module, quantized_linear
+from ._modules import QuantizedConv, QuantizedLinear, quantize_module, quantized_conv2d, quantized_linear
 from ._qtensor import QuantizedTensor
 from ._scheme import QuantScheme
 
@@ -24,5 +25,6 @@ __all__ = [
     "QuantizedLinear",
     "QuantizedTensor",
     "quantize_module",
+    "quantized_conv2d",
     "quantized_linear",
 ]
