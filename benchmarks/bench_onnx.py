@@ -4,9 +4,12 @@ The model (built here with onnx.helper, random weights): a 3x3 stem conv + BN + 
 residual blocks at 32 channels, a strided block to 64 and one to 128 channels, global average pool and a
 10-way Gemm; input (N, 3, 64, 64). For each batch size, ``burn_onnx.load`` runs it on each requested
 burn device and onnxruntime runs it on the CPU with the same thread count as numpy's BLAS, from the same
-inputs: milliseconds per forward (median), the ratio burn / onnxruntime, and the largest output difference.
+inputs: milliseconds per forward, the ratio burn / onnxruntime, and the largest output difference.
+``--runs N`` times each case N times, alternating burn and onnxruntime (a loaded machine drifts):
+``*_ms`` and the ratio are the medians over the runs, ``runs`` lists each run's figures.
+``--no-optimize`` loads with ``optimize=False`` (the file's nodes one by one, no BN folding).
 
-    python benchmarks/bench_onnx.py [--devices cpu,wgpu,cuda] [--batches 1,32] [--out results.json]
+    python benchmarks/bench_onnx.py [--devices cpu,wgpu,cuda] [--batches 1,32] [--runs 3] [--out results.json]
 """
 
 from __future__ import annotations
@@ -95,6 +98,8 @@ def main() -> None:
     ap.add_argument("--devices", default="cpu", help="comma list of burn devices (cpu, wgpu, cuda)")
     ap.add_argument("--batches", default="1,32", help="comma list of batch sizes")
     ap.add_argument("--min-time", type=float, default=1.0, help="seconds to time each case")
+    ap.add_argument("--runs", type=int, default=1, help="time each case this many times (medians reported)")
+    ap.add_argument("--no-optimize", action="store_true", help="load with burn_onnx.load(optimize=False)")
     ap.add_argument("--out", help="also write the JSON here")
     args = ap.parse_args()
 
@@ -121,25 +126,33 @@ def main() -> None:
     rng = np.random.default_rng(1)
     for batch in (int(b) for b in args.batches.split(",")):
         x = rng.standard_normal((batch, 3, 64, 64)).astype(np.float32)
-        ort_s = time_for(lambda x=x: session.run(None, {"x": x}), lambda: None, args.min_time)
         (reference,) = session.run(None, {"x": x})
         for name in args.devices.split(","):
-            case: dict[str, Any] = {
-                "batch": batch,
-                "device": name,
-                "onnxruntime_cpu_ms": round(ort_s * 1e3, 3),
-            }
+            case: dict[str, Any] = {"batch": batch, "device": name, "optimize": not args.no_optimize}
             try:
                 dev = burn.device(name)
-                model = burn_onnx.load(data, device=dev)
+                model = burn_onnx.load(data, device=dev, optimize=not args.no_optimize)
                 xt = burn.tensor(x, device=dev)
-                burn_s = time_for(lambda m=model, t=xt: m(t), dev.backend.sync, args.min_time)
+                runs = []
+                for _ in range(max(1, args.runs)):
+                    ort_s = time_for(lambda x=x: session.run(None, {"x": x}), lambda: None, args.min_time)
+                    burn_s = time_for(lambda m=model, t=xt: m(t), dev.backend.sync, args.min_time)
+                    runs.append(
+                        {
+                            "burn_ms": round(burn_s * 1e3, 3),
+                            "onnxruntime_cpu_ms": round(ort_s * 1e3, 3),
+                            "burn_vs_onnxruntime": round(burn_s / ort_s, 3),
+                        }
+                    )
                 got = model(xt).numpy()
                 case.update(
-                    burn_ms=round(burn_s * 1e3, 3),
-                    burn_vs_onnxruntime=round(burn_s / ort_s, 3),
+                    onnxruntime_cpu_ms=round(float(np.median([r["onnxruntime_cpu_ms"] for r in runs])), 3),
+                    burn_ms=round(float(np.median([r["burn_ms"] for r in runs])), 3),
+                    burn_vs_onnxruntime=round(float(np.median([r["burn_vs_onnxruntime"] for r in runs])), 3),
                     max_abs_diff=float(np.abs(got - reference).max()),
                 )
+                if len(runs) > 1:
+                    case["runs"] = runs
             except Exception as exc:  # a device that cannot run here is recorded, not fatal
                 case["skipped"] = f"{type(exc).__name__}: {exc}"
             result["cases"].append(case)

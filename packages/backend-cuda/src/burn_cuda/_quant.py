@@ -10,7 +10,8 @@ Two paths, chosen per call:
   N must be multiples of 4 (M is free). If cuBLAS refuses that layout (``CUBLAS_STATUS_NOT_SUPPORTED``
   on some versions for int8 "NN"), the "TN" layout is tried once (W transposed into a (N, K) copy,
   both operands contiguous along K: the layout every int8 GEMM kernel supports); the layout that
-  worked is remembered per device.
+  worked is remembered per device, and a shape refused in both layouts (the H200 refuses some that
+  fit the documented rules) runs on the dp4a kernel from then on.
 * A dp4a kernel (``RawKernel``; PTX ``dp4a.s32.s32``, what ``__dp4a`` compiles to) for shapes cuBLAS
   refuses: a 16 x 16 block computes a 64 x 64 output tile, each thread a 4 x 4 block; each K step
   of 32 packs 4 consecutive int8 values of a row of A (or a column of W) into one int in shared
@@ -36,7 +37,8 @@ _OP_N, _OP_T = 0, 1
 MAX_K = (1 << 31) // (128 * 128) - 1
 TILE, BK = 64, 32
 
-_layouts: dict[int, str] = {}  # device id -> "nn", "tn" or "none": the cuBLAS layout that worked
+_layouts: dict[int, str] = {}  # device id -> "nn" or "tn": the cuBLAS layout that worked last
+_refused: set[tuple[int, int, int, int]] = set()  # (device id, M, N, K) cuBLAS refused in every layout
 _scalars: list[Any] = []  # host int32 alpha = 1, beta = 0
 _kernel: list[Any] = []
 
@@ -230,12 +232,13 @@ def quantized_matmul(cp: ModuleType, a: Prim, w: Prim, path: str | None = None) 
     dev = cp.cuda.Device().id
     if path == "cublas" and not cublas_fits(m, n, k):
         raise ValueError(f"quantized_matmul: cuBLAS int8 needs K and N multiples of 4, got K={k}, N={n}")
-    if path == "cublas" or (path is None and cublas_fits(m, n, k) and _layouts.get(dev) != "none"):
+    shape_key = (dev, m, n, k)
+    if path == "cublas" or (path is None and cublas_fits(m, n, k) and shape_key not in _refused):
         from cupy_backends.cuda.libs import cublas
 
         known = _layouts.get(dev)
         error: Exception | None = None
-        for layout in (known,) if known in ("nn", "tn") else ("nn", "tn"):
+        for layout in (known, *(x for x in ("nn", "tn") if x != known)) if known else ("nn", "tn"):
             try:
                 _cublas(cp, a3, sa, w3, sw, out, layout)
             except cublas.CUBLASError as exc:  # NOT_SUPPORTED for this layout: the next, then the kernel
@@ -247,7 +250,9 @@ def quantized_matmul(cp: ModuleType, a: Prim, w: Prim, path: str | None = None) 
             if path == "cublas":
                 assert error is not None
                 raise error
-            _layouts[dev] = "none"
+            # this shape only: the H200's cuBLAS refuses some shapes that fit the documented rules
+            # (M = 37; K = 8), while taking others on the same device
+            _refused.add(shape_key)
             _dp4a(cp, a3, sa, w3, sw, out)
     else:
         _dp4a(cp, a3, sa, w3, sw, out)
@@ -255,5 +260,5 @@ def quantized_matmul(cp: ModuleType, a: Prim, w: Prim, path: str | None = None) 
 
 
 def last_layout(cp: ModuleType) -> str | None:
-    """The cuBLAS layout remembered for the current device ("nn", "tn", "none"), or None if untried."""
+    """The cuBLAS layout that last worked on the current device ("nn" or "tn"), or None if none has."""
     return _layouts.get(cp.cuda.Device().id)

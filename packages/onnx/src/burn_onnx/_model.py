@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -13,6 +14,7 @@ from ._check import unsupported
 from ._dtypes import on_backend, warn_narrowed
 from ._errors import UnsupportedOnnxError
 from ._graph import Graph, Model, ValueInfo, read_model
+from ._optimize import drop_passthrough, fuse
 from ._registry import ops
 from ._runtime import Runner, host
 
@@ -54,6 +56,20 @@ def _classify(graph: Graph) -> tuple[list[str], list[str], list[str]]:
     return params, states, constants
 
 
+def _inference_graph(graph: Graph, consts: dict[str, burn.Tensor], counts: dict[str, int]) -> Graph:
+    """A copy of ``graph`` rewritten by the inference passes (``_optimize``); ``counts`` gets what changed."""
+    nodes = [dataclasses.replace(n, inputs=list(n.inputs), outputs=list(n.outputs)) for n in graph.nodes]
+    out = dataclasses.replace(graph, nodes=nodes)
+    false = [
+        name
+        for name, t in consts.items()
+        if t.dtype.is_bool and t.numel() == 1 and not bool(t.numpy().reshape(-1)[0])
+    ]
+    counts["passthrough"] = drop_passthrough(out, false)
+    counts.update(fuse(out, set(graph.initializers)))
+    return out
+
+
 class OnnxModel(Module):
     """An ONNX model as a burn module: ``model(*inputs)`` returns one tensor, or a tuple in the graph's
     output order.
@@ -62,12 +78,13 @@ class OnnxModel(Module):
     be fine-tuned on an autodiff device and saved with ``burn.record``; batch-norm statistics are
     ``RunningState``s. ``model.inputs`` / ``model.outputs`` describe names, shapes (symbolic dims by
     name) and dtypes. Inputs may be burn tensors, numpy arrays or nested lists, given in order or by
-    name; they move to the model's device.
+    name; they move to the model's device. ``model.optimized`` counts what the inference passes of
+    ``load(..., optimize=True)`` changed (empty with ``optimize=False``).
     """
 
-    def __init__(self, model: Model, device: burn.Device) -> None:
+    def __init__(self, model: Model, device: burn.Device, optimize: bool = True) -> None:
         graph = model.graph
-        params, states, constants = _classify(graph)
+        params, states, constants = _classify(graph)  # on the file's graph: the same names either way
         backend = device.backend
         h = host()
         self.weights: dict[str, Param | RunningState] = {}
@@ -85,7 +102,12 @@ class OnnxModel(Module):
         self.outputs: tuple[ValueInfo, ...] = tuple(graph.outputs)
         self.opset: int = model.opset
         self._device = device
+        self.optimized: dict[str, int] = {}
+        if optimize:
+            graph = _inference_graph(graph, consts, self.optimized)
         self._runner = Runner(graph, consts, set(params) | set(states), model.source)
+        if optimize:
+            self.optimized["constant_nodes"] = self._runner.fold_constants()
         self._source = model.source
 
     def forward(self, *args: Any, **named: Any) -> Any:
@@ -217,12 +239,23 @@ def load(
     device: burn.Device | str | None = None,
     *,
     base_dir: str | os.PathLike[str] | None = None,
+    optimize: bool = True,
 ) -> OnnxModel:
     """Load an ONNX model (a path, bytes or an ``onnx.ModelProto``) as a burn module on ``device``.
 
     Every unsupported node (op type, domain, opset or attribute value) is listed in one
     ``UnsupportedOnnxError``; a file that cannot be parsed raises ``OnnxLoadError``. ``base_dir`` is the
     folder of external data files when loading from bytes (a path's own folder otherwise).
+
+    ``optimize=True`` (the default) runs inference graph passes at load time: Identity and inference
+    Dropout nodes are dropped, nodes that depend on constants only are computed once, and a
+    BatchNormalization after a Conv/ConvTranspose/Gemm (all of its inputs initializers) is folded into
+    that node's weights, a following Relu into the Conv or Add before it. The fold happens when the
+    node runs, from the current params, so ``model.weights`` keep the file's initializers and names:
+    fine-tuning on an autodiff device (gradients reach the BN scale and shift through the fold),
+    ``burn.record`` and ``load_record`` behave as with ``optimize=False``. Off autodiff the folded
+    weights are computed once and reused until a param is replaced. Results match the unoptimised
+    graph to float rounding; ``optimize=False`` runs the file's nodes one by one.
 
     >>> import onnx, burn_onnx
     >>> from onnx import helper, TensorProto as T
@@ -242,4 +275,4 @@ def load(
         burn.dtype(v.dtype) for v in (*model.graph.inputs, *model.graph.outputs) if v.dtype in _BURN_NAMES
     }
     warn_narrowed(dev.backend, narrowed, model.source)
-    return OnnxModel(model, dev)
+    return OnnxModel(model, dev, optimize=optimize)

@@ -12,7 +12,7 @@ shapes skip those nodes and transfer nothing.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
+from typing import Any, NamedTuple
 
 import burn
 import numpy as np
@@ -130,19 +130,95 @@ class Ctx:
         return self.runner.run_graph(graph, feeds, self.scope, self.device)
 
 
+class _Plan:
+    """What one input signature resolved: the static values (and their device copies, keyed ``@name``)
+    and, after the first call, the steps that still run on every call."""
+
+    __slots__ = ("steps", "values")
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.steps: list[_Step] | None = None
+
+
+class _Step(NamedTuple):
+    """One node of a plan: the scope keys of its inputs (``@name`` where a static value's device copy is
+    read), of its raw inputs where they differ, the device it runs on, and whether inputs that are not
+    static must be moved to that device on each call."""
+
+    fn: Any
+    node: Node
+    keys: tuple[str, ...]
+    raw_keys: tuple[str, ...] | None
+    where: burn.Device
+    place: bool
+    host_slots: frozenset[int]
+    outs: tuple[str, ...]
+
+
 class Runner:
-    """Runs one model's graph: placement, host resolution, and the per-signature static cache."""
+    """Runs one model's graph: placement, host resolution, and the per-signature plans.
+
+    The first call with an input signature (shapes, dtypes, device) runs the graph node by node,
+    deciding placement from where values live, and records the nodes that will run again (those whose
+    outputs are not static) as a plan of ``_Step``s; later calls replay the plan: no placement checks,
+    no static nodes, inputs looked up by precomputed keys."""
 
     def __init__(
         self, graph: Graph, constants: dict[str, burn.Tensor], params: set[str], source: str
     ) -> None:
+        from ._fused import FUSED
+
         self.graph = graph
         self.constants = constants  # host tensors: integer initializers, shape-only weights
         self.source = source
-        table = ops()
+        table = {**ops(), **FUSED}
         self.specs: dict[int, OpSpec] = {id(n): table[n.op_type] for n in graph.all_nodes()}
+        self._params = params
         self.static = self._static_values(graph, set(constants), params)
-        self._cache: OrderedDict[Any, dict[str, Any]] = OrderedDict()
+        self._cache: OrderedDict[Any, _Plan] = OrderedDict()
+        self.memo: dict[int, Any] = {}  # per-node values converters keep between calls (folded weights)
+
+    def fold_constants(self) -> int:
+        """Run, once on the host, every main-graph node that depends on constants only, and keep its
+        outputs as constants (the node leaves the graph). A node that fails stays, to fail at run time
+        with the usual error. Returns how many nodes were folded."""
+        h = host()
+        scope = Scope()
+        scope.update(self.constants)
+        known = set(self.constants) | {""}
+        kept: list[Node] = []
+        for node in self.graph.nodes:
+            spec = self.specs[id(node)]
+            foldable = (
+                node.outputs
+                and all(node.outputs)
+                and not spec.dynamic
+                and node.op_type not in NON_STATIC_OPS
+                and not _subgraphs(node)
+                and all(i in known for i in node.inputs)
+            )
+            if foldable:
+                values = [scope[i] if i else None for i in node.inputs]
+                try:
+                    result = spec.fn(Ctx(self, node, h, scope, values), node, *values)
+                except Exception:
+                    foldable = False
+                else:
+                    results = result if isinstance(result, tuple) else (result,)
+                    tensors = all(isinstance(r, burn.Tensor) for r in results)
+                    foldable = tensors and len(results) >= len(node.outputs)
+            if not foldable:
+                kept.append(node)
+                continue
+            for o, r in zip(node.outputs, results):
+                scope[o] = self.constants[o] = r
+                known.add(o)
+        folded = len(self.graph.nodes) - len(kept)
+        if folded:
+            self.graph.nodes = kept
+            self.static = self._static_values(self.graph, set(self.constants), self._params)
+        return folded
 
     # ------------------------------------------------------------------ analysis
     def _static_values(self, graph: Graph, constants: set[str], params: set[str]) -> frozenset[str]:
@@ -188,27 +264,65 @@ class Runner:
     def run(self, feeds: list[Any], params: dict[str, burn.Tensor], device: burn.Device) -> list[Any]:
         from burn.ir import CaptureBackend
 
-        sig = self.signature(feeds, device)
-        cache = self._cache.get(sig)
+        scope = Scope()
+        scope.update(self.constants)
+        scope.update(params)
         if isinstance(device.backend, CaptureBackend):
-            cache = None  # each capture has its own device (same str): its tensors must not be reused
-        elif cache is None:
-            cache = self._cache[sig] = {}
+            # each capture has its own device (same str): its tensors must not be reused
+            return self._run(self.graph, feeds, scope, device, None)
+        sig = self.signature(feeds, device)
+        plan = self._cache.get(sig)
+        if plan is None:
+            plan = self._cache[sig] = _Plan()
             while len(self._cache) > CACHED_SIGNATURES:
                 self._cache.popitem(last=False)
         else:
             self._cache.move_to_end(sig)
-        scope = Scope()
-        scope.update(self.constants)
-        scope.update(params)
-        return self._run(self.graph, feeds, scope, device, cache)
+        if plan.steps is None:
+            steps: list[_Step] = []
+            outs = self._run(self.graph, feeds, scope, device, plan.values, steps)
+            plan.steps = steps
+            return outs
+        return self._replay(plan, feeds, scope, device)
 
     def run_graph(self, graph: Graph, feeds: list[Any], outer: Scope, device: burn.Device) -> list[Any]:
         scope = Scope(outer)
         return self._run(graph, feeds, scope, device, None)
 
+    def _replay(self, plan: _Plan, feeds: list[Any], scope: Scope, device: burn.Device) -> list[Any]:
+        scope.update(plan.values)
+        scope[""] = None
+        for info, value in zip(self.graph.inputs, feeds):
+            scope[info.name] = value
+        for fn, node, keys, raw_keys, where, place, host_slots, outs in plan.steps or ():
+            values = [scope[k] for k in keys]
+            raw = values if raw_keys is None else [scope[k] for k in raw_keys]
+            if place:
+                values = [
+                    v if v is None or i in host_slots else self.place(v, device) for i, v in enumerate(values)
+                ]
+            try:
+                result = fn(Ctx(self, node, where, scope, raw), node, *values)
+            except OnnxError:
+                raise
+            except Exception as exc:
+                raise _node_error(self.source, node, values, exc) from exc
+            if type(result) is tuple:
+                for o, r in zip(outs, result):
+                    if o:
+                        scope[o] = r
+            elif outs and outs[0]:
+                scope[outs[0]] = result
+        return [scope[o.name] for o in self.graph.outputs]
+
     def _run(
-        self, graph: Graph, feeds: list[Any], scope: Scope, device: burn.Device, cache: dict[str, Any] | None
+        self,
+        graph: Graph,
+        feeds: list[Any],
+        scope: Scope,
+        device: burn.Device,
+        cache: dict[str, Any] | None,
+        steps: list[_Step] | None = None,
     ) -> list[Any]:
         for info, value in zip(graph.inputs, feeds):
             scope[info.name] = value
@@ -232,6 +346,8 @@ class Runner:
             )
             where = h if on_host else device
             raw = list(values)
+            keys = list(node.inputs)
+            moved_dynamic = False
             if not on_host:
                 for i, v in enumerate(values):
                     if v is not None and i not in spec.host:
@@ -241,8 +357,11 @@ class Runner:
                             if moved is None:
                                 moved = cache["@" + name] = self.place(v, device)
                             values[i] = moved
+                            if moved is not v:
+                                keys[i] = "@" + name
                         else:
                             values[i] = self.place(v, device)
+                            moved_dynamic = moved_dynamic or values[i] is not v
             ctx = Ctx(self, node, where, scope, raw)
             try:
                 result = spec.fn(ctx, node, *values)
@@ -263,6 +382,20 @@ class Runner:
                     scope[o] = r
                     if cache is not None and o in static:
                         cache[o] = r
+            if steps is not None and not (outs and outs[0] in static):
+                raw_keys = tuple(node.inputs) if keys != node.inputs else None
+                steps.append(
+                    _Step(
+                        spec.fn,
+                        node,
+                        tuple(keys),
+                        raw_keys,
+                        where,
+                        moved_dynamic,
+                        spec.host,
+                        tuple(outs),
+                    )
+                )
         return [scope[o.name] for o in graph.outputs]
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import string
 from typing import Any
 
 import burn
+import numpy as np
+from burn.backend import from_primitive
 from burn.nn import functional as F
 
 from .._graph import Node
@@ -147,6 +150,8 @@ def max_pool(ctx: Any, node: Node, x: burn.Tensor) -> Any:
     begin, end = _window_pads(node, tuple(x.shape[2:]), kernel, stride, dilation)
     ceil = bool(node.attrs.get("ceil_mode", 0))
     want_indices = len(node.outputs) > 1 and bool(node.outputs[1])
+    if not want_indices and not ceil and x.dtype.is_float and math.prod(kernel) <= _MAX_TAPS:
+        return _max_taps(x, kernel, stride, dilation, begin, end)
     src = x
     padded = begin != end or any(p > k // 2 for p, k in zip(begin, kernel))
     if padded:
@@ -175,6 +180,46 @@ def max_pool(ctx: Any, node: Node, x: burn.Tensor) -> Any:
             idx = idx * x.shape[2 + i] + coords[i]
     base = burn.arange(0, n * c, device=idx.device).cast(idx.dtype).reshape(n, c, *([1] * nd)) * plane
     return values, (idx + base).cast(ctx.fit(burn.int64))
+
+
+# values-only max pool as a chain of maximums over the kernel's taps (strided slices): half the work
+# of the backend's max_pool, which also finds every window's argmax; the taps pass over the output
+# once each, so only for small kernels
+_MAX_TAPS = 16
+
+
+def _max_taps(
+    x: burn.Tensor,
+    kernel: tuple[int, ...],
+    stride: list[int],
+    dilation: list[int],
+    begin: list[int],
+    end: list[int],
+) -> burn.Tensor:
+    if any(begin) or any(end):
+        x = _pad_spatial(x, begin, end, float("-inf"))
+    spatial = x.shape[2:]
+    out = [(n - d * (k - 1) - 1) // s + 1 for n, k, s, d in zip(spatial, kernel, stride, dilation)]
+    if any(o <= 0 for o in out):
+        raise ValueError(
+            f"MaxPool: kernel {kernel} (dilation {dilation}) is larger than the padded input {spatial}"
+        )
+    index = [
+        (slice(None), slice(None))
+        + tuple(slice(o * d, o * d + (n - 1) * s + 1, s) for o, d, n, s in zip(offset, dilation, out, stride))
+        for offset in itertools.product(*(range(k) for k in kernel))
+    ]
+    prim = x.primitive
+    if type(prim) is np.ndarray and not x.backend.is_autodiff and len(index) > 1:
+        # numpy: the running max in one fresh buffer, without a tensor per tap
+        acc = np.maximum(prim[index[0]], prim[index[1]])
+        for where in index[2:]:
+            np.maximum(acc, prim[where], out=acc)
+        return from_primitive(acc, x.backend, x.dtype)
+    y = x[index[0]]
+    for where in index[1:]:
+        y = y.maximum(x[where])
+    return y
 
 
 def _avg_check(node: Node) -> str | None:
