@@ -355,3 +355,55 @@ def test_a_deferred_call_runs_under_the_settings_it_was_called_in():
     plain = b.matmul(x, x)
     np.testing.assert_array_equal(b.to_numpy(doubled), 2 * np.eye(2))
     np.testing.assert_array_equal(b.to_numpy(plain), np.eye(2))
+
+
+class Graphing(ReferenceRuntime):
+    """A runtime that "captures" programs the way a CUDA-graph runtime does (``run_values`` over
+    copied inputs, scalars read at each launch, outputs copied out), with numpy for the device."""
+
+    def __init__(self, backend, fail=False):
+        super().__init__(backend)
+        self.fail, self.captures, self.launches = fail, 0, 0
+
+    def capture_program(self, fusion, program, stream, leaves, scalars):
+        runtime = self
+
+        def kernel_with(scal):
+            return lambda i, plan, ins, sidx: runtime.execute(plan, ins, [scal[j] for j in sidx])
+
+        vals = program.run_values(
+            fusion, stream, leaves, [leaf.value for leaf in leaves], kernel_with(scalars)
+        )
+        program.deliver(stream, vals)
+        if self.fail:
+            return None
+        self.captures += 1
+
+        class Graph:
+            def launch(self, stream, leaves, scalars):
+                runtime.launches += 1
+                inputs = [np.array(leaf.value, copy=True) for leaf in leaves]
+                values = program.run_values(fusion, stream, leaves, inputs, kernel_with(scalars))
+                program.deliver(stream, values, copy=np.copy)
+
+        return Graph()
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_repeated_programs_are_captured_as_graphs_where_the_runtime_can(fail, monkeypatch):
+    dev = burn.device("cpu", autodiff=True, fusion=True)
+    fb = dev.backend.inner
+    runtime = Graphing(fb.inner, fail)
+    for name, value in (("runtime", runtime), ("_capture", runtime.capture_program)):
+        monkeypatch.setattr(fb, name, value)
+    for name, value in (("_programs", {}), ("_lengths", set()), ("_plans", {})):
+        monkeypatch.setattr(fb, name, value)
+    before = dict(fb.stats)
+    ref = _training_losses(burn.device("cpu", autodiff=True), 8, read_every=0, dropout=0.5)
+    got = _training_losses(dev, 8, read_every=0, dropout=0.5)
+    assert got == ref  # varying scalars (Adam's bias corrections) and fresh dropout masks each launch
+    launches = fb.stats["graph_launches"] - before["graph_launches"]
+    if fail:  # the runtime ran the stream but could not capture it: step by step from then on
+        assert runtime.captures == 0 and launches == 0
+    else:
+        assert runtime.captures == 1 and runtime.launches == launches >= 3

@@ -51,6 +51,16 @@ class CudaFusion:
             return False
         return True
 
+    def capture_program(
+        self, fusion: Any, program: Any, stream: list[Any], leaves: list[Any], scalars: list[Any]
+    ) -> Any:
+        """Run a repeated fusion program's stream and capture the program as a CUDA graph (``_graphs``);
+        None when it cannot be captured (the stream has run either way)."""
+        from ._graphs import CudaGraphProgram
+
+        graph = CudaGraphProgram(self, fusion, program)
+        return graph if graph.capture(stream, leaves, scalars) else None
+
     def execute(self, plan: FusedKernel, inputs: list[Prim], scalars: list[Any]) -> list[Prim]:
         b = self.backend
         cp = b._on()

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 Scalar = bool | int | float
 PENDING_LIMIT = 4096  # ops recorded before the stream is flushed without a read
 PROGRAMS_PER_SIGNATURE = 4
+GRAPH_AFTER = 2  # replays of a program before the runtime captures it as a graph (where it can)
 TYPE_CACHE_LIMIT = 65536
 
 # methods with their own code here; every other op method is forwarded or composed (see __init__)
@@ -129,7 +130,17 @@ class Fusion(Backend):
         self.default_float = inner.default_float
         self.default_int = inner.default_int
         self.runtime: FusionRuntime = runtime or inner.fusion_runtime() or ReferenceRuntime(inner)
-        self.stats = {"kernels": 0, "fused": 0, "ops": 0, "calls": 0, "flushes": 0, "replays": 0, "plans": 0}
+        self.stats = {
+            "kernels": 0,
+            "fused": 0,
+            "ops": 0,
+            "calls": 0,
+            "flushes": 0,
+            "replays": 0,
+            "plans": 0,
+            "graphs": 0,
+            "graph_launches": 0,
+        }
         self._fusable: dict[tuple[str, str, DType, DType], bool] = {}
         self._plans: dict[tuple[Any, ...], FusedKernel] = {}
         self._programs: dict[tuple[Any, ...], list[_Program]] = {}  # by stream signature
@@ -137,6 +148,11 @@ class Fusion(Backend):
         self._broadcasts: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...]] = {}
         self._types: dict[tuple[Any, ...], list[tuple[tuple[int, ...], DType]]] = {}
         self.replay = os.environ.get("BURN_FUSION_REPLAY", "1") != "0"
+        # a runtime that captures programs as device graphs (CUDA graphs) offers capture_program
+        graphs = os.environ.get("BURN_FUSION_GRAPHS", "1") != "0"
+        self._capture: Callable[..., Any] | None = (
+            getattr(self.runtime, "capture_program", None) if graphs else None
+        )
         self._calls: dict[str, Callable[..., Any]] = {}  # method name -> the inner backend's bound method
         self._rec: _Recorder | None = None  # set while a flush plans
         self._open()
@@ -381,7 +397,7 @@ class Fusion(Backend):
             for program in programs or ():  # none without a key
                 if program.usable(stream):
                     self.stats["replays"] += 1
-                    program.run(self, stream, leaves, scalars)
+                    self._replay(program, stream, leaves, scalars)
                     return
             self.stats["plans"] += 1
             rec = self._rec = _Recorder(stream, leaves, scalars) if key is not None else None
@@ -401,6 +417,25 @@ class Fusion(Backend):
                 if n.op is not None:
                     n.done(failed)
             raise
+
+    def _replay(self, program: _Program, stream: list[Node], leaves: list[Node], scalars: list[Any]) -> None:
+        """Run ``program`` again: as a graph the runtime captured (one launch), when it can capture
+        programs and this one has repeated; else step by step."""
+        capture = self._capture
+        if capture is None or program.graph is False:
+            program.run(self, stream, leaves, scalars)
+            return
+        if program.graph is not None:
+            program.graph.launch(stream, leaves, scalars)
+            self.stats["graph_launches"] += 1
+            return
+        program.runs += 1
+        if program.runs < GRAPH_AFTER:
+            program.run(self, stream, leaves, scalars)
+            return
+        # the runtime runs this stream and captures the program (None: it cannot be captured)
+        program.graph = capture(self, program, stream, leaves, scalars) or False
+        self.stats["graphs"] += program.graph is not False
 
     def _plan_stream(self, stream: list[Node]) -> None:
         """Plan and run ``stream`` (the first time its signature is seen), recording what ran."""
@@ -718,11 +753,16 @@ class _Program:
     ``unwritten``: positions no step writes (computed in registers) or that a step frees; the program
     is usable only while no tensor holds one of them."""
 
-    __slots__ = ("steps", "unwritten")
+    __slots__ = ("steps", "unwritten", "written", "runs", "graph")
 
-    def __init__(self, steps: list[tuple[Any, ...]], unwritten: tuple[int, ...]) -> None:
+    def __init__(
+        self, steps: list[tuple[Any, ...]], unwritten: tuple[int, ...], written: tuple[int, ...]
+    ) -> None:
         self.steps = steps
         self.unwritten = unwritten
+        self.written = written  # every position a step writes (kernel outputs, call results)
+        self.runs = 0  # replays so far
+        self.graph: Any = None  # the runtime's captured graph of the program; False: it cannot be captured
 
     def usable(self, stream: list[Node]) -> bool:
         for p in self.unwritten:
@@ -730,6 +770,67 @@ class _Program:
             if h is not None and h() is not None:
                 return False
         return True
+
+    def run_values(
+        self,
+        b: Fusion,
+        stream: list[Node],
+        leaves: list[Node],
+        leaf_values: Sequence[Any],
+        kernel: Callable[[int, FusedKernel, list[Any], tuple[int, ...]], list[Any]],
+    ) -> dict[int, Any]:
+        """Run the steps over values, leaving the nodes as they are (for a runtime capturing the
+        program as a graph): the stream's inputs are ``leaf_values`` (in ``leaves``' order) and
+        ``kernel(i, plan, inputs, scalar_indices)`` runs the i-th kernel step. Returns the value of
+        every position a step writes."""
+        index = {n: k for k, n in enumerate(leaves)}
+        vals: dict[int, Any] = {}
+
+        def resolve(args: Any) -> list[Any]:
+            out: list[Any] = []
+            for a in args:
+                if type(a) is Node:
+                    k = index.get(a)
+                    out.append(vals[a.pos] if k is None else leaf_values[k])
+                elif isinstance(a, (list, tuple)) and any(
+                    type(v) is Node or isinstance(v, (list, tuple)) for v in a
+                ):
+                    out.append(type(a)(resolve(a)))
+                else:
+                    out.append(a)
+            return out
+
+        ki = 0
+        for step in self.steps:
+            if step[0] == KERNEL:
+                _, plan, refs, sidx, outs, _free = step
+                ins = [vals[r] if r >= 0 else leaf_values[-1 - r] for r in refs]
+                for p, v in zip(outs, kernel(ki, plan, ins, sidx)):
+                    vals[p] = v
+                ki += 1
+            else:
+                n = stream[step[1]]
+                method = b._calls[n.op[1]]
+                if n.compute is None:
+                    out = method(*resolve(n.args))
+                else:
+                    with b.inner.call_state_scope(n.compute):
+                        out = method(*resolve(n.args))
+                if n.twin is None:
+                    vals[n.pos] = out
+                else:
+                    vals[n.pos], vals[n.twin.pos] = out
+        return vals
+
+    def deliver(
+        self, stream: list[Node], vals: dict[int, Any], copy: Callable[[Any], Any] | None = None
+    ) -> None:
+        """Hand the written values a tensor holds to their nodes (``copy``: through a copy, when the
+        values belong to a graph that the next launch overwrites)."""
+        for p in self.written:
+            n = stream[p]
+            if wanted(n):
+                n.done(vals[p] if copy is None else copy(vals[p]))
 
     def run(self, b: Fusion, stream: list[Node], leaves: list[Node], scalars: list[Any]) -> None:
         execute, run_call = b.runtime.execute, b._run_call
@@ -806,7 +907,7 @@ class _Recorder:
         freed = {p for f in free for p in f}
         unwritten = tuple(n.pos for n in stream if n.pos not in self.written or n.pos in freed)
         steps = [(*step, tuple(f)) for step, f in zip(self.steps, free)]
-        return _Program(steps, unwritten)
+        return _Program(steps, unwritten, tuple(sorted(self.written)))
 
 
 def _call_node(shape: tuple[int, ...], dtype: DType, name: str, operands: tuple[Any, ...]) -> Node:

@@ -1,0 +1,121 @@
+"""Fusion programs replayed as CUDA graphs: a repeated stream (a training step) costs one graph launch.
+
+``burn.fusion`` keeps what planning a stream ran as a program (kernel launches and backend calls over
+stream positions) and replays it when the same stream comes again. After a few replays it asks the
+runtime to capture the program (``CudaFusion.capture_program``); this module does it:
+
+* the stream's inputs are copied into buffers the graph owns (their addresses are baked into it), and
+  copied again before every launch;
+* a fused kernel's scalars (a learning rate, Adam's bias corrections: they change from step to step)
+  are read from small device tables instead of kernel arguments; the tables are rewritten from the
+  stream's scalars before every launch;
+* the program runs once uncaptured (warming kernels, cuBLAS and the memory pool; these are this
+  stream's results) and once under relaxed stream capture into a private memory pool, which the graph
+  keeps: no buffer it uses is ever handed to other code;
+* after a launch, each value a tensor holds is copied out of the graph's buffers (the next launch
+  overwrites them), so no tensor ever aliases graph memory.
+
+A program whose capture fails (an op that synchronises with the host, an API call capture refuses)
+keeps replaying step by step; the failure is not an error.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from burn.fusion import FusedKernel
+
+from ._dtypes import TO_NP
+
+if TYPE_CHECKING:
+    from ._fusion import CudaFusion
+
+_RELAXED = 2  # cudaStreamCaptureModeRelaxed, when CuPy does not name it
+
+
+def _scalars_as_inputs(plan: FusedKernel) -> FusedKernel:
+    """The plan with its scalars read from (0-d) tensor inputs: value numbers stay the same, since
+    inputs come first and scalars right after them."""
+    cached = plan.cache.get("graph")
+    if cached is None:
+        cached = plan.cache["graph"] = FusedKernel(
+            plan.shape, plan.inputs + plan.scalars, (), plan.ops, plan.outputs
+        )
+    return cached
+
+
+class CudaGraphProgram:
+    """One captured program: its input buffers, scalar tables, graph and private memory pool."""
+
+    def __init__(self, runtime: CudaFusion, fusion: Any, program: Any) -> None:
+        self.runtime, self.fusion, self.program = runtime, fusion, program
+        self.backend = runtime.backend
+        # scalar tables: one device array per numpy dtype; each kernel step reads its scalars from
+        # 0-d views of them, in the order of its plan's scalars
+        slots: dict[Any, list[int]] = {}
+        self.step_slots: list[list[tuple[Any, int]]] = []
+        for step in program.steps:
+            if step[0] == 0:  # a kernel step: (KERNEL, plan, refs, scalar indices, outputs, freed)
+                plan, sidx = step[1], step[3]
+                mine = []
+                for dt, i in zip(plan.scalars, sidx):
+                    table = slots.setdefault(TO_NP[dt], [])
+                    mine.append((TO_NP[dt], len(table)))
+                    table.append(i)
+                self.step_slots.append(mine)
+        self.slots = slots
+        self.graph: Any = None
+        self.pool: Any = None
+        self.inputs: list[Any] = []
+        self.tables: dict[Any, Any] = {}
+        self.views: list[list[Any]] = []
+        self.values: dict[int, Any] = {}
+
+    # ------------------------------------------------------------------ the tables and inputs
+    def _fill(self, cp: Any, leaves: list[Any], scalars: list[Any]) -> None:
+        """Copy the stream's inputs and scalars into the buffers the graph reads."""
+        for buf, leaf in zip(self.inputs, leaves):
+            cp.copyto(buf, leaf.value)
+        for dt, idx in self.slots.items():
+            host = np.array([scalars[i] for i in idx], dtype=dt)
+            self.tables[dt].set(host)
+
+    def _kernel(self, i: int, plan: FusedKernel, inputs: list[Any], sidx: tuple[int, ...]) -> list[Any]:
+        return self.runtime.execute(_scalars_as_inputs(plan), inputs + self.views[i], [])
+
+    # ------------------------------------------------------------------ capture and launch
+    def capture(self, stream: list[Any], leaves: list[Any], scalars: list[Any]) -> bool:
+        """Run the stream (its values delivered) and capture the program; False if capture failed."""
+        cp = self.backend._on()
+        program = self.program
+        # this stream's results come from an uncaptured run over the inputs themselves (a result that
+        # is a view of an input then aliases the input, as it would unfused, never graph memory)
+        self.tables = {dt: cp.empty(len(idx), dtype=dt) for dt, idx in self.slots.items()}
+        self.views = [[self.tables[dt][k : k + 1].reshape(()) for dt, k in mine] for mine in self.step_slots]
+        self.inputs = [cp.empty(leaf.value.shape, dtype=leaf.value.dtype) for leaf in leaves]
+        self._fill(cp, leaves, scalars)
+        vals = program.run_values(self.fusion, stream, leaves, [leaf.value for leaf in leaves], self._kernel)
+        s = self.backend.stream
+        pool = cp.cuda.MemoryPool()
+        mode = getattr(cp.cuda.runtime, "streamCaptureModeRelaxed", _RELAXED)
+        captured = False
+        try:
+            with cp.cuda.using_allocator(pool.malloc):
+                s.begin_capture(mode)
+                try:
+                    values = program.run_values(self.fusion, stream, leaves, self.inputs, self._kernel)
+                finally:
+                    graph = s.end_capture()
+            self.graph, self.pool, self.values = graph, pool, values
+            captured = True
+        except Exception:  # not capturable (a host sync, an API call capture refuses): step by step
+            pass
+        program.deliver(stream, vals)  # after the capture, which reads the nodes' operands
+        return captured
+
+    def launch(self, stream: list[Any], leaves: list[Any], scalars: list[Any]) -> None:
+        cp = self.backend._on()
+        self._fill(cp, leaves, scalars)
+        self.graph.launch(self.backend.stream)
+        self.program.deliver(stream, self.values, copy=lambda v: v.copy())

@@ -1,0 +1,65 @@
+"""Fusion on burn-cuda: a repeated training step is planned once, replayed, then captured as a CUDA graph
+(``burn_cuda._graphs``); its losses equal the same training without graphs and without fusion."""
+
+from __future__ import annotations
+
+import burn
+import numpy as np
+import pytest
+from burn import nn
+from burn.nn import functional as F
+
+pytestmark = pytest.mark.gpu
+
+
+def _losses(dev, steps: int, dropout: float, read_every: int) -> list[float]:
+    burn.seed(0)
+
+    class Net(nn.Module):
+        def __init__(self):
+            self.c = nn.Conv2dConfig((1, 4), 3, padding=1).init(dev)
+            self.l1 = nn.LinearConfig(4 * 8 * 8, 32).init(dev)
+            self.l2 = nn.LinearConfig(32, 5).init(dev)
+
+        def forward(self, x):
+            h = F.relu(self.c(x)).flatten(1, 3)
+            h = F.relu(self.l1(h))
+            return self.l2(F.dropout(h, dropout) if dropout else h)
+
+    model, opt = Net(), burn.optim.AdamConfig().init()
+    rng = np.random.default_rng(0)
+    x = burn.tensor(rng.standard_normal((6, 1, 8, 8)).astype(np.float32), device=dev)
+    y = burn.tensor(rng.integers(0, 5, 6), device=dev)
+    held = []
+    for i in range(steps):
+        loss = F.cross_entropy(model(x), y)
+        model = opt.step(1e-2, model, loss.backward())
+        held.append(loss)  # kept across steps: a graph launch must not overwrite them
+        if read_every and i % read_every == 0:
+            loss.item()
+    return [float(v.item()) for v in held]
+
+
+@pytest.mark.parametrize("read_every", [1, 0])
+def test_a_training_step_replays_as_a_cuda_graph(cuda, read_every, monkeypatch):
+    steps = 12
+    plain = _losses(burn.device("cuda:0", autodiff=True, fusion=False), steps, 0.0, read_every)
+    dev = burn.device("cuda:0", autodiff=True)
+    fb = dev.backend.inner
+    before = dict(fb.stats)
+    got = _losses(dev, steps, 0.0, read_every)
+    np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-6)
+    assert fb.stats["graphs"] - before["graphs"] >= 1
+    assert fb.stats["graph_launches"] - before["graph_launches"] >= steps - 5
+
+
+def test_graphs_draw_fresh_dropout_masks_and_equal_step_by_step_replay(cuda, monkeypatch):
+    dev = burn.device("cuda:0", autodiff=True)
+    fb = dev.backend.inner
+    with_graphs = _losses(dev, 10, 0.5, 1)
+    monkeypatch.setattr(fb, "_capture", None)  # replay step by step
+    monkeypatch.setattr(fb, "_programs", {})
+    monkeypatch.setattr(fb, "_lengths", set())
+    without = _losses(dev, 10, 0.5, 1)
+    np.testing.assert_allclose(with_graphs, without, rtol=1e-5, atol=1e-6)
+    assert len(set(np.round(with_graphs, 6))) > 5  # the losses move: the masks and updates change
