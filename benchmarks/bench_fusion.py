@@ -6,7 +6,8 @@ batch 256, and the small CNN, batch 64; Adam, fp32): milliseconds per step, kern
 kernels and host syncs per step (``burn.profile``), and where the host time of a fused step goes
 (cProfile over a few steps: the share in fusion's own code (recording, planning, replay), in the
 backend's launch code, in the rest of burn, and in the driver libraries). Fusion runs twice: planning
-every stream (``fusion_on``, replay off) and replaying planned streams (``fusion_replay``, the default).
+every stream (``fusion_on``, replay off), replaying planned streams step by step (``fusion_replay``)
+and as device graphs where the runtime captures them (``fusion_graphs``: CUDA graphs; the default).
 PyTorch eager on the same GPU (TF32 off) is the peer:
 ``ratio_vs_torch`` is burn's time over PyTorch's.
 
@@ -25,13 +26,17 @@ from _common import emit_json, time_for
 from bench_cuda import _burn_models, _data, _part, _torch_step
 
 
-def _step_fn(backend: str, kind: str, fusion: bool, replay: bool = True) -> tuple[Any, Any, Any]:
+def _step_fn(
+    backend: str, kind: str, fusion: bool, replay: bool = True, graphs: bool = True
+) -> tuple[Any, Any, Any]:
     import burn
     from burn.nn import functional as F
 
     dev = burn.device(backend, autodiff=True, fusion=fusion)
     if fusion:
-        dev.backend.inner.replay = replay  # the fusion backend under autodiff
+        fb = dev.backend.inner  # the fusion backend under autodiff
+        fb.replay = replay
+        fb._capture = getattr(fb.runtime, "capture_program", None) if graphs else None
     burn.seed(0)
     model = _burn_models(dev)[kind]()
     opt = burn.optim.AdamConfig().init()
@@ -76,12 +81,13 @@ def bench_backend(backend: str, kind: str, quick: bool) -> dict[str, Any]:
 
     min_time = 0.5 if quick else 2.0
     row: dict[str, Any] = {}
-    for label, fusion, replay in (
-        ("fusion_off", False, False),
-        ("fusion_on", True, False),
-        ("fusion_replay", True, True),
+    for label, fusion, replay, graphs in (
+        ("fusion_off", False, False, False),
+        ("fusion_on", True, False, False),
+        ("fusion_replay", True, True, False),
+        ("fusion_graphs", True, True, True),
     ):
-        dev, step, state = _step_fn(backend, kind, fusion, replay)
+        dev, step, state = _step_fn(backend, kind, fusion, replay, graphs)
         sync = dev.backend.sync
         step()
         first = float(state["loss"].item())
@@ -102,6 +108,7 @@ def bench_backend(backend: str, kind: str, quick: bool) -> dict[str, Any]:
         if fb:
             entry["streams_per_step"] = fb.stats["flushes"] - before["flushes"]
             entry["replayed_per_step"] = fb.stats["replays"] - before["replays"]
+            entry["graph_launches_per_step"] = fb.stats["graph_launches"] - before["graph_launches"]
             entry["host_time_shares"] = _host_shares(step, sync, 3 if quick else 10)
         row[label] = entry
     return row
@@ -131,7 +138,7 @@ def main() -> None:
         for kind in ("mlp", "cnn"):
             row = _part(lambda kind=kind, backend=backend: bench_backend(backend, kind, args.quick))
             t = torch_ms[kind].get("ms_per_step")
-            for label in ("fusion_off", "fusion_on", "fusion_replay"):
+            for label in ("fusion_off", "fusion_on", "fusion_replay", "fusion_graphs"):
                 if t and label in row:
                     row[label]["ratio_vs_torch"] = round(row[label]["ms_per_step"] / t, 2)
             per[kind] = row
