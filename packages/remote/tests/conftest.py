@@ -102,8 +102,15 @@ _sessions = itertools.count(100)
 
 
 @pytest.fixture
-def remote(server: ServerProcess) -> Any:
-    """A fresh remote device (its own session: a new device index) on the session's server."""
+def remote(server: ServerProcess) -> Iterator[Any]:
+    """A fresh remote device (its own session: a new device index) on the session's server; the session
+    ends after the test (the server holds at most --max-sessions)."""
     import burn
+    from burn_remote import remote_backend
 
-    return burn.device(f"remote:{next(_sessions)}", url=server.url, token=server.token)
+    dev = burn.device(f"remote:{next(_sessions)}", url=server.url, token=server.token)
+    yield dev
+    try:
+        remote_backend(dev).close()
+    except Exception:  # it could not connect
+        pass

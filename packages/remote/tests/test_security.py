@@ -21,6 +21,7 @@ from burn_remote._protocol import (
     ERROR,
     HELLO,
     OPS,
+    PROTOCOL_VERSION,
     READ,
     SERVER_FRAMES,
     SYNC,
@@ -90,13 +91,14 @@ def test_nothing_is_read_before_the_token(server):
     _closed_with(ws, 1008)
 
 
+_V = bytes([PROTOCOL_VERSION])
 MALFORMED = {
-    "short": b"BR\x01",
+    "short": b"BR" + _V,
     "bad_magic": b"XX" + frame(SYNC, None)[2:],
     "bad_version": b"BR\x09" + frame(SYNC, None)[3:],
-    "unknown_type": b"BR\x01\x63" + frame(SYNC, None)[4:],
-    "meta_past_end": b"BR\x01" + bytes([SYNC]) + struct.pack("<I", 1000) + b"\x90",
-    "garbage_meta": b"BR\x01" + bytes([SYNC]) + struct.pack("<I", 3) + b"\xc1\xc1\xc1",
+    "unknown_type": b"BR" + _V + b"\x63" + frame(SYNC, None)[4:],
+    "meta_past_end": b"BR" + _V + bytes([SYNC]) + struct.pack("<I", 1000) + b"\x90",
+    "garbage_meta": b"BR" + _V + bytes([SYNC]) + struct.pack("<I", 3) + b"\xc1\xc1\xc1",
     "ops_not_a_list": frame(OPS, 42),
     "record_not_a_list": frame(OPS, ((7,), ())),
     "drops_not_ids": frame(OPS, ((), ("x",))),

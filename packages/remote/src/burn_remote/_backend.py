@@ -21,7 +21,7 @@ from burn.ir import CaptureBackend, Graph, Sym, TensorRef
 
 from ._client import _OPEN, BATCH, Connection
 from ._errors import RemoteError
-from ._protocol import INLINE
+from ._protocol import INLINE, MAX_SIGNATURE_SIZE, MAX_SIGNATURES, VAR_FLOAT_METHODS, signature_size
 from ._protocol import plain_tuple as _plain_tuple
 
 DEFAULT_TIMEOUT = 10.0
@@ -30,25 +30,34 @@ TOKEN_ENV = "BURN_REMOTE_TOKEN"
 
 
 _PLAIN = frozenset({int, float, bool, str, type(None)})
+_new_object = object.__new__
 
 
 class RemoteTensor(Sym):
-    """A tensor of a remote session: its graph reference (id, shape, dtype) and the connection."""
+    """A tensor of a remote session: its id, shape and dtype, and the connection. ``ref`` (the graph
+    reference ``burn.ir`` code reads) is made on demand: the hot paths read the fields."""
 
-    __slots__ = ("conn",)
+    __slots__ = ("conn", "dtype", "id", "shape")
+    id: int
+    shape: tuple[int, ...]  # a field here (Sym has a property)
+    dtype: DType
 
     def __init__(self, ref: TensorRef, conn: Connection) -> None:
-        super().__init__(ref)
+        self.id, self.shape, self.dtype = ref.id, ref.shape, ref.dtype
         self.conn = conn
+
+    @property
+    def ref(self) -> TensorRef:  # type: ignore[override]
+        return TensorRef(self.id, self.shape, self.dtype)
 
     def __del__(self) -> None:
         try:
-            self.conn._drops.append(self.ref.id)  # Connection.drop inlined
+            self.conn._drops.append(self.id)  # Connection.drop inlined
         except Exception:  # interpreter shutdown
             pass
 
     def __repr__(self) -> str:
-        return f"RemoteTensor(%{self.ref.id}, {self.ref.dtype.name}{list(self.ref.shape)})"
+        return f"RemoteTensor(%{self.id}, {self.dtype.name}{list(self.shape)})"
 
 
 class RemoteBackend(CaptureBackend):
@@ -63,9 +72,8 @@ class RemoteBackend(CaptureBackend):
         self._token = token
         self.timeout = timeout
         self.tls_ca = tls_ca
-        self.graph = Graph()  # _emit records here; each record is taken off and sent at once
+        self.graph = Graph()  # _define records here; each record is taken off at once
         self._next = 0
-        self._shapes: dict[tuple, tuple[tuple[tuple[int, ...], DType, str], ...]] = {}
         self._connect()
 
     def _connect(self) -> None:
@@ -80,8 +88,7 @@ class RemoteBackend(CaptureBackend):
     def reconnect(self) -> None:
         """Open a new session (after a server restart); tensors of the old session stay unusable."""
         old = self.conn
-        self._connect()
-        self._shapes.clear()  # the new server may have other dtypes or defaults
+        self._connect()  # a new connection: no signatures yet (the new server may differ)
         old.close()
 
     def close(self) -> None:
@@ -91,75 +98,190 @@ class RemoteBackend(CaptureBackend):
     def __repr__(self) -> str:
         return f"<RemoteBackend {self.url} -> {self.server.get('device')}>"
 
-    # ---- recording: outputs are handles, each record goes on the wire
+    def shape_of(self, x: Sym) -> tuple[int, ...]:
+        return x.shape
+
+    def dtype_of(self, x: Sym) -> DType:
+        return x.dtype  # type: ignore[attr-defined]
+
+    # ---- recording: outputs are handles, each op goes on the wire as a compact record
     def _new(self, shape: tuple[int, ...], dtype: DType) -> RemoteTensor:
-        return RemoteTensor(TensorRef(self.conn.next_id(), tuple(int(s) for s in shape), dtype), self.conn)
+        out: RemoteTensor = _new_object(RemoteTensor)
+        out.id = self.conn.next_id()
+        out.shape = tuple(int(s) for s in shape)
+        out.dtype = dtype
+        out.conn = self.conn
+        return out
+
+    # The element-wise ops in full: no argument loop, no generic signature (the keys are those _emit
+    # builds for the same arguments, so both paths share one signature table).
+    def unary(self, kind: str, x: Any) -> Any:
+        conn = self.conn
+        if type(x) is RemoteTensor and x.conn is conn:
+            sig = conn.sigs.get((kind, x.shape, x.dtype))
+            if sig is not None and sig[1] is not None:
+                return _send1(conn, sig, (x.id,))
+        return self._emit(kind, "unary", (x,))
+
+    def activation(self, op: str, x: Any) -> Any:
+        if op in self.native_activations:
+            return self.unary(op, x)
+        return super().activation(op, x)
+
+    def binary(self, kind: str, a: Any, b: Any) -> Any:
+        # the most frequent op of all: _send1 inlined
+        conn = self.conn
+        if type(a) is RemoteTensor and a.conn is conn:
+            tb = type(b)
+            if tb is float:
+                sig = conn.sigs.get((kind, a.shape, a.dtype, float))
+                rest: tuple = (a.id, b)
+            elif tb is RemoteTensor and b.conn is conn:
+                sig = conn.sigs.get((kind, a.shape, a.dtype, b.shape, b.dtype))
+                rest = (a.id, b.id)
+            else:
+                sig = None
+            if sig is not None and sig[1] is not None:
+                out: RemoteTensor = _new_object(RemoteTensor)
+                out.id = tid = conn.next_id()
+                out.shape, out.dtype = sig[1]
+                out.conn = conn
+                if conn.closed_reason is not None or conn._state._state is not _OPEN:
+                    raise conn._lost()
+                ops = conn._ops
+                ops.append((sig[0], tid, *rest))  # no lock: see Connection.enqueue_encoded
+                if len(ops) >= BATCH:
+                    conn.flush_batch()
+                return out
+        return self._emit(kind, "binary", (a, b))
+
+    def cast(self, x: Any, dtype: DType) -> Any:
+        conn = self.conn
+        if type(x) is RemoteTensor and x.conn is conn and type(dtype) is DType:
+            sig = conn.sigs.get(("cast", x.shape, x.dtype, dtype))
+            if sig is not None and sig[1] is not None:
+                return _send1(conn, sig, (x.id,))
+        return self._emit("cast", "cast", (x, dtype))
+
+    def where(self, cond: Any, a: Any, b: Any) -> Any:
+        conn = self.conn
+        if type(cond) is RemoteTensor and cond.conn is conn:
+            ta, tb = type(a), type(b)
+            if ta is RemoteTensor and a.conn is conn:
+                if tb is RemoteTensor and b.conn is conn:
+                    key: tuple = ("where", cond.shape, cond.dtype, a.shape, a.dtype, b.shape, b.dtype)
+                    rest: tuple = (cond.id, a.id, b.id)
+                elif tb is float:
+                    key, rest = ("where", cond.shape, cond.dtype, a.shape, a.dtype, float), (cond.id, a.id, b)
+                else:
+                    key = ()
+            elif ta is float and tb is RemoteTensor and b.conn is conn:
+                key, rest = ("where", cond.shape, cond.dtype, float, b.shape, b.dtype), (cond.id, b.id, a)
+            else:
+                key = ()
+            sig = conn.sigs.get(key) if key else None
+            if sig is not None and sig[1] is not None:
+                return _send1(conn, sig, rest)
+        return self._emit("where", "where", (cond, a, b))
 
     def _emit(self, kind: str, method: str, args: tuple) -> Any:
         # The capture backend's rules give the output shapes and dtypes; they depend only on the input
-        # shapes/dtypes and the other arguments, so they are memoised per signature (a training loop
-        # repeats a few hundred signatures): a repeated op costs a dict lookup, not the rules again.
+        # shapes/dtypes and the other arguments (not on the values of VAR_FLOAT_METHODS' floats), so a
+        # signature is defined once per session (the rules run, the server checks it) and each op of it
+        # is a compact record of ids: a repeated op costs a dict lookup.
         conn = self.conn
+        var = method in VAR_FLOAT_METHODS
         key: list[Any] = [kind]
-        wire: list[Any] = []
+        ids: list[Any] = []
+        floats: list[float] = []
         for a in args:
-            if type(a) is RemoteTensor:
+            ta = type(a)
+            if ta is RemoteTensor:
                 if a.conn is not conn:
                     _check_session(a, conn)
-                ref = a.ref
-                key.append(ref.shape)
-                key.append(ref.dtype)
-                wire.append({"t": ref.id})
-            elif type(a) in _PLAIN or (type(a) is tuple and _plain_tuple(a)):
-                key.append(type(a))
+                key.append(a.shape)
+                key.append(a.dtype)
+                ids.append(a.id)
+            elif ta is float and var:
+                key.append(float)
+                floats.append(a)
+            elif ta in _PLAIN or (ta is tuple and _plain_tuple(a)):
+                key.append(ta)
                 key.append(a)
-                wire.append(a)
-            elif type(a) is DType:
+            elif ta is DType:
                 key.append(a)
-                wire.append({"d": a.name})
             else:
                 return self._emit_slow(kind, method, args)
         sig = tuple(key)
-        outs = self._shapes.get(sig)
-        if outs is None:
-            return self._emit_slow(kind, method, args, sig)
-        new = RemoteTensor.__new__
-        if len(outs) == 1:  # most ops: no lists to build, Connection.enqueue_encoded inlined
-            shape, dtype, name = outs[0]
-            tid = conn.next_id()
-            out = new(RemoteTensor)
-            out.ref = TensorRef(tid, shape, dtype)
-            out.conn = conn
-            with conn._lock:
-                if conn.closed_reason is not None or conn._protocol.state is not _OPEN:
-                    raise conn._lost()
-                ops = conn._ops
-                ops.append((kind, wire, ((tid, shape, name),)))
-                if len(ops) >= BATCH:
-                    conn._flush()
-            return out
+        entry = conn.sigs.get(sig)
+        if entry is None:
+            return self._define(kind, method, args, sig, var)
+        ids += floats
+        if entry[1] is not None:
+            return _send1(conn, entry, tuple(ids))
+        outs = entry[2]
         results = []
-        wire_outs = []
-        for shape, dtype, name in outs:
-            tid = conn.next_id()
-            out = new(RemoteTensor)
-            out.ref = TensorRef(tid, shape, dtype)
+        for shape, dtype in outs:
+            out = _new_object(RemoteTensor)
+            out.id = conn.next_id()
+            out.shape = shape
+            out.dtype = dtype
             out.conn = conn
             results.append(out)
-            wire_outs.append((tid, shape, name))
-        conn.enqueue_encoded(kind, wire, wire_outs)
+        conn.enqueue_encoded([(entry[0], *(o.id for o in results), *ids)])
         return tuple(results)
 
-    def _emit_slow(self, kind: str, method: str, args: tuple, sig: tuple | None = None) -> Any:
+    def _define(self, kind: str, method: str, args: tuple, sig: tuple, var: bool) -> Any:
+        """The first op of a signature: the capture rules derive its outputs; a signature record goes
+        out before the op's compact record (a full record instead once the session has
+        ``MAX_SIGNATURES``, or for a signature larger than ``MAX_SIGNATURE_SIZE``)."""
+        conn = self.conn
+        out = super()._emit(kind, method, args)
+        record = self.graph.ops.pop()
+        outs = tuple((t.shape, t.dtype) for t in record.outputs)
+        template: list[Any] = []
+        ins: list[tuple[tuple[int, ...], str]] = []
+        ids: list[int] = []
+        fpos: list[int] = []
+        floats: list[float] = []
+        for pos, a in enumerate(args):
+            if type(a) is RemoteTensor:
+                template.append({"t": len(ins)})
+                ins.append((a.shape, a.dtype.name))
+                ids.append(a.id)
+            elif type(a) is DType:
+                template.append({"d": a.name})
+            else:
+                template.append(a)
+                if var and type(a) is float:
+                    fpos.append(pos)
+                    floats.append(a)
+        args_t, ins_t, outs_t = tuple(template), tuple(ins), tuple((s, d.name) for s, d in outs)
+        if conn.n_sigs >= MAX_SIGNATURES or signature_size(args_t, ins_t, outs_t) > MAX_SIGNATURE_SIZE:
+            conn.enqueue(
+                str(record.kind), record.args, [(t.id, t.shape, t.dtype.name) for t in record.outputs]
+            )
+            return out
+        with conn._lock:  # one number per signature, even with several threads defining
+            conn.check()
+            sid = conn.n_sigs
+            conn.n_sigs += 1
+            definition = (None, sid, kind, args_t, ins_t, outs_t, tuple(fpos))
+            op = (sid, *(t.id for t in record.outputs), *ids, *floats)
+            conn._ops += [definition, op]  # queued in number order, then published
+            single = (outs[0][0], outs[0][1]) if len(outs) == 1 else None
+            conn.sigs[sig] = (sid, single, outs)
+        if len(conn._ops) >= BATCH:
+            conn.flush_batch()
+        return out
+
+    def _emit_slow(self, kind: str, method: str, args: tuple) -> Any:
+        """A full op record (arguments that a signature cannot hold: lists of tensors, host arrays)."""
         conn = self.conn
         for a in args:
             _check_session(a, conn)
         out = super()._emit(kind, method, args)
         record = self.graph.ops.pop()
-        if sig is not None:
-            if len(self._shapes) > 8192:  # varying scalars (a schedule's lr): keep the table bounded
-                self._shapes.clear()
-            self._shapes[sig] = tuple((t.shape, t.dtype, t.dtype.name) for t in record.outputs)
         outs = [(t.id, t.shape, t.dtype.name) for t in record.outputs]
         conn.enqueue(str(record.kind), record.args, outs)
         return out
@@ -175,9 +297,9 @@ class RemoteBackend(CaptureBackend):
         arr = np.asarray(arr, order="C")
         out = self._new(arr.shape, dtype)
         if arr.nbytes <= INLINE:
-            self.conn.enqueue("from_numpy", (arr, dtype), [(out.ref.id, out.ref.shape, dtype.name)])
+            self.conn.enqueue("from_numpy", (arr, dtype), [(out.id, out.shape, dtype.name)])
         else:
-            self.conn.upload(out.ref.id, out.ref.shape, dtype, arr)
+            self.conn.upload(out.id, out.shape, dtype, arr)
         return out
 
     def to_numpy(self, x: Sym) -> Any:
@@ -186,7 +308,7 @@ class RemoteBackend(CaptureBackend):
     def read_many(self, xs: Sequence[Sym]) -> list[Any]:
         for x in xs:
             _check_session(x, self.conn)
-        return self.conn.read([x.ref.id for x in xs])
+        return self.conn.read([x.id for x in xs])  # type: ignore[attr-defined]
 
     def sync(self) -> None:
         self.conn.sync()
@@ -200,6 +322,22 @@ class RemoteBackend(CaptureBackend):
     random_normal = Backend.random_normal
     random_int = Backend.random_int
     random_bernoulli = Backend.random_bernoulli
+
+
+def _send1(conn: Connection, entry: tuple, rest: tuple) -> RemoteTensor:
+    """Queue the compact record ``(signature, output id, *rest)`` of a one-output op and return the
+    output's handle."""
+    out: RemoteTensor = _new_object(RemoteTensor)
+    out.id = tid = conn.next_id()
+    out.shape, out.dtype = entry[1]
+    out.conn = conn
+    if conn.closed_reason is not None or conn._state._state is not _OPEN:
+        raise conn._lost()
+    ops = conn._ops
+    ops.append((entry[0], tid) + rest)  # no lock: see Connection.enqueue_encoded
+    if len(ops) >= BATCH:
+        conn.flush_batch()
+    return out
 
 
 def _check_session(a: Any, conn: Connection) -> None:

@@ -2,9 +2,10 @@
 outgoing buffer of op records, and request/reply for reads, syncs and uploads.
 
 Ops are buffered and sent in batches without waiting for anything; only reads and syncs wait for the
-server (a ``Transaction`` is one READ for all its tensors). A lock makes the connection usable from
-several threads (a training loop and its metrics thread). Keep-alive pings detect a dead or hung server
-within ``timeout`` seconds; after that, every use raises ``RemoteError``.
+server (a ``Transaction`` is one READ for all its tensors). The connection is usable from several
+threads (a training loop and its metrics thread): ops are queued without a lock (atomic list operations,
+see ``enqueue_encoded``); sends, reads, syncs and signature numbers take a lock. Keep-alive pings detect
+a dead or hung server within ``timeout`` seconds; after that, every use raises ``RemoteError``.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ class Connection:
                 ping_interval=keepalive,
                 ping_timeout=keepalive,
                 close_timeout=min(timeout, 2.0),
-                max_size=2 * CHUNK + (1 << 20),
+                max_size=CHUNK + (16 << 20),  # a DATA frame: CHUNK bytes and the pieces' metadata
                 user_agent_header=f"burn-remote/{__version__}",
                 create_connection=_Connection,
                 **extra,
@@ -91,6 +92,9 @@ class Connection:
                 f"remote device: cannot connect to {url}: {type(exc).__name__}: {exc}"
             ) from None
         self._protocol = self._ws.protocol
+        # the protocol's state for the per-op check: its field where it has one (a property costs a call)
+        proto = self._protocol
+        self._state: Any = proto if getattr(proto, "_state", None) is proto.state else _StateView(proto)
         # Not re-entrant (a plain Lock costs a third of an RLock per op): nothing done under it takes it
         # again; __del__ (drop) appends to _drops without it.
         self._lock = threading.Lock()
@@ -98,6 +102,11 @@ class Connection:
         self._inline = 0  # bytes of host arrays in _ops (they bound a frame's size with BATCH)
         self._drops: list[int] = []
         self.next_id = itertools.count().__next__
+        # this session's signatures: key -> (number, (shape, dtype) of a one-output op or None, outputs)
+        # (an entry is published only after its signature record is queued: a thread that finds it
+        # queues its op after the definition)
+        self.sigs: dict[tuple, tuple[int, Any, tuple]] = {}
+        self.n_sigs = 0
         self.counts = {"kernels": 0, "submits": 0, "syncs": 0}
         self.closed_reason: str | None = None
         try:
@@ -109,6 +118,9 @@ class Connection:
             self.close()
             raise
         self.info: dict[str, Any] = dict(reply[1])
+        max_frame = self.info.get("max_frame")
+        # upload chunks fit the server's frame limit (with room for the frame's metadata)
+        self.chunk = CHUNK if type(max_frame) is not int else max(1 << 16, min(CHUNK, max_frame - (1 << 16)))
         _OPEN_CONNECTIONS.add(self)
 
     # ------------------------------------------------------------------ state
@@ -156,15 +168,21 @@ class Connection:
             if len(self._ops) >= BATCH or self._inline >= INLINE_BYTES:
                 self._flush()
 
-    def enqueue_encoded(self, kind: str, args: list[Any], outs: list[Any]) -> None:
-        """``enqueue`` for arguments already in wire form."""
+    def enqueue_encoded(self, records: list[tuple]) -> None:
+        """Queue records already in wire form (signatures, compact ops). No lock: ``list.extend`` is
+        atomic, and ``_flush`` takes what is queued without replacing the list, so nothing is lost to a
+        concurrent flush (the hot paths in ``_backend`` queue a compact op the same way)."""
+        if self.closed_reason is not None or self._state._state is not _OPEN:
+            raise self._lost()
+        ops = self._ops
+        ops += records
+        if len(ops) >= BATCH:
+            self.flush_batch()
+
+    def flush_batch(self) -> None:
+        """Send the queued records (a full batch); errors raise."""
         with self._lock:
-            if self.closed_reason is not None or self._protocol.state is not _OPEN:
-                raise self._lost()
-            ops = self._ops
-            ops.append((kind, args, outs))
-            if len(ops) >= BATCH:
-                self._flush()
+            self._flush()
 
     def drop(self, tid: int) -> None:
         """Free tensor ``tid`` on the server (with the next batch). Called from ``__del__``: no lock."""
@@ -173,10 +191,16 @@ class Connection:
     def _flush(self) -> None:
         if not self._ops and not self._drops:
             return
-        ops, self._ops = self._ops, []
-        self._inline = 0
+        # Drops first: a tensor dropped by now was last used by an op queued before it died, so that op
+        # is among those taken next and runs before the server frees the tensor. Other threads may queue
+        # ops and drops meanwhile (no lock on those paths): what they add stays for the next frame.
         drops = self._drops[:]
         del self._drops[: len(drops)]
+        queued = self._ops
+        n = len(queued)
+        ops = queued[:n]
+        del queued[:n]
+        self._inline = 0
         self._send(frame(OPS, (ops, drops)))
         self.counts["kernels"] += len(ops)
 
@@ -193,15 +217,16 @@ class Connection:
                 self._flush()
 
     def upload(self, tid: int, shape: tuple[int, ...], dtype: burn.DType, array: Any) -> None:
-        """Send a large host array in ``CHUNK``-byte frames as tensor ``tid``."""
+        """Send a large host array in frames of ``self.chunk`` bytes as tensor ``tid``."""
         data = memoryview(array.reshape(-1)).cast("B") if array.size else memoryview(b"")
         total = len(data)
+        chunk = self.chunk
         with self._lock:
             self.check()
             self._flush()
             offset = 0
             while True:
-                n = min(CHUNK, total - offset)
+                n = min(chunk, total - offset)
                 meta = (tid, dtype.name, array.dtype.str, list(shape), total, offset)
                 self._send(frame(UPLOAD, meta, data[offset : offset + n]))
                 offset += n
@@ -271,6 +296,19 @@ class Connection:
             kind, _, _ = self._recv(None)
             if kind != DONE:
                 raise ProtocolError(f"expected DONE, got frame type {kind}")
+
+
+class _StateView:
+    """``protocol.state`` under the name ``_state`` (for a websockets without that field)."""
+
+    __slots__ = ("protocol",)
+
+    def __init__(self, protocol: Any) -> None:
+        self.protocol = protocol
+
+    @property
+    def _state(self) -> Any:
+        return self.protocol.state
 
 
 def _ndarray_type() -> Any:

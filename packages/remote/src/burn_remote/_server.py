@@ -16,7 +16,7 @@ import logging
 import queue
 import ssl
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,7 +153,7 @@ class Server:
     async def _serve(self, ws: Any, session: Session, worker: ThreadPoolExecutor) -> None:
         loop = asyncio.get_running_loop()
         pipe = _Pipe(loop, session)
-        sender = asyncio.create_task(_send_replies(ws, pipe.replies))
+        sender = asyncio.create_task(_send_replies(ws, pipe))
         worker.submit(pipe.pump)
         try:
             async for message in ws:
@@ -165,11 +165,13 @@ class Server:
             pipe.put(None)
             await sender
         finally:
+            pipe.closed = True
             pipe.put(None)
             sender.cancel()
 
 
 MAX_QUEUED = 16  # frames of a session received and not yet handled (each up to --max-frame-mib)
+MAX_STREAMED = 3  # DATA frames of a read made and not yet sent
 _Item = Reply | BaseException | None
 
 
@@ -188,6 +190,9 @@ class _Pipe:
         self.queued = 0
         self.waiter: asyncio.Future[None] | None = None
         self.done = False
+        self.closed = False  # the connection ended: stop streaming a reply
+        # streamed frames made and not yet sent: the worker makes the next one while the loop sends
+        self.credits = threading.Semaphore(MAX_STREAMED)
 
     def put(self, message: Any) -> asyncio.Future[None] | None:
         """Queue a frame (None: the end); a future to await when the queue is full."""
@@ -220,11 +225,13 @@ class _Pipe:
                     break
                 try:
                     reply = self.session.handle(message)
+                    if reply.frames or reply.close is not None:
+                        post(replies.put_nowait, reply)
+                    if reply.stream is not None:
+                        self._stream(reply.stream)
                 except BaseException as exc:  # a bug, not the client's fault: end this session only
                     post(replies.put_nowait, exc)
                     break
-                if reply.frames or reply.close is not None:
-                    post(replies.put_nowait, reply)
                 with self.lock:
                     self.queued -= 1
                     waiter, self.waiter = self.waiter, None
@@ -240,14 +247,23 @@ class _Pipe:
                 post(_wake, waiter)
             post(replies.put_nowait, None)
 
+    def _stream(self, frames: Iterator[bytes]) -> None:
+        """Send ``frames`` as they are made, at most ``MAX_STREAMED`` held at once."""
+        for data in frames:
+            while not self.credits.acquire(timeout=0.25):
+                if self.closed or self.loop.is_closed():
+                    return
+            self._post(self.replies.put_nowait, Reply([data], streamed=True))
+
 
 def _wake(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
 
 
-async def _send_replies(ws: Any, replies: asyncio.Queue[_Item]) -> None:
+async def _send_replies(ws: Any, pipe: _Pipe) -> None:
     """Send each frame's replies in order; close the session after a protocol error."""
+    replies = pipe.replies
     while True:
         reply = await replies.get()
         if reply is None:
@@ -256,6 +272,8 @@ async def _send_replies(ws: Any, replies: asyncio.Queue[_Item]) -> None:
             raise reply
         for data in reply.frames:
             await ws.send(data)
+        if reply.streamed:
+            pipe.credits.release()
         if reply.close is not None:
             log.warning("closing a session: %s", reply.close)
             await ws.close(1002, reply.close[:120])
