@@ -36,6 +36,7 @@ class CudaFusion:
     def __init__(self, backend: CudaBackend) -> None:
         self.backend = backend
         self._kernels: dict[tuple[Any, ...], Kernel] = {}
+        self.capture_failures: list[str] = []  # why recent programs could not become CUDA graphs
 
     def fusable(self, kind: str, name: str, compute: DType, out: DType) -> bool:
         if compute not in TO_NP or out not in TO_NP:

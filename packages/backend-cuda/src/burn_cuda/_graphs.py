@@ -12,6 +12,10 @@ runtime to capture the program (``CudaFusion.capture_program``); this module doe
 * the program runs once uncaptured (warming kernels, cuBLAS and the memory pool; these are this
   stream's results) and once under relaxed stream capture into a private memory pool, which the graph
   keeps: no buffer it uses is ever handed to other code;
+* CuPy refuses cuBLAS calls and host-to-device copies under capture, so such a call (a matmul, a
+  conv that uploads its index tables) ends the current graph and runs as a plain call between two
+  graphs at each launch, its result copied into the buffer the next graph reads (a
+  training step is then a graph per stretch between matmuls);
 * after a launch, each value a tensor holds is copied out of the graph's buffers (the next launch
   overwrites them), so no tensor ever aliases graph memory.
 
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
     from ._fusion import CudaFusion
 
 _RELAXED = 2  # cudaStreamCaptureModeRelaxed, when CuPy does not name it
+GRAPH, CALL = 0, 1  # segments of a captured program: a graph, or a call run between graphs
 
 
 def _scalars_as_inputs(plan: FusedKernel) -> FusedKernel:
@@ -65,7 +70,7 @@ class CudaGraphProgram:
                     table.append(i)
                 self.step_slots.append(mine)
         self.slots = slots
-        self.graph: Any = None
+        self.segments: list[tuple[Any, ...]] = []
         self.pool: Any = None
         self.inputs: list[Any] = []
         self.tables: dict[Any, Any] = {}
@@ -99,23 +104,74 @@ class CudaGraphProgram:
         s = self.backend.stream
         pool = cp.cuda.MemoryPool()
         mode = getattr(cp.cuda.runtime, "streamCaptureModeRelaxed", _RELAXED)
+        segments: list[tuple[Any, ...]] = []
+        state = {"open": False, "steps": 0}
+
+        def begin() -> None:
+            s.begin_capture(mode)
+            state["open"], state["steps"] = True, 0
+
+        def close() -> None:
+            graph = s.end_capture()
+            state["open"] = False
+            if state["steps"]:
+                segments.append((GRAPH, graph))
+
+        def kernel(i: int, plan: FusedKernel, inputs: list[Any], sidx: tuple[int, ...]) -> list[Any]:
+            state["steps"] += 1
+            return self._kernel(i, plan, inputs, sidx)
+
+        def call(n: Any, run: Any) -> Any:
+            try:
+                out = run()
+            except (NotImplementedError, RuntimeError) as exc:
+                # CuPy refuses cuBLAS and host-to-device copies under capture (before issuing anything):
+                # this call runs between graphs
+                if isinstance(exc, RuntimeError) and "capturing" not in str(exc):
+                    raise
+                close()
+                out = run()  # uncaptured, over buffers not computed yet: only to allocate its results
+                segments.append((CALL, n.pos))
+                begin()
+                return out
+            state["steps"] += 1
+            return out
+
         captured = False
         try:
             with cp.cuda.using_allocator(pool.malloc):
-                s.begin_capture(mode)
+                begin()
                 try:
-                    values = program.run_values(self.fusion, stream, leaves, self.inputs, self._kernel)
+                    values = program.run_values(self.fusion, stream, leaves, self.inputs, kernel, call)
                 finally:
-                    graph = s.end_capture()
-            self.graph, self.pool, self.values = graph, pool, values
-            captured = True
-        except Exception:  # not capturable (a host sync, an API call capture refuses): step by step
-            pass
+                    if state["open"]:
+                        close()
+            self.segments, self.pool, self.values = segments, pool, values
+            captured = any(seg[0] == GRAPH for seg in segments)
+        except Exception as exc:  # not capturable (a host sync, an API call capture refuses): step by step
+            failures = self.runtime.capture_failures
+            failures.append(f"{type(exc).__name__}: {exc}")
+            del failures[:-8]
         program.deliver(stream, vals)  # after the capture, which reads the nodes' operands
         return captured
 
     def launch(self, stream: list[Any], leaves: list[Any], scalars: list[Any]) -> None:
+        """Run the program again: its graphs, and between them the calls capture refused (their results
+        copied into the buffers the later graphs read); then copy out what tensors hold."""
         cp = self.backend._on()
         self._fill(cp, leaves, scalars)
-        self.graph.launch(self.backend.stream)
-        self.program.deliver(stream, self.values, copy=lambda v: v.copy())
+        s = self.backend.stream
+        program, values = self.program, self.values
+        index = {n: k for k, n in enumerate(leaves)}
+        for seg in self.segments:
+            if seg[0] == GRAPH:
+                seg[1].launch(s)
+                continue
+            n = stream[seg[1]]
+            out = program.run_call(self.fusion, n, index, values, self.inputs)
+            if n.twin is None:
+                cp.copyto(values[n.pos], out)
+            else:
+                cp.copyto(values[n.pos], out[0])
+                cp.copyto(values[n.twin.pos], out[1])
+        program.deliver(stream, values, copy=lambda v: v.copy())

@@ -778,13 +778,38 @@ class _Program:
         leaves: list[Node],
         leaf_values: Sequence[Any],
         kernel: Callable[[int, FusedKernel, list[Any], tuple[int, ...]], list[Any]],
+        call: Callable[[Node, Callable[[], Any]], Any] | None = None,
     ) -> dict[int, Any]:
         """Run the steps over values, leaving the nodes as they are (for a runtime capturing the
-        program as a graph): the stream's inputs are ``leaf_values`` (in ``leaves``' order) and
-        ``kernel(i, plan, inputs, scalar_indices)`` runs the i-th kernel step. Returns the value of
-        every position a step writes."""
+        program as a graph): the stream's inputs are ``leaf_values`` (in ``leaves``' order),
+        ``kernel(i, plan, inputs, scalar_indices)`` runs the i-th kernel step and ``call(node, run)``
+        a call step (default: ``run()``). Returns the value of every position a step writes."""
         index = {n: k for k, n in enumerate(leaves)}
         vals: dict[int, Any] = {}
+        ki = 0
+        for step in self.steps:
+            if step[0] == KERNEL:
+                _, plan, refs, sidx, outs, _free = step
+                ins = [vals[r] if r >= 0 else leaf_values[-1 - r] for r in refs]
+                for p, v in zip(outs, kernel(ki, plan, ins, sidx)):
+                    vals[p] = v
+                ki += 1
+            else:
+                n = stream[step[1]]
+                run = functools.partial(self.run_call, b, n, index, vals, leaf_values)
+                out = run() if call is None else call(n, run)
+                if n.twin is None:
+                    vals[n.pos] = out
+                else:
+                    vals[n.pos], vals[n.twin.pos] = out
+        return vals
+
+    @staticmethod
+    def run_call(
+        b: Fusion, n: Node, index: dict[Node, int], vals: dict[int, Any], leaf_values: Sequence[Any]
+    ) -> Any:
+        """Run call node ``n`` (lazy) over values: stream positions from ``vals``, the stream's
+        inputs (numbered by ``index``) from ``leaf_values``; under the settings it was called in."""
 
         def resolve(args: Any) -> list[Any]:
             out: list[Any] = []
@@ -800,27 +825,11 @@ class _Program:
                     out.append(a)
             return out
 
-        ki = 0
-        for step in self.steps:
-            if step[0] == KERNEL:
-                _, plan, refs, sidx, outs, _free = step
-                ins = [vals[r] if r >= 0 else leaf_values[-1 - r] for r in refs]
-                for p, v in zip(outs, kernel(ki, plan, ins, sidx)):
-                    vals[p] = v
-                ki += 1
-            else:
-                n = stream[step[1]]
-                method = b._calls[n.op[1]]
-                if n.compute is None:
-                    out = method(*resolve(n.args))
-                else:
-                    with b.inner.call_state_scope(n.compute):
-                        out = method(*resolve(n.args))
-                if n.twin is None:
-                    vals[n.pos] = out
-                else:
-                    vals[n.pos], vals[n.twin.pos] = out
-        return vals
+        method = b._calls[n.op[1]]  # type: ignore[index]  # a lazy call
+        if n.compute is None:
+            return method(*resolve(n.args))
+        with b.inner.call_state_scope(n.compute):
+            return method(*resolve(n.args))
 
     def deliver(
         self, stream: list[Node], vals: dict[int, Any], copy: Callable[[Any], Any] | None = None
