@@ -381,3 +381,24 @@ def test_threads_share_one_session(remote):
         for i in range(600):
             x = (x * 0.999 + 0.001 * (k + 1)).relu() - 0.0005 if i % 2 else x.exp().log() + (x * x) * 0.0
         np.testing.assert_allclose(results[k], x.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_step_mark_runs_the_frame_and_a_malformed_mark_closes_the_session(server):
+    ws = _raw(server)
+    ws.send(frame(OPS, ((*SETUP, (0, 5, 0, 3.0)), (), True)))  # the client's mark_step: ops, then the mark
+    np.testing.assert_array_equal(_read(ws, 5), [3.0] * 4)
+    ws.send(frame(OPS, ((), (), 1)))
+    kind, meta, _ = _reply(ws)
+    assert kind == ERROR and "step mark" in meta["message"], meta
+    _closed_with(ws, 1002)
+
+
+def test_mark_step_on_a_remote_device_reaches_the_server(remote):
+    import burn.fusion
+
+    x = burn.tensor([1.0, 2.0], device=remote)
+    y = x * 2.0
+    before = remote.backend.counters()["submits"]
+    burn.fusion.mark_step(remote)  # queued ops go out with the mark, without a round trip
+    assert remote.backend.counters()["submits"] == before + 1
+    assert y.tolist() == [2.0, 4.0]

@@ -313,6 +313,10 @@ class RemoteBackend(CaptureBackend):
     def sync(self) -> None:
         self.conn.sync()
 
+    def mark_step(self) -> None:
+        """A training step ended (``burn.fusion.mark_step``): so does the server device's stream."""
+        self.conn.mark_step()
+
     def counters(self) -> dict[str, int]:
         """Op records sent (``kernels``), frames sent (``submits``) and round trips (``syncs``)."""
         return dict(self.conn.counts)

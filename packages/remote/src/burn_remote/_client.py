@@ -216,6 +216,20 @@ class Connection:
             if self.alive:
                 self._flush()
 
+    def mark_step(self) -> None:
+        """Send what is queued with the step mark: the server's device ends a step there
+        (``burn.fusion.mark_step``), so its fusion replays one stream per training step."""
+        with self._lock:
+            if not self.alive:
+                return
+            drops = self._drops[:]
+            del self._drops[: len(drops)]
+            ops = self._ops[:]
+            del self._ops[: len(ops)]
+            self._inline = 0
+            self._send(frame(OPS, (ops, drops, True)))
+            self.counts["kernels"] += len(ops)
+
     def upload(self, tid: int, shape: tuple[int, ...], dtype: burn.DType, array: Any) -> None:
         """Send a large host array in frames of ``self.chunk`` bytes as tensor ``tid``."""
         data = memoryview(array.reshape(-1)).cast("B") if array.size else memoryview(b"")

@@ -194,9 +194,12 @@ class Session:
             return Reply([error_frame("protocol", exc)], str(exc)[:120])
 
     def _ops(self, meta: Any) -> None:
-        if not (isinstance(meta, tuple) and len(meta) == 2 and isinstance(meta[0], tuple)):
-            raise ProtocolError("OPS frame: expected (records, drops)")
-        records, drops = meta
+        if not (isinstance(meta, tuple) and len(meta) in (2, 3) and isinstance(meta[0], tuple)):
+            raise ProtocolError("OPS frame: expected (records, drops[, step])")
+        records, drops = meta[0], meta[1]
+        step = len(meta) == 3
+        if step and meta[2] is not True:
+            raise ProtocolError("OPS frame: the step mark must be true")
         if not isinstance(drops, tuple) or not all(type(d) is int for d in drops):
             raise ProtocolError("OPS frame: drops must be a list of tensor ids")
         compact, run = self._run_compact, self.run
@@ -260,6 +263,8 @@ class Session:
                 m = metas.pop(tid)
                 if type(prim) is not _Failed:  # poisoned entries hold no memory
                     self.live_bytes -= m.nbytes
+        if step:  # the client's training step ended here: so does the stream of the device's fusion
+            burn.fusion.mark_step(self.backend.device)
 
     # ------------------------------------------------------------------ signatures and compact ops
     def _define(self, record: tuple) -> None:

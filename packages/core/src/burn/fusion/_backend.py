@@ -724,6 +724,10 @@ def mark_step(device: Any) -> None:
         if isinstance(b, Fusion):
             b.flush()
             return
+        mark = getattr(b, "mark_step", None)
+        if mark is not None:  # a backend that passes the mark on (burn-remote: to the server's device)
+            mark()
+            return
         b = getattr(b, "inner", None)
 
 
