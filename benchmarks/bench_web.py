@@ -6,9 +6,16 @@ and the same exported schedule replayed natively through wgpu-py (``NativeSchedu
 machine's adapter: on a GPU machine that is the real-GPU figure, since Chromium there offers pages
 only SwiftShader.
 
-    python benchmarks/bench_web.py [--models resnet,unet] [--reps 20] [--ort-web ~/.cache/burn/npm] [--json out.json]
+    python benchmarks/bench_web.py [--models resnet,unet] [--reps 20] [--ort-web ~/.cache/burn/npm] \
+        [--fusion both|on|off] [--json out.json]
 
-Browser timings are SwiftShader (CPU) timings; compare them only within one run.
+``--fusion both`` (default) exports each model twice, recorded through burn's fusion decorator (the
+default export, ``page``) and op by op (``counts_unfused``), to show what fusion saves: the two then
+run in one page, alternately (``alternated``), so that both see the same CPU load. Dispatches and
+submits per run are counted in the page itself (``GPUComputePassEncoder.dispatchWorkgroups`` and
+``GPUQueue.submit`` wrapped before anything runs, the same counters for ORT Web's WebGPU provider), next
+to the schedule's own counts. Browser timings are SwiftShader (CPU) timings; compare them only within
+one run (``min_ms`` beside the median ``steady_ms`` where other work shares the CPU).
 """
 
 from __future__ import annotations
@@ -38,19 +45,31 @@ def _load(name: str) -> Any:
 
 
 def _explicit_dilations(data: bytes) -> bytes:
-    """Conv/ConvTranspose with ``dilations`` spelled out: ORT Web's WebGPU Conv (1.30) fails with
-    "dilations should be 2D" when the attribute is left to its default. Same model, same file for both."""
+    """Conv/ConvTranspose with ``dilations`` and ``strides`` spelled out: ORT Web's WebGPU Conv (1.30)
+    fails with "dilations should be 2D" / "strides should be 2D" when an attribute is left to its
+    default. Same model, same file for both."""
     import onnx
     from onnx import helper
 
     model = onnx.load_from_string(data)
     for node in model.graph.node:
-        if node.op_type in ("Conv", "ConvTranspose") and not any(
-            a.name == "dilations" for a in node.attribute
-        ):
-            node.attribute.append(helper.make_attribute("dilations", [1, 1]))
+        if node.op_type in ("Conv", "ConvTranspose"):
+            have = {a.name for a in node.attribute}
+            for name in ("dilations", "strides"):
+                if name not in have:
+                    node.attribute.append(helper.make_attribute(name, [1, 1]))
     return model.SerializeToString()
 
+
+# Counts GPU work of whatever runs in the page: compute dispatches and queue submits (per steady run).
+COUNT_JS = """() => {
+  if (window.burnCounts) return;
+  const counts = (window.burnCounts = { dispatches: 0, submits: 0 });
+  const dispatch = GPUComputePassEncoder.prototype.dispatchWorkgroups;
+  GPUComputePassEncoder.prototype.dispatchWorkgroups = function (...a) { counts.dispatches++; return dispatch.apply(this, a); };
+  const submit = GPUQueue.prototype.submit;
+  GPUQueue.prototype.submit = function (...a) { counts.submits++; return submit.apply(this, a); };
+}"""
 
 PAGE_JS = """async ([feeds, reps]) => {
   const t0 = performance.now();
@@ -67,10 +86,52 @@ PAGE_JS = """async ([feeds, reps]) => {
   await model.run(given);
   const first = performance.now() - s;
   const times = [];
+  const before = { ...window.burnCounts };
   for (let i = 0; i < reps; i++) { s = performance.now(); await model.run(given); times.push(performance.now() - s); }
   times.sort((a, b) => a - b);
+  const per_run = { dispatches: (window.burnCounts.dispatches - before.dispatches) / reps,
+                    submits: (window.burnCounts.submits - before.submits) / reps };
   model.destroy();
-  return { load_ms: loadMs, first_ms: first, steady_ms: times[times.length >> 1], counts: model.counts };
+  return { load_ms: loadMs, first_ms: first, steady_ms: times[times.length >> 1], min_ms: times[0], per_run };
+}"""
+
+# The fused and the unfused page of one model in one page, run alternately (the steady runs of both
+# see the same CPU load): {fused: {...}, unfused: {...}} with the same fields as PAGE_JS.
+PAIR_JS = """async ([feeds, reps, urls]) => {
+  const device = await (await navigator.gpu.requestAdapter()).requestDevice();
+  const models = {}, given = {}, out = {};
+  for (const [key, url] of Object.entries(urls)) {
+    const t0 = performance.now();
+    const { load } = await import(url);
+    models[key] = await load({ device });
+    out[key] = { load_ms: performance.now() - t0, times: [], dispatches: 0, submits: 0 };
+    given[key] = {};
+    for (const [name, f] of Object.entries(feeds)) {
+      const info = models[key].inputs.find((i) => i.name === name);
+      given[key][name] = { data: info.dtype === "float32" ? Float32Array.from(f.data) : Int32Array.from(f.data), shape: f.shape };
+    }
+    const s = performance.now();
+    await models[key].run(given[key]);
+    out[key].first_ms = performance.now() - s;
+  }
+  for (let i = 0; i < reps; i++) {
+    for (const key of Object.keys(models)) {
+      const before = { ...window.burnCounts };
+      const s = performance.now();
+      await models[key].run(given[key]);
+      out[key].times.push(performance.now() - s);
+      out[key].dispatches += window.burnCounts.dispatches - before.dispatches;
+      out[key].submits += window.burnCounts.submits - before.submits;
+    }
+  }
+  const result = {};
+  for (const [key, o] of Object.entries(out)) {
+    o.times.sort((a, b) => a - b);
+    models[key].destroy();
+    result[key] = { load_ms: o.load_ms, first_ms: o.first_ms, steady_ms: o.times[o.times.length >> 1], min_ms: o.times[0],
+                    per_run: { dispatches: o.dispatches / reps, submits: o.submits / reps } };
+  }
+  return result;
 }"""
 
 ORT_JS = """async ([feeds, reps, provider]) => {
@@ -90,15 +151,26 @@ ORT_JS = """async ([feeds, reps, provider]) => {
   await session.run(given);
   const first = performance.now() - s;
   const times = [];
+  const before = { ...window.burnCounts };
   for (let i = 0; i < reps; i++) { s = performance.now(); await session.run(given); times.push(performance.now() - s); }
   times.sort((a, b) => a - b);
+  const per_run = { dispatches: (window.burnCounts.dispatches - before.dispatches) / reps,
+                    submits: (window.burnCounts.submits - before.submits) / reps };
   await session.release();
-  return { load_ms: loadMs, first_ms: first, steady_ms: times[times.length >> 1] };
+  return { load_ms: loadMs, first_ms: first, steady_ms: times[times.length >> 1], min_ms: times[0], per_run };
 }"""
 
 
+def _page(browser: Any, folder: Path, js_feeds: Any, reps: int) -> dict[str, Any]:
+    page, _ = browser.open(folder, "model.js")
+    page.evaluate(COUNT_JS)
+    result = page.evaluate(PAGE_JS, [js_feeds, reps])
+    page.close()
+    return result
+
+
 def bench_model(
-    browser: Any, M: Any, name: str, reps: int, ort_dir: Path | None, work: Path
+    browser: Any, M: Any, name: str, reps: int, ort_dir: Path | None, work: Path, fusion: str = "both"
 ) -> dict[str, Any]:
     import burn_wgpu.web as web
 
@@ -107,17 +179,34 @@ def bench_model(
     folder = work / name
     folder.mkdir()
     (folder / "model.onnx").write_bytes(data)
-    t0 = time.perf_counter()
-    exported = web.export_onnx(folder / "model.onnx", folder, {k: v.shape for k, v in feeds.items()})
-    export_s = time.perf_counter() - t0
+    shapes = {k: v.shape for k, v in feeds.items()}
     js_feeds = {
         k: {"data": v.ravel().tolist(), "shape": list(v.shape), "dtype": str(v.dtype)}
         for k, v in feeds.items()
     }
-    page, _ = browser.open(folder, "model.js")
-    row: dict[str, Any] = {"model": name, "export_s": round(export_s, 2), "counts": exported.counts}
-    row["page"] = page.evaluate(PAGE_JS, [js_feeds, reps])
-    page.close()
+    row: dict[str, Any] = {"model": name}
+    if fusion == "both":
+        unfused = work / f"{name}-unfused"
+        t0 = time.perf_counter()
+        exported = web.export_onnx(folder / "model.onnx", unfused, shapes, fusion=False)
+        row["export_unfused_s"] = round(time.perf_counter() - t0, 2)
+        row["counts_unfused"] = exported.counts
+    t0 = time.perf_counter()
+    exported = web.export_onnx(folder / "model.onnx", folder, shapes, fusion=fusion != "off")
+    row["export_s"] = round(time.perf_counter() - t0, 2)
+    row["fusion"] = fusion != "off"
+    row["counts"] = exported.counts
+    row["page"] = _page(browser, folder, js_feeds, reps)  # a fresh page: load, first and steady run
+    if fusion == "both":
+        page, _ = browser.open(work, f"{name}/model.js")
+        page.evaluate(COUNT_JS)
+        urls = {"fused": f"/{name}/model.js", "unfused": f"/{name}-unfused/model.js"}
+        pair = page.evaluate(PAIR_JS, [js_feeds, reps, urls])
+        page.close()
+        # steady runs of both, alternated in one page (the second load there is warm: not reported)
+        row["alternated"] = {
+            key: {k: pair[key][k] for k in ("steady_ms", "min_ms", "per_run")} for key in pair
+        }
     native = web.NativeSchedule(folder)
     native.run(feeds)
     times = []
@@ -132,6 +221,7 @@ def bench_model(
         shutil.copytree(dist, folder / "ort", dirs_exist_ok=True)
         for provider in ("webgpu", "wasm"):
             page, log = browser.open(folder, "model.js")
+            page.evaluate(COUNT_JS)
             try:
                 row[f"ort_web_{provider}"] = page.evaluate(ORT_JS, [js_feeds, reps, provider])
             except Exception as exc:
@@ -140,6 +230,11 @@ def bench_model(
         ort_gpu = row["ort_web_webgpu"].get("steady_ms")
         if ort_gpu:
             row["steady_ratio_vs_ort_webgpu"] = round(row["page"]["steady_ms"] / ort_gpu, 3)
+            if "alternated" in row:
+                for key in ("fused", "unfused"):
+                    row[f"alternated_{key}_ratio_vs_ort_webgpu"] = round(
+                        row["alternated"][key]["steady_ms"] / ort_gpu, 3
+                    )
     return row
 
 
@@ -149,6 +244,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--ort-web", type=Path, default=None, help="folder with node_modules/onnxruntime-web")
     parser.add_argument("--json", type=Path, default=None, help="also write the JSON here")
+    parser.add_argument(
+        "--fusion",
+        choices=("both", "on", "off"),
+        default="both",
+        help="export through fusion (on), op by op (off), or both (the unfused page as page_unfused)",
+    )
     args = parser.parse_args(argv)
     browser_mod = _load("_browser")
     M = _load("_web_models")
@@ -161,7 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for name in args.models.split(","):
-                rows.append(bench_model(browser, M, name.strip(), args.reps, args.ort_web, Path(tmp)))
+                rows.append(
+                    bench_model(browser, M, name.strip(), args.reps, args.ort_web, Path(tmp), args.fusion)
+                )
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     finally:
         browser.close()

@@ -56,6 +56,15 @@ def unavailable() -> str | None:
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
+    # module scripts and wasm need these types, whatever the host's mime.types says
+    extensions_map = {
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        ".js": "text/javascript",
+        ".mjs": "text/javascript",
+        ".wasm": "application/wasm",
+        ".json": "application/json",
+    }
+
     def log_message(self, format: str, *args: Any) -> None:
         pass
 

@@ -28,6 +28,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     export.add_argument("--title", default=None, help="page title (default: the file's name)")
     export.add_argument("--adapter", type=int, default=0, help="wgpu adapter index to record on (default 0)")
+    export.add_argument(
+        "--no-fusion",
+        dest="fusion",
+        action="store_false",
+        help="one dispatch per op (default: element-wise chains fused into one kernel each, as burn-wgpu "
+        "runs natively)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,7 +56,9 @@ def run(args: argparse.Namespace) -> int:
     from burn_onnx import OnnxError
 
     try:
-        result = export_onnx(args.model, args.out, shapes, title=args.title, index=args.adapter)
+        result = export_onnx(
+            args.model, args.out, shapes, title=args.title, index=args.adapter, fusion=args.fusion
+        )
     except (OnnxError, WebExportError, ValueError, OSError) as exc:
         sys.stderr.write(f"burn web export: {exc}\n")
         return 1

@@ -72,10 +72,11 @@ def _write(
     out_dir: str | Path,
     title: str,
     index: int,
+    fusion: bool,
 ) -> WebExport:
     import numpy as np
 
-    rec = record(graph, feeds, index)
+    rec = record(graph, feeds, index, fusion=fusion)
     inputs = [
         TensorInfo(name, tuple(ref.shape), *_page_dtype(src, ref.dtype))
         for name, ref, src in zip(in_names, graph.inputs.values(), declared_in)
@@ -138,6 +139,7 @@ def export(
     output_names: Sequence[str] | None = None,
     title: str = "burn model",
     index: int = 0,
+    fusion: bool = True,
 ) -> WebExport:
     """Write ``module``'s forward as a static WebGPU page: ``out_dir/model.js``, ``weights.bin`` and
     ``index.html`` (no Python at run time; see the package docstring for the JavaScript API).
@@ -148,7 +150,9 @@ def export(
     outputs ``output`` (``output0``...) unless ``output_names`` says. ``module``: a ``burn.nn.Module``
     (exported as its inference copy, its weights in ``weights.bin``) or a function of tensors that
     creates any other tensor it uses inside (on ``burn.ir.capture_device()``). ``index`` picks the wgpu adapter
-    the export records and checks on (``wgpu:index``).
+    the export records and checks on (``wgpu:index``). ``fusion``: record through burn's fusion
+    decorator, as burn-wgpu runs natively (element-wise chains as one generated kernel each); False
+    exports one dispatch per op.
 
     >>> import tempfile, burn_wgpu.web
     >>> model = nn.LinearConfig(4, 2).init()
@@ -188,7 +192,9 @@ def export(
             f"web export: output_names has {len(output_names)} names, the forward returns {n_out}"
         )
     declared_out = [ref.dtype.name for ref in graph.outputs]
-    return _write(graph, feeds, declared, declared_out, names, list(output_names), out_dir, title, index)
+    return _write(
+        graph, feeds, declared, declared_out, names, list(output_names), out_dir, title, index, fusion
+    )
 
 
 def _np_storage(dt: burn.DType) -> Any:
@@ -232,6 +238,7 @@ def export_onnx(
     title: str | None = None,
     index: int = 0,
     seed: int = 0,
+    fusion: bool = True,
 ) -> WebExport:
     """Write the ONNX model at ``path`` as a static WebGPU page in ``out_dir`` (``burn web export``).
 
@@ -239,6 +246,7 @@ def export_onnx(
     The inputs and outputs keep the graph's names and order; int64 values run as int32 on the device
     (an int64 input may be given as a BigInt64Array or an Int32Array, an int64 output comes back as an
     Int32Array). The export checks itself once on random example inputs (integers: zeros).
+    ``fusion``: as for ``export`` (element-wise chains fused; False: one dispatch per op).
     """
     import burn_onnx
     import numpy as np
@@ -284,4 +292,4 @@ def export_onnx(
     out_names = [o.name for o in model.outputs]
     declared_out = [o.dtype for o in model.outputs]
     name = title or Path(path).stem
-    return _write(graph, feeds, declared, declared_out, list(spec), out_names, out_dir, name, index)
+    return _write(graph, feeds, declared, declared_out, list(spec), out_names, out_dir, name, index, fusion)

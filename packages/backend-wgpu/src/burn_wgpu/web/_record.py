@@ -212,25 +212,79 @@ class Recorded:
     values: list[np.ndarray]  # the outputs as computed here while recording
 
 
-def record(graph: Any, feeds: list[np.ndarray], index: int = 0) -> Recorded:
+def record(graph: Any, feeds: list[np.ndarray], index: int = 0, *, fusion: bool = True) -> Recorded:
     """Run ``graph`` (a ``burn.ir.Graph``) once on a recording portable backend with ``feeds`` (numpy
-    arrays in graph input order, already of the graph's input dtypes)."""
+    arrays in graph input order, already of the graph's input dtypes).
+
+    ``fusion``: replay through ``burn.fusion.Fusion`` over the recording backend, as burn-wgpu runs
+    natively: element-wise chains become one generated WGSL kernel each (within the portable binding
+    limit, which fusion's runtime takes from the backend) and intermediates that only feed them are
+    never written. A value is dropped after its last read, so fusion keeps it in registers, except a
+    value read by several ops with a call (matmul, reduction, ...) between them: that one is held
+    until the stream is flushed, so fusion writes it once instead of computing it again in the
+    kernels on each side (in a recurrent cell the state would otherwise be recomputed from every
+    earlier step). The stream is also flushed after each call that launched kernels, where no
+    element-wise value waits for a reader. These are choices of the export's own stream, made from
+    the whole graph, which fusion's online planner cannot see.
+    """
     from burn.ir import Ref, op_def
 
     b = recording_backend(index)
     ex = b.ex
     assert isinstance(ex, RecordingExecutor)
+    if fusion:
+        from burn.fusion import Fusion
+
+        runner: Any = Fusion(b)
+    else:
+        runner = b
+    out_ids = {ref.id for ref in graph.outputs}
+    last_use: dict[int, int] = {}
+    readers: dict[int, int] = {}
+    made: dict[int, int] = {}  # value -> the op that produces it
+    lazy: set[int] = set()  # values of element-wise ops (lazy under fusion until something reads them)
+    # breaks[i]: ops before op i that fusion runs whole on a lazy operand, which launches the kernels
+    # computing that operand (a slice of a matmul's result launches nothing: it is a view)
+    breaks = [0]
+    flush_after: set[int] = set()
+    lazy_ops: set[int] = set()  # element-wise ops
+    for i, op in enumerate(graph.ops):
+        read = {ref.id for ref in _refs(op.args)}
+        for rid in read:
+            last_use[rid] = i
+            readers[rid] = readers.get(rid, 0) + 1
+        elementwise = op_def(op.kind).method in _ELEMENTWISE
+        if elementwise:
+            lazy_ops.add(i)
+        for ref in op.outputs:
+            made[ref.id] = i
+            if elementwise:
+                lazy.add(ref.id)
+        launches = not elementwise and not read.isdisjoint(lazy)
+        breaks.append(breaks[-1] + launches)
+        if launches:
+            lazy -= read  # computed now: later reads launch nothing
+            flush_after.add(i)
+    # held until the flush: values read by several ops with a kernel launch between them (a kernel
+    # cannot span it, so each side would compute the value again); values whose readers all come
+    # before the next launch fuse into one kernel with them and are never written
+    keep = out_ids | {
+        rid
+        for rid, n in readers.items()
+        if n > 1 and rid in made and breaks[last_use[rid]] > breaks[made[rid] + 1]
+    }
     env: dict[int, Any] = {}
+    waiting: set[int] = set()  # element-wise results not yet read by all their readers
     inputs = []
     with autotune_off():
         ex.phase = "input"
         for (_, ref), arr in zip(graph.inputs.items(), feeds):
-            prim = b.from_numpy(arr, ref.dtype)
+            prim = runner.from_numpy(arr, ref.dtype)
             env[ref.id] = prim
-            inputs.append(ex.ref(prim.buffer))
+            inputs.append(ex.ref(_inner(runner, prim).buffer))
         ex.phase = "constant"
         for cid, arr in graph.constants.items():
-            env[cid] = b.from_numpy(arr, burn.dtype(arr.dtype.name))
+            env[cid] = runner.from_numpy(arr, burn.dtype(arr.dtype.name))
 
         def resolve(a: Any) -> Any:
             if isinstance(a, Ref):
@@ -239,17 +293,54 @@ def record(graph: Any, feeds: list[np.ndarray], index: int = 0) -> Recorded:
                 return type(a)(resolve(v) for v in a)
             return a
 
-        for op in graph.ops:
+        for i, op in enumerate(graph.ops):
             spec = op_def(op.kind)
-            fn = getattr(b, spec.method)
+            fn = getattr(runner, spec.method)
             args = tuple(resolve(a) for a in op.args)
             out = fn(str(op.kind), *args) if spec.op_arg else fn(*args)
             for prim, ref in zip(out if spec.outputs > 1 else (out,), op.outputs):
-                env[ref.id] = prim
+                if ref.id in keep or last_use.get(ref.id, -1) > i:
+                    env[ref.id] = prim  # an unused result is dropped at once
+            del args, out
+            for ref in _refs(op.args):  # values read for the last time: fusion may keep them in registers
+                if last_use.get(ref.id) == i and ref.id not in keep:
+                    env.pop(ref.id, None)
+            # a call that launched kernels: flush, so the element-wise ops after it see its result as
+            # computed (fusion counts a deferred call's inputs into every expression reading it and
+            # would flush in mid-expression instead), unless an element-wise value waits for its
+            # reader (a flush would write it rather than keep it in registers)
+            waiting = {rid for rid in waiting if rid in env and env[rid].node.op is not None}
+            if fusion and i in flush_after and not waiting:
+                runner.flush()
+            if fusion and i in lazy_ops:
+                waiting.update(r.id for r in op.outputs if r.id in env and r.id not in keep)
+        if fusion:
+            runner.flush()
         from .._dtypes import ELEM_BYTES
 
-        dense = [b._readable(env[ref.id]) for ref in graph.outputs]
+        dense = [b._readable(_inner(runner, env[ref.id])) for ref in graph.outputs]
         outputs = [(ex.ref(d.buffer), d.byte_offset, d.numel * ELEM_BYTES[d.dtype]) for d in dense]
         ex.recording = False
         values = b.read_many(dense)
     return Recorded(ex.trace, inputs, outputs, values)
+
+
+# the backend methods whose ops fusion defers as element-wise expressions
+_ELEMENTWISE = frozenset({"unary", "activation", "binary", "where", "clamp", "cast"})
+
+
+def _refs(args: Any) -> Iterator[Any]:
+    """The ``burn.ir.Ref`` operands in an op's (possibly nested) arguments."""
+    from burn.ir import Ref
+
+    for a in args:
+        if isinstance(a, Ref):
+            yield a
+        elif isinstance(a, (tuple, list)):
+            yield from _refs(a)
+
+
+def _inner(runner: Any, prim: Any) -> Any:
+    """The recording backend's primitive behind ``prim`` (computed first under fusion)."""
+    inner_prim = getattr(runner, "inner_prim", None)
+    return prim if inner_prim is None else inner_prim(prim)

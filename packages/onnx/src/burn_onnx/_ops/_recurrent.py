@@ -1,7 +1,9 @@
 """Recurrent ops: LSTM, GRU and RNN (every direction, layout, clip, peepholes, sequence_lens).
 
-The input projections of all time steps are one matmul; the loop over time does the recurrent matmul and
-the gates. Variable ``sequence_lens`` keep each sequence's state past its end (outputs zero there), and
+The input projections of all time steps are one matmul (with the recurrent biases that add linearly); the
+loop over time does one recurrent matmul per step (GRU: one for the gates that multiply h directly) and the
+gates, which fusion runs as few kernels. Without an initial state the first step skips the recurrent
+matmul and the products with the zero state. Variable ``sequence_lens`` keep each sequence's state past its end (outputs zero there), and
 the reverse direction reverses each sequence within its own length, as ONNX specifies.
 """
 
@@ -109,7 +111,7 @@ def _run(
     lens: Any,
     states: list[burn.Tensor | None],
     dirs: int,
-    cell: Callable[[int, burn.Tensor, list[burn.Tensor]], list[burn.Tensor]],
+    cell: Callable[[int, burn.Tensor, list[burn.Tensor] | None], list[burn.Tensor]],
     proj: Callable[[int, burn.Tensor], burn.Tensor],
     hidden: int,
 ) -> tuple[burn.Tensor, ...]:
@@ -137,16 +139,20 @@ def _run(
         elif reverse:
             xs = x.flip([0])
         pre = proj(d, xs)  # (seq, batch, gates * hidden)
-        carry = [
-            s.narrow(0, d, 1).reshape(batch, hidden)
-            if s is not None
-            else burn.zeros((batch, hidden), dtype=x.dtype, device=x.device)
-            for s in states
-        ]
+        # no initial state (and no ragged mask, which reads it): the first step runs from None, the
+        # zero state, where the recurrent matmul and the products with the state vanish
+        carry: list[burn.Tensor] | None = None
+        if mask is not None or any(s is not None for s in states):
+            carry = [
+                s.narrow(0, d, 1).reshape(batch, hidden)
+                if s is not None
+                else burn.zeros((batch, hidden), dtype=x.dtype, device=x.device)
+                for s in states
+            ]
         outs = []
         for t in range(seq):
             new = cell(d, pre.narrow(0, t, 1).reshape(batch, -1), carry)
-            if mask is not None:
+            if mask is not None and carry is not None:
                 m = mask.narrow(0, t, 1).reshape(batch, 1)
                 new = [m * n + (1.0 - m) * c for n, c in zip(new, carry)]
                 outs.append(new[0] * m)
@@ -157,6 +163,7 @@ def _run(
         if reverse:
             y = _time_major(y, rev) if rev is not None else y.flip([0])
         ys.append(y)
+        assert carry is not None  # seq >= 1 steps ran
         finals.append(carry)
     y_all = burn.stack(ys, 1)  # (seq, dirs, batch, hidden)
     per_state = [burn.stack([f[i] for f in finals], 0) for i in range(len(states))]
@@ -222,17 +229,21 @@ def lstm(
     c0 = c0.transpose(0, 1) if c0 is not None and node.attrs.get("layout", 0) else c0
     rt = [r.narrow(0, d, 1).reshape(4 * hidden, hidden).transpose(0, 1) for d in range(dirs)]
 
-    def cell(d: int, pre: burn.Tensor, carry: list[burn.Tensor]) -> list[burn.Tensor]:
-        h, c = carry
+    def cell(d: int, pre: burn.Tensor, carry: list[burn.Tensor] | None) -> list[burn.Tensor]:
         f_act, g_act, h_act = acts[d]
-        gates = pre + h @ rt[d]
+        c = None
+        if carry is None:  # the zero state
+            gates = pre
+        else:
+            h, c = carry
+            gates = pre + h @ rt[d]
         i, o, f, g = (gates.narrow(1, k * hidden, hidden) for k in range(4))
-        if p is not None:
+        if p is not None and c is not None:
             pd = p.narrow(0, d, 1).reshape(3 * hidden)
             i = i + pd.narrow(0, 0, hidden) * c
             f = f + pd.narrow(0, 2 * hidden, hidden) * c
         i, f = f_act(clip(i)), f_act(clip(f))
-        c_new = f * c + i * g_act(clip(g))
+        c_new = i * g_act(clip(g)) if c is None else f * c + i * g_act(clip(g))
         if p is not None:
             o = o + p.narrow(0, d, 1).reshape(3 * hidden).narrow(0, hidden, hidden) * c_new
         h_new = f_act(clip(o)) * h_act(c_new)
@@ -260,26 +271,54 @@ def gru(
     before_reset = bool(node.attrs.get("linear_before_reset", 0))
     h0 = h0.transpose(0, 1) if h0 is not None and node.attrs.get("layout", 0) else h0
     rd = [r.narrow(0, d, 1).reshape(3 * hidden, hidden) for d in range(dirs)]
+    # one recurrent matmul per step for the gates that multiply h directly: z, r (and h when
+    # linear_before_reset), instead of one matmul per gate
+    shared = 3 if before_reset else 2
+    rs = [m.narrow(0, 0, shared * hidden).transpose(0, 1) for m in rd]
+    rh = [m.narrow(0, 2 * hidden, hidden).transpose(0, 1) for m in rd]
+    # the recurrent biases that add linearly go into the input projection (all three, or z and r
+    # when linear_before_reset multiplies h's bias by the reset gate)
+    fold = hb = None
+    if before_reset:
+        import numpy as np
+
+        keep = np.repeat(np.array([1.0, 1.0, 0.0], np.float32), hidden)
+        fold = burn.from_numpy(keep, device=x.device, dtype=x.dtype)  # z, r: 1; h: 0
+        if rb is not None:  # h's recurrent bias alone, beside zeros for z and r
+            hb = [rb.narrow(0, d, 1).reshape(-1) * (1.0 - fold) for d in range(dirs)]
 
     def proj(d: int, xs: burn.Tensor) -> burn.Tensor:
         out = xs @ w.narrow(0, d, 1).reshape(3 * hidden, w.shape[2]).transpose(0, 1)
-        return out + wb.narrow(0, d, 1).reshape(-1) if wb is not None else out
+        if wb is None or rb is None:  # both or neither (one bias input holds the two)
+            return out
+        rbd = rb.narrow(0, d, 1).reshape(-1)
+        return out + (wb.narrow(0, d, 1).reshape(-1) + (rbd * fold if hb is not None else rbd))
 
-    def cell(d: int, pre: burn.Tensor, carry: list[burn.Tensor]) -> list[burn.Tensor]:
-        (h,) = carry
+    def cell(d: int, pre: burn.Tensor, carry: list[burn.Tensor] | None) -> list[burn.Tensor]:
         f_act, g_act = acts[d]
-        rz, rr, rh = (rd[d].narrow(0, k * hidden, hidden).transpose(0, 1) for k in range(3))
-        bz, br, bh = (
-            (rb.narrow(0, d, 1).reshape(-1).narrow(0, k * hidden, hidden)) if rb is not None else 0.0
-            for k in range(3)
-        )
-        xz, xr, xh = (pre.narrow(1, k * hidden, hidden) for k in range(3))
-        z = f_act(clip(xz + h @ rz + bz))
-        rg = f_act(clip(xr + h @ rr + br))
+        xh = pre.narrow(1, 2 * hidden, hidden)
+        bh = rb.narrow(0, d, 1).reshape(-1).narrow(0, 2 * hidden, hidden) if rb is not None else 0.0
+        if carry is None:  # the zero state: h @ R and z * h vanish
+            z = f_act(clip(pre.narrow(1, 0, hidden)))
+            rg = f_act(clip(pre.narrow(1, hidden, hidden)))
+            cand = g_act(clip(xh + rg * bh)) if before_reset and rb is not None else g_act(clip(xh))
+            return [(1.0 - z) * cand]
+        (h,) = carry
+        hs = h @ rs[d]
+        # what the gates read, gathered in one tensor first (one kernel), so that the cell reads 5 or 6
+        # tensors (a fused kernel binds at most 7 in the browser-portable limits): z's and r's
+        # pre-activations, and (linear_before_reset) h @ Rh + Rbh
         if before_reset:
-            cand = g_act(clip(xh + rg * (h @ rh + bh)))
+            assert fold is not None
+            zrh = hs + pre * fold if hb is None else hs + pre * fold + hb[d]
+            z = f_act(clip(zrh.narrow(1, 0, hidden)))
+            rg = f_act(clip(zrh.narrow(1, hidden, hidden)))
+            cand = g_act(clip(xh + rg * zrh.narrow(1, 2 * hidden, hidden)))
         else:
-            cand = g_act(clip(xh + (rg * h) @ rh + bh))
+            zr = pre.narrow(1, 0, 2 * hidden) + hs
+            z = f_act(clip(zr.narrow(1, 0, hidden)))
+            rg = f_act(clip(zr.narrow(1, hidden, hidden)))
+            cand = g_act(clip(xh + (rg * h) @ rh[d]))
         return [(1.0 - z) * cand + z * h]
 
     return _run(ctx, node, x, lens, [h0], dirs, cell, proj, hidden)
@@ -304,7 +343,9 @@ def rnn(
     h0 = h0.transpose(0, 1) if h0 is not None and node.attrs.get("layout", 0) else h0
     rt = [r.narrow(0, d, 1).reshape(hidden, hidden).transpose(0, 1) for d in range(dirs)]
 
-    def cell(d: int, pre: burn.Tensor, carry: list[burn.Tensor]) -> list[burn.Tensor]:
+    def cell(d: int, pre: burn.Tensor, carry: list[burn.Tensor] | None) -> list[burn.Tensor]:
+        if carry is None:  # the zero state
+            return [acts[d][0](clip(pre))]
         (h,) = carry
         return [acts[d][0](clip(pre + h @ rt[d]))]
 
