@@ -8,6 +8,7 @@ attached to the output. Ops whose inputs are all untracked build no graph. Non-d
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from burn.backend import ACTIVATION_OPS, Backend, DType, Slices
@@ -187,6 +188,12 @@ class Autodiff(AutodiffModuleOps, AutodiffVisionOps, Backend):
 
     def arange(self, start: int | float, stop: int | float, step: int | float, dtype: DType) -> ADPrim:
         return ADPrim(self.inner.arange(start, stop, step, dtype))
+
+    def call_state(self) -> Any:
+        return self.inner.call_state()
+
+    def call_state_scope(self, state: Any) -> AbstractContextManager[Any]:
+        return self.inner.call_state_scope(state)
 
     def sync(self) -> None:
         self.inner.sync()

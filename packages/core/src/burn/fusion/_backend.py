@@ -33,6 +33,7 @@ import math
 import os
 import weakref
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from .._dtype import DType, bool_
@@ -358,6 +359,12 @@ class Fusion(Backend):
 
     def dtype_of(self, x: FPrim) -> DType:
         return x.node.dtype
+
+    def call_state(self) -> Any:
+        return self.inner.call_state()
+
+    def call_state_scope(self, state: Any) -> AbstractContextManager[Any]:
+        return self.inner.call_state_scope(state)
 
     def sync(self) -> None:
         self.flush()
