@@ -50,6 +50,8 @@ def test_every_backend_op_has_a_kind():
         "missing_core",
         "counters",
         "fusion_runtime",
+        "call_state",
+        "call_state_scope",
     }
     public = {
         name

@@ -149,10 +149,14 @@ def test_burn_launch_trains_the_digits_example_like_one_process(tmp_path):
     )
     assert two.returncode == 0, two.stdout + two.stderr
     want, got = _summary_values(tmp_path / "one"), _summary_values(tmp_path / "two")
+    # the model's metrics; system metrics (CPU usage, memory) appear once a collector has sampled,
+    # which depends on timing, and differ between runs anyway
+    model = ("Loss", "Accuracy", "Top-2 Accuracy", "F1 Score (macro)")
+    want = {k: v for k, v in want.items() if k[1] in model}
+    got = {k: v for k, v in got.items() if k[1] in model}
     assert got.keys() == want.keys() and ("train", "Loss") in want
     for key, value in want.items():
-        if key[1] in ("Loss", "Accuracy", "Top-2 Accuracy", "F1 Score (macro)"):
-            assert got[key] == pytest.approx(value, rel=1e-5, abs=1e-6), key
+        assert got[key] == pytest.approx(value, rel=1e-5, abs=1e-6), key
     assert two.stdout.count("Training summary") == 1
 
 

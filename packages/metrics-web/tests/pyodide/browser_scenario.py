@@ -55,7 +55,10 @@ def js_side() -> dict:
 
 
 def between(value: float, a: float, b: float) -> bool:
-    return min(a, b) <= value <= max(a, b)
+    """``value`` within [a, b], up to float rounding (a collector's seconds times 1000 against
+    milliseconds read directly can differ in the last bits)."""
+    slack = 1e-6 * max(1.0, abs(a), abs(b))
+    return min(a, b) - slack <= value <= max(a, b) + slack
 
 
 async def phase_chromium() -> str:
