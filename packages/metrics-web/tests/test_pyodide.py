@@ -76,33 +76,26 @@ def pyodide_package() -> Path:
     return package
 
 
+def cached_wheel(name: str, version: str, python: str | None = None) -> Path:
+    """The pure-Python wheel of ``name==version`` from PyPI, downloaded once into the cache
+    (``python``: the Python version pip picks it for, when Pyodide's differs from ours)."""
+    folder = _cache_root() / "wheels"
+    found = sorted(folder.glob(f"{name}-{version}-py3-none-any.whl"))
+    if not found:
+        cmd = [sys.executable, "-m", "pip", "download", f"{name}=={version}", "--no-deps"]
+        cmd += ["--only-binary=:all:", "--disable-pip-version-check", "-q", "-d", str(folder)]
+        if python is not None:
+            cmd.append(f"--python-version={python}")
+        done = _run(cmd, HERE, timeout=300)
+        found = sorted(folder.glob(f"{name}-{version}-py3-none-any.whl"))
+        if not found:
+            pytest.fail(f"pip download {name}=={version} failed:\n{done.stdout}\n{done.stderr}")
+    return found[0]
+
+
 def _pluggy_wheel() -> Path:
     """pluggy's wheel (the version installed here, pure Python), downloaded once into the cache."""
-    version = metadata.version("pluggy")
-    folder = _cache_root() / "wheels"
-    found = sorted(folder.glob(f"pluggy-{version}-py3-none-any.whl"))
-    if not found:
-        done = _run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                f"pluggy=={version}",
-                "--no-deps",
-                "--only-binary=:all:",
-                "--disable-pip-version-check",
-                "-q",
-                "-d",
-                str(folder),
-            ],
-            HERE,
-            timeout=300,
-        )
-        found = sorted(folder.glob(f"pluggy-{version}-py3-none-any.whl"))
-        if not found:
-            pytest.fail(f"pip download pluggy=={version} failed:\n{done.stdout}\n{done.stderr}")
-    return found[0]
+    return cached_wheel("pluggy", metadata.version("pluggy"))
 
 
 @pytest.fixture(scope="module")

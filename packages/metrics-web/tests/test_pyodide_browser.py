@@ -64,34 +64,9 @@ def _unavailable() -> str | None:
 def _micropip_wheel(package: Path) -> Path:
     """micropip's wheel, the version the npm package's lock file pins (pure Python, from PyPI), cached."""
     lock = json.loads((package / "pyodide-lock.json").read_text())
-    entry = lock["packages"]["micropip"]
-    version = entry["version"]
-    python = ".".join(lock["info"]["python"].split(".")[:2])
-    folder = node_test._cache_root() / "wheels"
-    found = sorted(folder.glob(f"micropip-{version}-py3-none-any.whl"))
-    if not found:
-        done = node_test._run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                f"micropip=={version}",
-                "--no-deps",
-                "--only-binary=:all:",
-                f"--python-version={python}",  # micropip needs Pyodide's Python, maybe newer than ours
-                "--disable-pip-version-check",
-                "-q",
-                "-d",
-                str(folder),
-            ],
-            HERE,
-            timeout=300,
-        )
-        found = sorted(folder.glob(f"micropip-{version}-py3-none-any.whl"))
-        if not found:
-            pytest.fail(f"pip download micropip=={version} failed:\n{done.stdout}\n{done.stderr}")
-    return found[0]
+    version = lock["packages"]["micropip"]["version"]
+    python = ".".join(lock["info"]["python"].split(".")[:2])  # micropip needs Pyodide's Python
+    return node_test.cached_wheel("micropip", version, python)
 
 
 pytestmark = pytest.mark.skipif(
