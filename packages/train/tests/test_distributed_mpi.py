@@ -158,6 +158,7 @@ def test_burn_launch_trains_the_digits_example_like_one_process(tmp_path):
     for key, value in want.items():
         assert got[key] == pytest.approx(value, rel=1e-5, abs=1e-6), key
     assert two.stdout.count("Training summary") == 1
+    assert two.stdout.count("final valid accuracy") == 1  # rank 0 only
 
 
 # ---------------------------------------------------------------------------- training

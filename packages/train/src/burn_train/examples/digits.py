@@ -305,7 +305,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> float:
         print(f"no validation epoch finished  (artifacts in {args.artifacts})")
         return math.nan
     accuracy = epochs[max(epochs)]
-    print(f"final valid accuracy: {100 * accuracy:.2f} %  (artifacts in {args.artifacts})")
+    world = getattr(learner, "_world", None)
+    if world is None or world.rank == 0:  # launched as several ranks, rank 0 speaks for the job
+        print(f"final valid accuracy: {100 * accuracy:.2f} %  (artifacts in {args.artifacts})")
     return accuracy
 
 
