@@ -20,6 +20,7 @@ EXPECTED_ALL = [
     "__version__",
     "gradcheck",
     "graph_rules",
+    "leaf_gradients",
 ]
 
 

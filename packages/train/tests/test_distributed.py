@@ -192,7 +192,16 @@ def _has_gpu() -> bool:
 
 
 # ---------------------------------------------------------------------------- one rank, in this process
-def _fit(directory, distributed: bool | None, device=None, epochs: int = 2, collective: str = "auto"):
+def _fit(
+    directory,
+    distributed: bool | None,
+    device=None,
+    epochs: int = 2,
+    collective: str = "auto",
+    bucket_mb: float = 25.0,
+    overlap: bool = True,
+    model_cls=TinyMlp,
+):
     burn.seed(1)
     dev = device or adev()
     train, valid = loaders(dev, n_train=70, n_valid=20, batch_size=16)
@@ -205,8 +214,10 @@ def _fit(directory, distributed: bool | None, device=None, epochs: int = 2, coll
         .with_file_checkpointer(keep_best=None)
     )
     if distributed is not None:
-        builder = builder.distributed(distributed, collective=collective, timeout=30)
-    model = TinyMlp(dev, dropout=0.0)
+        builder = builder.distributed(
+            distributed, collective=collective, timeout=30, bucket_mb=bucket_mb, overlap=overlap
+        )
+    model = model_cls(dev, dropout=0.0)
     learner = builder.build(model, burn.optim.AdamConfig().init(), 1e-2)
     return learner, learner.fit(train, valid)
 
@@ -245,6 +256,56 @@ def test_one_rank_reducer_returns_the_gradients():
         for pid, g in grads.items():
             if pid != skipped:
                 np.testing.assert_allclose(out.get(pid).numpy(), g.numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_buckets_start_reducing_during_backward(tmp_path, monkeypatch):
+    """Overlap: with small buckets, the first buckets' all-reduce starts while backward still runs
+    (its frames are on the stack), and training equals a single device either way."""
+    pytest.importorskip("mpi4py")
+    import inspect
+
+    from burn_train.distributed import MpiCollective
+
+    launched_in_backward = []
+    real = MpiCollective.all_reduce_async
+
+    def spy(self, buf, op="sum"):
+        launched_in_backward.append(any(f.function == "run_backward" for f in inspect.stack()))
+        return real(self, buf, op)
+
+    monkeypatch.setattr(MpiCollective, "all_reduce_async", spy)
+    plain_learner, plain = _fit(tmp_path / "plain", None, epochs=1)
+    runs = {}
+    for overlap in (True, False):
+        _, runs[overlap] = _fit(tmp_path / f"ddp{overlap}", True, epochs=1, bucket_mb=0.0005, overlap=overlap)
+        assert launched_in_backward and any(launched_in_backward) is overlap
+        launched_in_backward.clear()
+    for name, value in plain.record().items():
+        for overlap in (True, False):
+            np.testing.assert_allclose(
+                runs[overlap].record()[name], value, rtol=1e-5, atol=1e-6, err_msg=name
+            )
+
+
+def test_overlap_refuses_gradients_changed_inside_train_step(tmp_path):
+    pytest.importorskip("mpi4py")
+    from burn_train import TrainOutput
+
+    class Scaled(TinyMlp):
+        def train_step(self, batch):
+            out = super().train_step(batch)
+            from burn.optim import GradientsParams
+
+            grads = GradientsParams.from_grads(out.grads, self)
+            scaled = GradientsParams()
+            for pid, g in grads.items():
+                scaled.register(pid, g * 0.5)
+            return TrainOutput(self, item=out.item, grads=scaled)
+
+    with pytest.raises(Exception, match="overlap=False"):
+        _fit(tmp_path / "on", True, epochs=1, model_cls=Scaled)
+    _, trained = _fit(tmp_path / "off", True, epochs=1, model_cls=Scaled, overlap=False)
+    assert trained is not None
 
 
 # ---------------------------------------------------------------------------- NCCL (GPU only)

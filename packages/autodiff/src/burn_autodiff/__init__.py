@@ -16,7 +16,7 @@ from ._version import __version__
 
 if TYPE_CHECKING:
     from ._backend import CHECKPOINTING, Autodiff
-    from ._engine import GraphFreedError
+    from ._engine import GraphFreedError, leaf_gradients
     from ._gradcheck import GradcheckReport, gradcheck, graph_rules
     from ._graph import ADPrim, Node
     from ._rule import Ctx, Rule
@@ -28,6 +28,7 @@ _LAZY = {
     "CHECKPOINTING": "._backend",
     "Autodiff": "._backend",
     "GraphFreedError": "._engine",
+    "leaf_gradients": "._engine",
     "GradcheckReport": "._gradcheck",
     "gradcheck": "._gradcheck",
     "graph_rules": "._gradcheck",
@@ -63,4 +64,5 @@ __all__ = [
     "__version__",
     "gradcheck",
     "graph_rules",
+    "leaf_gradients",
 ]

@@ -8,6 +8,9 @@ the node itself has been processed (nothing after that can read it).
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from burn import BurnError
@@ -84,6 +87,34 @@ class Recomputer:
         self.cache.pop(node.id, None)
 
 
+_hooks = threading.local()
+
+
+@contextmanager
+def leaf_gradients(fn: Callable[[int, Prim], None]) -> Iterator[None]:
+    """While the block runs, every ``backward()`` in this thread calls ``fn(leaf_id, grad)`` for each
+    leaf the moment its gradient is final (its last consumer processed), before the backward ends:
+    data-parallel training starts reducing a bucket of gradients while the rest are still computed.
+    ``leaf_id`` is the leaf's node id (``Autodiff.node_id`` of the param), ``grad`` the inner
+    backend's primitive (the one ``Gradients`` holds afterwards).
+
+    >>> from burn_autodiff import leaf_gradients
+    >>> dev = burn.device("cpu", autodiff=True)
+    >>> w = burn.tensor([1.0, 2.0], device=dev).require_grad()
+    >>> seen = []
+    >>> with leaf_gradients(lambda leaf, grad: seen.append(leaf)):
+    ...     grads = (w * 3.0).sum().backward()
+    >>> seen == [w._b.node_id(w._p)]
+    True
+    """
+    previous = getattr(_hooks, "fn", None)
+    _hooks.fn = fn
+    try:
+        yield
+    finally:
+        _hooks.fn = previous
+
+
 def run_backward(B: Backend, root: Node, seed: Prim) -> dict[int, Prim]:
     """Gradients of every leaf reachable from ``root`` (keyed by leaf node id) for output grad ``seed``.
 
@@ -99,11 +130,14 @@ def run_backward(B: Backend, root: Node, seed: Prim) -> dict[int, Prim]:
     grads: dict[int, Prim] = {root.id: seed}
     leaves: dict[int, Prim] = {}
     recompute = Recomputer(B)
+    hook = getattr(_hooks, "fn", None)
     for node in reversed(order):
         g = grads.pop(node.id, None)
         if node.rule is None:
             if g is not None:
                 leaves[node.id] = g
+                if hook is not None:  # reverse topological order: nothing adds to it any more
+                    hook(node.id, g)
             continue
         if g is not None:
             in_grads = node.rule.backward(B, g, Ctx(node, recompute))

@@ -12,12 +12,15 @@ class DistributedOptions:
     """``enabled``: None trains data-parallel when an MPI launcher started more than one rank, True
     always (one rank included), False never. ``collective``: ``"auto"`` (NCCL on CUDA devices where
     CuPy has it, MPI otherwise), ``"mpi"`` or ``"nccl"``. ``timeout``: seconds a collective may wait
-    (None: ``BURN_DDP_TIMEOUT``, default 600). ``bucket_bytes``: the gradient bucket size."""
+    (None: ``BURN_DDP_TIMEOUT``, default 600). ``bucket_bytes``: the gradient bucket size. ``overlap``:
+    start reducing each bucket as soon as backward has its gradients (``train_step`` must then return
+    the gradients ``backward()`` gave)."""
 
     enabled: bool | None = None
     collective: str = "auto"
     timeout: float | None = None
     bucket_bytes: int = 25 * 2**20
+    overlap: bool = True
 
     def __post_init__(self) -> None:
         if self.enabled not in (None, True, False):
@@ -32,6 +35,8 @@ class DistributedOptions:
             raise ValueError(
                 f"distributed: timeout must be a finite number of seconds > 0, got {self.timeout!r}"
             )
+        if not isinstance(self.overlap, bool):
+            raise TypeError(f"distributed: overlap must be True or False, got {self.overlap!r}")
         if (
             isinstance(self.bucket_bytes, bool)
             or not isinstance(self.bucket_bytes, int)

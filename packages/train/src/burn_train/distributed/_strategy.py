@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import zlib
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from .._output import TrainOutput
@@ -57,6 +58,34 @@ def rank_config(config: Any, rank: int) -> Any:
         system_metrics=False,
         writes=False,
     )
+
+
+@contextmanager
+def _early_gradients(model: Any, reduction: Any, early: dict[str, Any]) -> Iterator[None]:
+    """While ``train_step`` runs, hand each param's gradient to ``reduction`` the moment backward has
+    it final, so full buckets start reducing while backward computes the rest (overlap)."""
+    import burn_autodiff
+    from burn.backend import from_primitive
+
+    pid_of: dict[int, str] = {}
+    inner = None
+    for p in model.params():
+        value = p.value
+        if getattr(p, "require_grad", True) and value.backend.is_autodiff:
+            nid = value.backend.node_id(value.primitive)
+            if nid is not None:
+                pid_of[nid] = p.id
+                inner = value.backend.inner
+
+    def hand_over(leaf: int, grad: Any) -> None:
+        pid = pid_of.get(leaf)
+        if pid is None or pid in early:  # not a param, or a second backward in the step: at the end
+            return
+        early[pid] = grad
+        reduction.add(pid, from_primitive(grad, inner))
+
+    with burn_autodiff.leaf_gradients(hand_over):
+        yield
 
 
 def _synced(item: Any) -> Any:
@@ -154,13 +183,25 @@ class DistributedDataParallel(Strategy):
         reduction = self.reducer.start(items)
         out = None
         if batch is not None:
-            out = _checked(model.train_step(batch))
+            early: dict[str, Any] = {}  # param id -> the gradient backward handed over as it finished
+            if self.options.overlap:
+                with _early_gradients(model, reduction, early):
+                    out = _checked(model.train_step(batch))
+            else:
+                out = _checked(model.train_step(batch))
             grads = out.grads
             if not isinstance(grads, GradientsParams):
                 grads = GradientsParams.from_grads(grads, out.model)
             for pid, _, _ in self.reducer.params:  # the layout's order: buckets fill one after another
                 g = grads.get(pid)
-                if g is not None:
+                if pid in early:
+                    if g is None or g.primitive is not early[pid]:
+                        raise DistributedError(
+                            f"distributed: train_step returned a gradient of param {pid} other than the one "
+                            "backward() computed (it was already being reduced); to change gradients inside "
+                            "train_step, build the learner with .distributed(overlap=False)"
+                        )
+                elif g is not None:
                     reduction.add(pid, g)
         reduction.stop = self.interrupter.should_stop()  # after this rank's step: a stop inside it counts
         reduced, _, stop = reduction.finish()

@@ -129,6 +129,7 @@ class LearnerBuilder:
         collective: str = "auto",
         timeout: float | None = None,
         bucket_mb: float = 25.0,
+        overlap: bool = True,
     ) -> LearnerBuilder:
         """Data-parallel training over processes (MPI ranks: ``mpirun -n N`` or ``burn launch -n N``).
 
@@ -136,8 +137,11 @@ class LearnerBuilder:
         launcher started more than one rank; True forces it (one rank included), False turns it off.
         ``collective``: ``"auto"`` (NCCL on CUDA devices, MPI otherwise), ``"mpi"`` or ``"nccl"``.
         ``timeout``: seconds a rank waits for the others before the job is aborted (default
-        ``BURN_DDP_TIMEOUT`` or 600). ``bucket_mb``: gradient bucket size in MiB. The train loader's
-        batch size is the global batch: each rank takes its part of every batch.
+        ``BURN_DDP_TIMEOUT`` or 600). ``bucket_mb``: gradient bucket size in MiB. ``overlap``: each
+        bucket starts its all-reduce as soon as backward has finished its gradients, while backward
+        computes the rest (``train_step`` must return the gradients ``backward()`` gave; pass False
+        to change them inside ``train_step``). The train loader's batch size is the global batch:
+        each rank takes its part of every batch.
         """
         from ..distributed._options import DistributedOptions
 
@@ -145,7 +149,7 @@ class LearnerBuilder:
             raise ValueError(f"LearnerBuilder.distributed: bucket_mb must be a number > 0, got {bucket_mb!r}")
         try:
             self._c.distributed = DistributedOptions(
-                enabled, collective, timeout, max(1, int(bucket_mb * 2**20))
+                enabled, collective, timeout, max(1, int(bucket_mb * 2**20)), overlap
             )
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"LearnerBuilder.{exc}") from None
