@@ -403,6 +403,8 @@ def test_killed_rank_ends_the_job(tmp_path, cleanup):
     text = done.stdout + done.stderr
     assert done.returncode != 0, text
     assert "finished" not in text
-    # the launcher reports the dead rank; a survivor that was waiting reports its timed-out collective
-    assert "Killed (signal 9)" in text or "did not complete within 2 s" in text, text
+    # the launcher reports the dead rank (or, when the rank died while its proxy was writing to it, a
+    # process-manager error); a survivor that was waiting reports its timed-out collective
+    reports = ("Killed (signal 9)", "did not complete within 2 s", "process manager error")
+    assert any(r in text for r in reports), text
     assert elapsed < 25, elapsed
