@@ -60,6 +60,7 @@ def catalog() -> dict[str, str]:
                 ).source
     for dt in (burn.float32, burn.float16, burn.int32):
         out[f"matmul/{dt.name}/1b"] = KM.render(dt, 1).source
+        out[f"matmul_small/{dt.name}/1b"] = KM.render_small(dt, 1).source
         out[f"gather/{dt.name}"] = KI.render_gather(dt, burn.int32, 3, 1).source
         out[f"sort_init/{dt.name}"] = KSORT.render_init(dt).source
         for desc in (False, True):

@@ -128,6 +128,9 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
         """Batched matmul through the tile shape the autotuner chose for this case."""
         if _tuned.should_tune(a, b):
             return _tuned.tuner(self).run(_tuned.MATMUL, self, a, b)
+        m, k = a.shape[-2:]
+        if KM.is_small(m, b.shape[-1], k):
+            return self.matmul_tiled(a, b, 0, 0)
         return self.matmul_tiled(a, b, KM.TILE, KM.TK)
 
     def quantized_matmul(self, a: WgpuTensor, w: WgpuTensor) -> WgpuTensor:
@@ -135,7 +138,8 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
         return KQ.quantized_matmul(self, a, w)
 
     def matmul_tiled(self, a: WgpuTensor, b: WgpuTensor, tile: int, tk: int) -> WgpuTensor:
-        """Batched matmul with one tile shape (``_kernels.matmul.CONFIGS``)."""
+        """Batched matmul with one tile shape (``_kernels.matmul.CONFIGS``; tile 0: the kernel for
+        small products, one invocation per output)."""
         *ba, m, k = a.shape
         *bb, _, n = b.shape
         batch = broadcast_shape(tuple(ba), tuple(bb))
@@ -147,9 +151,13 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
         sb = EW.broadcast_strides(self._batch_view(b, len(bb)), batch)
         cshape, (sa, sb) = EW.collapse(batch, [sa, sb])
         nb = len(cshape)
-        kernel = KM.render(a.dtype, nb, tile, tk)
         inner = (a.offset, b.offset, a.strides[-2], a.strides[-1], b.strides[-2], b.strides[-1])
-        gx, gy = -(-n // tile), -(-m // tile)
+        if tile:
+            kernel = KM.render(a.dtype, nb, tile, tk)
+            gx, gy = -(-n // tile), -(-m // tile)
+        else:
+            kernel = KM.render_small(a.dtype, nb)
+            gx, gy = -(-(m * n) // 64), 1
         for base in range(0, count, 65535):
             meta = _pack(m, n, k, base, *inner, *cshape, *sa, *sb)
             self.ex.dispatch(

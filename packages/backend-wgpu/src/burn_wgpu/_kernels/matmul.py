@@ -135,6 +135,70 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     return Kernel(f"matmul_{dtype.name}_{nb}b{suffix}", src, ("rw", "read", "read"))
 
 
+# small products (a recurrent cell's step, attention over a few tokens) run without workgroup memory:
+# one invocation per output, K looped in order; no barriers, which software adapters (SwiftShader,
+# lavapipe) emulate at a high cost per workgroup
+SMALL_OUTPUTS = 4096  # M * N up to this (per batch entry)
+SMALL_K = 4096
+
+
+def is_small(m: int, n: int, k: int) -> bool:
+    return m * n <= SMALL_OUTPUTS and k <= SMALL_K
+
+
+@lru_cache(maxsize=64)
+def render_small(dtype: DType, nb: int) -> Kernel:
+    """The metadata of ``render``; 64 invocations per workgroup along the M x N outputs of one batch
+    entry (x), batch entries along z. Each output sums its K products in order, as ``render`` does."""
+    acc = compute_type(dtype)
+    store = "f16(v)" if dtype is float16 else "v"
+    batch = []
+    for d in range(nb - 1, -1, -1):
+        batch += [
+            f"    let c{d} = rem % info[{10 + d}u];",
+            f"    rem = rem / info[{10 + d}u];",
+            f"    ao += c{d} * info[{10 + nb + d}u];",
+            f"    bo += c{d} * info[{10 + 2 * nb + d}u];",
+        ]
+    src = f"""{"enable f16;" if dtype is float16 else ""}
+@group(0) @binding(0) var<storage, read> info: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<{WGSL[dtype]}>;
+@group(0) @binding(2) var<storage, read> a: array<{WGSL[dtype]}>;
+@group(0) @binding(3) var<storage, read> b: array<{WGSL[dtype]}>;
+alias ACC = {acc};
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {{
+    let M = info[0];
+    let N = info[1];
+    let K = info[2];
+    let e = gid.x;
+    if (e >= M * N) {{
+        return;
+    }}
+    let bz = wid.z + info[3];
+    var rem = bz;
+    var ao = info[4];
+    var bo = info[5];
+{chr(10).join(batch)}
+    let row = e / N;
+    let col = e % N;
+    var ai = ao + row * info[6];
+    var bi = bo + col * info[9];
+    let a_sk = info[7];
+    let b_sk = info[8];
+    var v = ACC(0);
+    for (var k = 0u; k < K; k++) {{
+        v += ACC(a[ai]) * ACC(b[bi]);
+        ai += a_sk;
+        bi += b_sk;
+    }}
+    out[bz * M * N + e] = {store};
+}}
+"""
+    return Kernel(f"matmul_small_{dtype.name}_{nb}b", src, ("rw", "read", "read"))
+
+
 @dataclass(frozen=True)
 class Block:
     """A register-blocked tile shape: ``bm`` x ``bn`` outputs per workgroup, K steps of ``bk``,
