@@ -43,6 +43,20 @@ def workgroup_bytes(tile: int, tk: int) -> int:
     return 2 * tile * tk * 4
 
 
+def batch_lines(nb: int, first: int = 10, a: str = "ao", b: str = "bo") -> str:
+    """WGSL that turns the flat batch index ``rem`` into the operands' batch offsets ``a`` and ``b``:
+    the batch shape is at ``info[first:]``, then a's batch strides, then b's (``nb`` each)."""
+    lines = []
+    for d in range(nb - 1, -1, -1):
+        lines += [
+            f"    let c{d} = rem % info[{first + d}u];",
+            f"    rem = rem / info[{first + d}u];",
+            f"    {a} += c{d} * info[{first + nb + d}u];",
+            f"    {b} += c{d} * info[{first + 2 * nb + d}u];",
+        ]
+    return "\n".join(lines)
+
+
 @lru_cache(maxsize=256)
 def render(dtype: DType, nb: int, tile: int = TILE, tk: int = TK) -> Kernel:
     """Metadata: M, N, K, batch base, a_off, b_off, a_sm, a_sk, b_sk, b_sn, batch shape[nb], a batch
@@ -53,14 +67,6 @@ def render(dtype: DType, nb: int, tile: int = TILE, tk: int = TK) -> Kernel:
         raise ValueError(f"matmul kernel: tile {tile} / tk {tk} does not fit a 16x16 workgroup")
     acc = compute_type(dtype)
     store = "f16(v)" if dtype is float16 else "v"
-    batch = []
-    for d in range(nb - 1, -1, -1):
-        batch += [
-            f"    let c{d} = rem % info[{10 + d}u];",
-            f"    rem = rem / info[{10 + d}u];",
-            f"    ao += c{d} * info[{10 + nb + d}u];",
-            f"    bo += c{d} * info[{10 + 2 * nb + d}u];",
-        ]
     # accumulators are indexed with constants only (unrolled init, FMAs and stores): a runtime index
     # makes shader compilers keep the array in local memory instead of registers
     zero = "\n".join(f"    acc[{i}] = ACC(0);" for i in range(r * r))
@@ -96,7 +102,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     var rem = bz;
     var ao = info[4];
     var bo = info[5];
-{chr(10).join(batch)}
+{batch_lines(nb)}
     let a_sm = info[6];
     let a_sk = info[7];
     let b_sk = info[8];
@@ -154,14 +160,6 @@ def render_small(dtype: DType, nb: int) -> Kernel:
     entry (x), batch entries along z. Each output sums its K products in order, as ``render`` does."""
     acc = compute_type(dtype)
     store = "f16(v)" if dtype is float16 else "v"
-    batch = []
-    for d in range(nb - 1, -1, -1):
-        batch += [
-            f"    let c{d} = rem % info[{10 + d}u];",
-            f"    rem = rem / info[{10 + d}u];",
-            f"    ao += c{d} * info[{10 + nb + d}u];",
-            f"    bo += c{d} * info[{10 + 2 * nb + d}u];",
-        ]
     src = f"""{"enable f16;" if dtype is float16 else ""}
 @group(0) @binding(0) var<storage, read> info: array<u32>;
 @group(0) @binding(1) var<storage, read_write> out: array<{WGSL[dtype]}>;
@@ -182,7 +180,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wi
     var rem = bz;
     var ao = info[4];
     var bo = info[5];
-{chr(10).join(batch)}
+{batch_lines(nb)}
     let row = e / N;
     let col = e % N;
     var ai = ao + row * info[6];
@@ -413,14 +411,6 @@ def render_blocked(
     f16 = dtype is float16 or acc16
     tx, ty, threads = blk.tx, blk.ty, blk.threads
     mq, nq = blk.bm // 4, blk.bn // 4
-    batch = []
-    for d in range(nb - 1, -1, -1):
-        batch += [
-            f"    let c{d} = rem % info[{12 + d}u];",
-            f"    rem = rem / info[{12 + d}u];",
-            f"    o_a += c{d} * info[{12 + nb + d}u];",
-            f"    o_b += c{d} * info[{12 + 2 * nb + d}u];",
-        ]
     vi = range(blk.tm // 4)  # vec4 row groups of an invocation
     vj = range(blk.tn // 4)  # vec4 column groups
     accs = [(4 * i + ii, j) for i in vi for ii in range(4) for j in vj]
@@ -489,7 +479,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     var rem = bz;
     var o_a = info[4];
     var o_b = info[5];
-{chr(10).join(batch)}
+{batch_lines(nb, 12, "o_a", "o_b")}
     let a_sr = info[6];
     let a_sk = info[7];
     let b_sk = info[8];

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import burn
 
 from .._executor import Kernel
+from .matmul import batch_lines
 
 if TYPE_CHECKING:
     from .._ops import WgpuOps
@@ -66,14 +67,6 @@ def render(nb: int, packed_dot: bool) -> Kernel:
     words = TILE * BK // 4  # packed words per operand tile
     loads = words // 256
     kq = BK // 4
-    batch = []
-    for d in range(nb - 1, -1, -1):
-        batch += [
-            f"    let c{d} = rem % info[{10 + d}u];",
-            f"    rem = rem / info[{10 + d}u];",
-            f"    ao += c{d} * info[{10 + nb + d}u];",
-            f"    wo += c{d} * info[{10 + 2 * nb + d}u];",
-        ]
     zero = "\n".join(f"    var acc{i}{j} = 0i;" for i in range(4) for j in range(4))
     if packed_dot:
         regs = [f"            let x{i} = As[q * {TILE}u + lid.y + {16 * i}u];" for i in range(4)]
@@ -111,7 +104,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     var rem = bz;
     var ao = info[4];
     var wo = info[5];
-{chr(10).join(batch)}
+{batch_lines(nb, 10, "ao", "wo")}
     let a_sm = info[6];
     let a_sk = info[7];
     let w_sk = info[8];
