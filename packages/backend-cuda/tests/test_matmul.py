@@ -49,6 +49,19 @@ def test_precision_modes(mode, case, cuda):
         assert err > 1e-6, f"{mode} {case}: error {err:.1e} is fp32-exact; the mode did not take effect"
 
 
+@pytest.mark.parametrize("case", list(CASES))
+def test_float16_tensors_multiply_on_tensor_cores_with_float32_accumulation(case, cuda):
+    """float16 operands (rounded from float32 data) against the float64 product of those same rounded
+    values: only the float16 rounding of the result and float32 accumulation remain."""
+    sa, sb, fn = CASES[case]
+    a = RNG.standard_normal(sa).astype(np.float16)
+    b = RNG.standard_normal(sb).astype(np.float16)
+    ref = fn(burn.from_numpy(a.astype(np.float64)), burn.from_numpy(b.astype(np.float64))).numpy()
+    got = fn(burn.from_numpy(a, device=cuda), burn.from_numpy(b, device=cuda))
+    assert got.dtype == burn.float16 and got.shape == ref.shape
+    assert _rel_err(got.numpy().astype(np.float64), ref) < 2e-3  # float16 results: ~5e-4 per value
+
+
 def test_global_setting_applies(cuda):
     a = burn.from_numpy(RNG.standard_normal((128, 512)).astype(np.float32), device=cuda)
     exact = (a @ a.transpose(0, 1)).numpy()

@@ -31,6 +31,7 @@ _COMPUTE_FALLBACK = {
 }
 PRECISIONS = tuple(_COMPUTE_FALLBACK)
 _CUDA_R_32F = 0
+_CUDA_R_16F = 2
 _GEMM_DEFAULT_TENSOR_OP = 99
 
 _state: dict[str, str] = {"precision": "fp32"}
@@ -112,16 +113,29 @@ def _layout(cupy: ModuleType, x: Prim) -> tuple[Prim, bool, int]:
     """(array, is_row_major, leading dim) of the last two dims, copying only when neither layout fits."""
     r, c = x.shape[-2:]
     b1, b2 = x.strides[-2:]
-    s1, s2 = b1 // 4, b2 // 4  # float32 elements
-    if (s2 == 1 or c == 1) and s1 >= max(c, 1) and b1 % 4 == 0:
+    size = x.itemsize
+    s1, s2 = b1 // size, b2 // size  # in elements
+    if (s2 == 1 or c == 1) and s1 >= max(c, 1) and b1 % size == 0:
         return x, True, s1
-    if (s1 == 1 or r == 1) and s2 >= max(r, 1) and b2 % 4 == 0:
+    if (s1 == 1 or r == 1) and s2 >= max(r, 1) and b2 % size == 0:
         return x, False, s2
     return cupy.ascontiguousarray(x), True, max(c, 1)
 
 
 def gemm_f32(cupy: ModuleType, a: Prim, b: Prim, mode: str) -> Prim:
     """float32 ``a @ b`` for a (..., M, K), b (..., K, N) with broadcast batch dims -> (..., M, N)."""
+    return _gemm(cupy, a, b, compute_type(mode), _CUDA_R_32F)
+
+
+def gemm_f16(cupy: ModuleType, a: Prim, b: Prim) -> Prim:
+    """float16 ``a @ b`` on tensor cores with float32 accumulation (PyTorch's default for half)."""
+    return _gemm(cupy, a, b, compute_type("fp32"), _CUDA_R_16F)
+
+
+def _gemm(cupy: ModuleType, a: Prim, b: Prim, compute: int, data_type: int) -> Prim:
+    """``a @ b`` through cublasGemmStridedBatchedEx: operands and result of ``data_type`` (a's dtype),
+    ``compute`` the cublasComputeType_t (float32 alpha and beta: every compute type used here is a
+    32-bit float one)."""
     import numpy as np
 
     if not _scalars:
@@ -130,7 +144,7 @@ def gemm_f32(cupy: ModuleType, a: Prim, b: Prim, mode: str) -> Prim:
     n = b.shape[-1]
     flat = a.ndim == 2 and b.ndim == 2  # the common case: no batch bookkeeping on the host
     batch = () if flat else tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
-    out = cupy.empty(batch + (m, n), dtype=np.float32)
+    out = cupy.empty(batch + (m, n), dtype=a.dtype)
     if out.size == 0:
         return out
     if k == 0:
@@ -143,8 +157,8 @@ def gemm_f32(cupy: ModuleType, a: Prim, b: Prim, mode: str) -> Prim:
         stride_a = stride_b = 0
     else:  # batch strides after any layout copy; 0 broadcasts one matrix over the batch
         count = int(np.prod(batch, dtype=np.int64))
-        stride_a = a3.strides[0] // 4 if a3.shape[0] > 1 else 0
-        stride_b = b3.strides[0] // 4 if b3.shape[0] > 1 else 0
+        stride_a = a3.strides[0] // a3.itemsize if a3.shape[0] > 1 else 0
+        stride_b = b3.strides[0] // b3.itemsize if b3.shape[0] > 1 else 0
     from cupy_backends.cuda.libs import cublas
 
     # row-major C = A @ B is column-major C^T = B^T @ A^T: B goes first. A row-major operand already
@@ -162,20 +176,20 @@ def gemm_f32(cupy: ModuleType, a: Prim, b: Prim, mode: str) -> Prim:
         k,
         _scalars[0].ctypes.data,
         b3.data.ptr,
-        _CUDA_R_32F,
+        data_type,
         ldb,
         stride_b,
         a3.data.ptr,
-        _CUDA_R_32F,
+        data_type,
         lda,
         stride_a,
         _scalars[1].ctypes.data,
         out.data.ptr,
-        _CUDA_R_32F,
+        data_type,
         n,
         m * n,
         count,
-        compute_type(mode),
+        compute,
         _GEMM_DEFAULT_TENSOR_OP,
     )
     return out
@@ -187,4 +201,6 @@ def matmul(cupy: ModuleType, a: Prim, b: Prim) -> Prim:
 
     if a.dtype == np.float32:
         return gemm_f32(cupy, a, b, get_matmul_precision())
+    if a.dtype == np.float16:
+        return gemm_f16(cupy, a, b)
     return cupy.matmul(a, b)
