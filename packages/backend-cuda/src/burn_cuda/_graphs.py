@@ -5,7 +5,9 @@ stream positions) and replays it when the same stream comes again. After a few r
 runtime to capture the program (``CudaFusion.capture_program``); this module does it:
 
 * the stream's inputs are copied into buffers the graph owns (their addresses are baked into it), and
-  copied again before every launch;
+  copied again before every launch; an input that stayed the same array over the last replays (a
+  weight in an inference loop) is read in place instead, and a launch where it changed is declined
+  (the program then replays step by step and is captured again later);
 * a fused kernel's scalars (a learning rate, Adam's bias corrections: they change from step to step)
   are read from small device tables instead of kernel arguments; the tables are rewritten from the
   stream's scalars before every launch;
@@ -73,18 +75,25 @@ class CudaGraphProgram:
         self.segments: list[tuple[Any, ...]] = []
         self.pool: Any = None
         self.inputs: list[Any] = []
+        self.direct: list[bool] = []
         self.tables: dict[Any, Any] = {}
         self.views: list[list[Any]] = []
         self.values: dict[int, Any] = {}
 
     # ------------------------------------------------------------------ the tables and inputs
-    def _fill(self, cp: Any, leaves: list[Any], scalars: list[Any]) -> None:
-        """Copy the stream's inputs and scalars into the buffers the graph reads."""
-        for buf, leaf in zip(self.inputs, leaves):
-            cp.copyto(buf, leaf.value)
+    def _fill(self, cp: Any, leaves: list[Any], scalars: list[Any]) -> bool:
+        """Copy the stream's inputs and scalars into the buffers the graph reads; False when an input
+        the graph reads in place is not the same array any more (the graph cannot serve this stream)."""
+        for buf, leaf, direct in zip(self.inputs, leaves, self.direct):
+            if direct:
+                if leaf.value is not buf:
+                    return False
+            else:
+                cp.copyto(buf, leaf.value)
         for dt, idx in self.slots.items():
             host = np.array([scalars[i] for i in idx], dtype=dt)
             self.tables[dt].set(host)
+        return True
 
     def _kernel(self, i: int, plan: FusedKernel, inputs: list[Any], sidx: tuple[int, ...]) -> list[Any]:
         return self.runtime.execute(_scalars_as_inputs(plan), inputs + self.views[i], [])
@@ -98,7 +107,15 @@ class CudaGraphProgram:
         # is a view of an input then aliases the input, as it would unfused, never graph memory)
         self.tables = {dt: cp.empty(len(idx), dtype=dt) for dt, idx in self.slots.items()}
         self.views = [[self.tables[dt][k : k + 1].reshape(()) for dt, k in mine] for mine in self.step_slots]
-        self.inputs = [cp.empty(leaf.value.shape, dtype=leaf.value.dtype) for leaf in leaves]
+        # an input that was the same array at the last two replays (a weight in inference) is read in
+        # place, held by the graph (burn's arrays are never written); the others get buffers of the
+        # graph's own, refilled before each launch
+        last = program.leaf_ids
+        self.direct = [last is not None and id(leaf.value) == last[i] for i, leaf in enumerate(leaves)]
+        self.inputs = [
+            leaf.value if direct else cp.empty(leaf.value.shape, dtype=leaf.value.dtype)
+            for leaf, direct in zip(leaves, self.direct)
+        ]
         self._fill(cp, leaves, scalars)
         vals = program.run_values(self.fusion, stream, leaves, [leaf.value for leaf in leaves], self._kernel)
         s = self.backend.stream
@@ -155,11 +172,13 @@ class CudaGraphProgram:
         program.deliver(stream, vals)  # after the capture, which reads the nodes' operands
         return captured
 
-    def launch(self, stream: list[Any], leaves: list[Any], scalars: list[Any]) -> None:
+    def launch(self, stream: list[Any], leaves: list[Any], scalars: list[Any]) -> bool:
         """Run the program again: its graphs, and between them the calls capture refused (their results
-        copied into the buffers the later graphs read); then copy out what tensors hold."""
+        copied into the buffers the later graphs read); then copy out what tensors hold. False (nothing
+        run) when an input the graph reads in place changed."""
         cp = self.backend._on()
-        self._fill(cp, leaves, scalars)
+        if not self._fill(cp, leaves, scalars):
+            return False
         s = self.backend.stream
         program, values = self.program, self.values
         index = {n: k for k, n in enumerate(leaves)}
@@ -175,3 +194,4 @@ class CudaGraphProgram:
                 cp.copyto(values[n.pos], out[0])
                 cp.copyto(values[n.twin.pos], out[1])
         program.deliver(stream, values, copy=lambda v: v.copy())
+        return True

@@ -427,18 +427,21 @@ class Fusion(Backend):
 
     def _replay(self, program: _Program, stream: list[Node], leaves: list[Node], scalars: list[Any]) -> None:
         """Run ``program`` again: as a graph the runtime captured (one launch), when it can capture
-        programs and this one has repeated; else step by step."""
+        programs and this one has repeated; else step by step. A graph whose launch declines (an
+        input it reads in place changed) is dropped, and the program is captured again later."""
         capture = self._capture
         if capture is None or program.graph is False:
             program.run(self, stream, leaves, scalars)
             return
         if program.graph is not None:
-            program.graph.launch(stream, leaves, scalars)
-            self.stats["graph_launches"] += 1
-            return
+            if program.graph.launch(stream, leaves, scalars) is not False:
+                self.stats["graph_launches"] += 1
+                return
+            program.graph, program.runs = None, 0
         program.runs += 1
         if program.runs < GRAPH_AFTER:
             program.run(self, stream, leaves, scalars)
+            program.leaf_ids = [id(leaf.value) for leaf in leaves]
             return
         # the runtime runs this stream and captures the program (None: it cannot be captured)
         program.graph = capture(self, program, stream, leaves, scalars) or False
@@ -764,7 +767,7 @@ class _Program:
     ``unwritten``: positions no step writes (computed in registers) or that a step frees; the program
     is usable only while no tensor holds one of them."""
 
-    __slots__ = ("steps", "unwritten", "written", "runs", "graph")
+    __slots__ = ("steps", "unwritten", "written", "runs", "graph", "leaf_ids")
 
     def __init__(
         self, steps: list[tuple[Any, ...]], unwritten: tuple[int, ...], written: tuple[int, ...]
@@ -774,6 +777,9 @@ class _Program:
         self.written = written  # every position a step writes (kernel outputs, call results)
         self.runs = 0  # replays so far
         self.graph: Any = None  # the runtime's captured graph of the program; False: it cannot be captured
+        # ids of the stream's input values at the last step-by-step replay: a runtime capturing the
+        # program may read inputs that stayed the same object (weights in inference) in place
+        self.leaf_ids: list[int] | None = None
 
     def usable(self, stream: list[Node]) -> bool:
         for p in self.unwritten:
