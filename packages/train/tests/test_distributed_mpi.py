@@ -116,8 +116,9 @@ def _summary_values(folder: Path) -> dict[tuple[str, str], float]:
     return {(split, m["name"]): m["last"] for split, rows in summary["splits"].items() for m in rows}
 
 
-def test_burn_launch_trains_the_digits_example_like_one_process(tmp_path):
-    """The digits example, unchanged, as 2 ranks through `burn launch`: the same epoch losses and
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_burn_launch_trains_the_digits_example_like_one_process(tmp_path, ranks):
+    """The digits example, unchanged, as 2 or 3 ranks through `burn launch`: the same epoch losses and
     accuracies as one process (the same global batches), one summary, from rank 0."""
     args = ["--epochs", "1", "--limit", "100", "--batch-size", "24", "--renderer", "none"]
     one = subprocess.run(
@@ -134,7 +135,7 @@ def test_burn_launch_trains_the_digits_example_like_one_process(tmp_path):
         "burn",
         "launch",
         "-n",
-        "2",
+        str(ranks),
         "--timeout",
         "30",
         "-m",
