@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import os
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -333,11 +334,10 @@ class Fusion(Backend):
         pair = name in _TWO_OUTPUTS
 
         def forward(*args: Any) -> Any:
-            prims: list[FPrim] = []
-            _collect(args, prims)
+            prims = list(_flat(args, FPrim))
             if prims:
                 self._values(prims)
-            out = method(*_unwrap(args))
+            out = method(*_mapped(args, FPrim, _prim_value))
             if pair:
                 return self._wrap(out[0]), self._wrap(out[1])
             return self._wrap(out)
@@ -453,7 +453,7 @@ class Fusion(Backend):
         for n in stream:
             if n.op is None or n.op[0] != "call":
                 continue  # computed by now, or element-wise (planned when something reads it)
-            lazy = [a for a in _flat_nodes(n.args) if a.op is not None]
+            lazy = [a for a in _flat(n.args, Node) if a.op is not None]
             if lazy:
                 self._execute(lazy)
             if rec is not None:
@@ -828,19 +828,12 @@ class _Program:
         """Run call node ``n`` (lazy) over values: stream positions from ``vals``, the stream's
         inputs (numbered by ``index``) from ``leaf_values``; under the settings it was called in."""
 
+        def value(a: Node) -> Any:
+            k = index.get(a)
+            return vals[a.pos] if k is None else leaf_values[k]
+
         def resolve(args: Any) -> list[Any]:
-            out: list[Any] = []
-            for a in args:
-                if type(a) is Node:
-                    k = index.get(a)
-                    out.append(vals[a.pos] if k is None else leaf_values[k])
-                elif isinstance(a, (list, tuple)) and any(
-                    type(v) is Node or isinstance(v, (list, tuple)) for v in a
-                ):
-                    out.append(type(a)(resolve(a)))
-                else:
-                    out.append(a)
-            return out
+            return _mapped(args, Node, value)
 
         method = b._calls[n.op[1]]  # type: ignore[index]  # a lazy call
         if n.compute is None:
@@ -912,7 +905,7 @@ class _Recorder:
 
     def call(self, n: Node) -> None:
         self.steps.append([CALL, n.pos])
-        self.reads.append([a.pos for a in _flat_nodes(n.args) if a.pos >= 0 and a not in self.leaf_index])
+        self.reads.append([a.pos for a in _flat(n.args, Node) if a.pos >= 0 and a not in self.leaf_index])
         self.written.add(n.pos)
         if n.twin is not None:
             self.written.add(n.twin.pos)
@@ -945,66 +938,46 @@ def _call_node(shape: tuple[int, ...], dtype: DType, name: str, operands: tuple[
     return node
 
 
-def _nodes(args: Any) -> tuple[Any, ...]:
-    """``args`` with every tensor handle replaced by its node (inside lists and tuples too)."""
+def _mapped(args: Any, kind: type, fn: Callable[[Any], Any]) -> list[Any]:
+    """``args`` with every item of type ``kind`` replaced by ``fn(item)``, inside lists and tuples too
+    (a sequence is rebuilt only where it may hold one)."""
     out: list[Any] = []
     for a in args:
-        if type(a) is FPrim:
-            out.append(a.node)
-        elif isinstance(a, (list, tuple)) and any(
-            type(v) is FPrim or isinstance(v, (list, tuple)) for v in a
-        ):
-            out.append(type(a)(_nodes(a)))
+        if type(a) is kind:
+            out.append(fn(a))
+        elif isinstance(a, (list, tuple)) and any(type(v) is kind or isinstance(v, (list, tuple)) for v in a):
+            out.append(type(a)(_mapped(a, kind, fn)))
         else:
             out.append(a)
-    return tuple(out)
+    return out
 
 
-def _node_meta(a: Any) -> tuple[tuple[int, ...], DType] | None:
-    return (a.shape, a.dtype) if type(a) is Node else None
-
-
-def _flat_nodes(args: Any) -> Iterator[Node]:
+def _flat(args: Any, kind: type) -> Iterator[Any]:
+    """The items of type ``kind`` in ``args``, inside lists and tuples too."""
     for a in args:
-        if type(a) is Node:
+        if type(a) is kind:
             yield a
         elif isinstance(a, (list, tuple)):
-            yield from _flat_nodes(a)
+            yield from _flat(a, kind)
+
+
+_node_of = operator.attrgetter("node")
+_value_of = operator.attrgetter("value")
+_prim_value = operator.attrgetter("node.value")
+
+
+def _nodes(args: Any) -> tuple[Any, ...]:
+    """``args`` with every tensor handle replaced by its node."""
+    return tuple(_mapped(args, FPrim, _node_of))
 
 
 def _values_of(args: Any) -> list[Any]:
     """A call's arguments with every node replaced by its computed value."""
-    out: list[Any] = []
-    for a in args:
-        if type(a) is Node:
-            out.append(a.value)
-        elif isinstance(a, (list, tuple)) and any(type(v) is Node or isinstance(v, (list, tuple)) for v in a):
-            out.append(type(a)(_values_of(a)))
-        else:
-            out.append(a)
-    return out
+    return _mapped(args, Node, _value_of)
 
 
-def _collect(args: Any, prims: list[FPrim]) -> None:
-    for a in args:
-        if type(a) is FPrim:
-            prims.append(a)
-        elif isinstance(a, (list, tuple)):
-            _collect(a, prims)
-
-
-def _unwrap(args: Any) -> Any:
-    out = []
-    for a in args:
-        if type(a) is FPrim:
-            out.append(a.node.value)
-        elif isinstance(a, (list, tuple)) and any(
-            type(v) is FPrim or isinstance(v, (list, tuple)) for v in a
-        ):
-            out.append(type(a)(_unwrap(a)))
-        else:
-            out.append(a)
-    return out
+def _node_meta(a: Any) -> tuple[tuple[int, ...], DType] | None:
+    return (a.shape, a.dtype) if type(a) is Node else None
 
 
 def _eager(b: Fusion, args: tuple[Any, ...]) -> list[Any]:
