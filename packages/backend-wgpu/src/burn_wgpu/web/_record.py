@@ -227,7 +227,7 @@ def record(graph: Any, feeds: list[np.ndarray], index: int = 0, *, fusion: bool 
     element-wise value waits for a reader. These are choices of the export's own stream, made from
     the whole graph, which fusion's online planner cannot see.
     """
-    from burn.ir import Ref, op_def
+    from burn.ir import op_def
 
     b = recording_backend(index)
     ex = b.ex
@@ -286,22 +286,11 @@ def record(graph: Any, feeds: list[np.ndarray], index: int = 0, *, fusion: bool 
         for cid, arr in graph.constants.items():
             env[cid] = runner.from_numpy(arr, burn.dtype(arr.dtype.name))
 
-        def resolve(a: Any) -> Any:
-            if isinstance(a, Ref):
-                return env[a.id]
-            if isinstance(a, (tuple, list)):
-                return type(a)(resolve(v) for v in a)
-            return a
-
         for i, op in enumerate(graph.ops):
-            spec = op_def(op.kind)
-            fn = getattr(runner, spec.method)
-            args = tuple(resolve(a) for a in op.args)
-            out = fn(str(op.kind), *args) if spec.op_arg else fn(*args)
-            for prim, ref in zip(out if spec.outputs > 1 else (out,), op.outputs):
+            for prim, ref in zip(op.run(runner, env), op.outputs):
                 if ref.id in keep or last_use.get(ref.id, -1) > i:
                     env[ref.id] = prim  # an unused result is dropped at once
-            del args, out
+            del prim
             for ref in _refs(op.args):  # values read for the last time: fusion may keep them in registers
                 if last_use.get(ref.id) == i and ref.id not in keep:
                     env.pop(ref.id, None)

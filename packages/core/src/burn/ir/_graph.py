@@ -63,6 +63,23 @@ class OpRecord:
         """The ids of the tensors this op reads, in argument order."""
         return tuple(_refs(self.args))
 
+    def run(self, backend: Any, env: dict[int, Any]) -> tuple[Any, ...]:
+        """Call the backend method this op stands for, its tensor arguments read from ``env`` (tensor
+        id -> the backend's primitive); the results in ``outputs`` order."""
+        spec = op_def(self.kind)
+        fn = getattr(backend, spec.method)
+        args = tuple(_resolved(a, env) for a in self.args)
+        out = fn(str(self.kind), *args) if spec.op_arg else fn(*args)
+        return tuple(out) if spec.outputs > 1 else (out,)
+
+
+def _resolved(value: Any, env: dict[int, Any]) -> Any:
+    if isinstance(value, Ref):
+        return env[value.id]
+    if isinstance(value, (tuple, list)):
+        return type(value)(_resolved(v, env) for v in value)
+    return value
+
 
 def _refs(value: Any) -> Iterator[int]:
     if isinstance(value, Ref):

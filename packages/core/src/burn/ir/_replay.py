@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..backend._vocabulary import op_def
-from ._graph import Graph, IrError, Ref
+from ._graph import Graph, IrError
 
 
 def replay(
@@ -54,20 +53,8 @@ def replay(
     for cid, arr in graph.constants.items():
         env[cid] = b.from_numpy(arr, FROM_NUMPY[arr.dtype])
 
-    def resolve(a: Any) -> Any:
-        if isinstance(a, Ref):
-            return env[a.id]
-        if isinstance(a, (tuple, list)):
-            return type(a)(resolve(v) for v in a)
-        return a
-
     for i, op in enumerate(graph.ops):
-        spec = op_def(op.kind)
-        fn = getattr(b, spec.method)
-        args = tuple(resolve(a) for a in op.args)
-        out = fn(str(op.kind), *args) if spec.op_arg else fn(*args)
-        outs = out if spec.outputs > 1 else (out,)
-        for prim, ref in zip(outs, op.outputs):
+        for prim, ref in zip(op.run(b, env), op.outputs):
             if check:
                 shape, dtype = tuple(b.shape_of(prim)), b.dtype_of(prim)
                 if shape != ref.shape or dtype is not ref.dtype:
