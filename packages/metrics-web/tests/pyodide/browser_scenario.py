@@ -15,7 +15,16 @@ import math
 import sys
 import time
 
-from node_scenario import CHECKS, busy, check, check_run, drive, mean_loss_metric, to_json
+from node_scenario import (
+    CHECKS,
+    busy,
+    check,
+    check_pyodide_runtime,
+    check_run,
+    drive,
+    mean_loss_metric,
+    to_json,
+)
 
 PAGE_DISTS = ("burn-core", "burn-train", "burn-metrics-web", "pluggy")
 
@@ -63,16 +72,7 @@ def between(value: float, a: float, b: float) -> bool:
 
 async def phase_chromium() -> str:
     """The collectors of burn-metrics-web, found through entry points, on Chromium's real APIs."""
-    import threading
-
-    check(sys.platform == "emscripten", "sys.platform is emscripten")
-    check(importlib.util.find_spec("numpy") is None, "numpy is not installed")
-    try:
-        threading.Thread(target=lambda: None).start()
-        started = True
-    except RuntimeError:
-        started = False
-    check(not started, "a thread cannot start here")
+    check_pyodide_runtime()
 
     import burn.plugins
     from burn_metrics_web import SOURCES, WebMetric

@@ -178,8 +178,8 @@ def check_run(run: dict) -> dict:
     return out
 
 
-async def phase_plain() -> str:
-    """Node as it is: no navigator (Node 20), no performance.memory, no WebGPU, no DOM."""
+def check_pyodide_runtime() -> None:
+    """What every phase starts from: Pyodide (emscripten), without numpy, where no thread starts."""
     import threading
 
     check(sys.platform == "emscripten", "sys.platform is emscripten")
@@ -190,6 +190,11 @@ async def phase_plain() -> str:
     except RuntimeError:
         started = False
     check(not started, "a thread cannot start here")
+
+
+async def phase_plain() -> str:
+    """Node as it is: no navigator (Node 20), no performance.memory, no WebGPU, no DOM."""
+    check_pyodide_runtime()
 
     import burn
     import burn.plugins
