@@ -4,6 +4,8 @@ Parts (each skipped with a recorded reason where its libraries or the GPU are mi
   matmul     n = 1024, 2048, 4096 square float32 products in burn's fp32/tf32/bf16/fp16 modes against
              torch.matmul (fp32 with TF32 off, fp32 with TF32 on, bf16 tensors): TFLOP/s and ratio.
   overhead   per-op time of a 16-element add: burn tensor, burn backend call, raw CuPy, PyTorch (µs).
+  conv       conv2d 3x3, 64->64 channels, 56x56, batch 32, padding 1 (the issue's shape) in float32 and
+             float16 against PyTorch (cuDNN) with TF32 off and on: ms and ratio.
   training   one training step (forward, backward, Adam update) of an MLP and of a small CNN, burn
              (autodiff on cuda, fp32) against PyTorch eager (fp32, TF32 off): ms per step and ratio.
 
@@ -258,6 +260,50 @@ def _torch_step(kind: str, min_time: float) -> dict[str, Any]:
     }
 
 
+def bench_conv(quick: bool) -> dict[str, Any]:
+    """conv2d of burn-cuda (its default precision, then the fp16 tensors) against cuDNN through PyTorch."""
+    import burn
+    import torch
+    from burn.nn import functional as F
+
+    dev = burn.device("cuda", fusion=False)
+    n, c, hw, co = 32, 64, 56, 64
+    rng = np.random.default_rng(0)
+    x_np = rng.standard_normal((n, c, hw, hw), dtype=np.float32)
+    w_np = (rng.standard_normal((co, c, 3, 3), dtype=np.float32) / 24).astype(np.float32)
+    flops = 2 * n * co * hw * hw * c * 9
+    min_time = 0.3 if quick else 1.0
+    out: dict[str, Any] = {"x": [n, c, hw, hw], "c_out": co, "kernel": [3, 3], "padding": 1}
+    ref = torch.nn.functional.conv2d(
+        torch.from_numpy(x_np).double(), torch.from_numpy(w_np).double(), padding=1
+    ).numpy()
+    for dtype in ("float32", "float16"):
+        bd = getattr(burn, dtype)
+        x = burn.from_numpy(x_np, device=dev).cast(bd)
+        w = burn.from_numpy(w_np, device=dev).cast(bd)
+        got = F.conv2d(x, w, None, 1, 1).cast(burn.float32).numpy()
+        err = float(np.abs(got - ref).max() / np.abs(ref).max())
+        sec = time_for(lambda x=x, w=w: F.conv2d(x, w, None, 1, 1), dev.backend.sync, min_time)
+        row: dict[str, Any] = {"burn_ms": round(sec * 1e3, 3), "burn_tflops": round(flops / sec / 1e12, 2)}
+        row["max_rel_err"] = float(f"{err:.2e}")
+        tdt = getattr(torch, dtype)
+        tx = torch.from_numpy(x_np).cuda().to(tdt)
+        tw = torch.from_numpy(w_np).cuda().to(tdt)
+        for tf32 in (False, True) if dtype == "float32" else (False,):
+            torch.backends.cudnn.allow_tf32 = tf32
+            tsec = time_for(
+                lambda tx=tx, tw=tw: torch.nn.functional.conv2d(tx, tw, padding=1),
+                torch.cuda.synchronize,
+                min_time,
+            )
+            key = "torch_tf32" if tf32 else "torch"
+            row[f"{key}_ms"] = round(tsec * 1e3, 3)
+            row[f"burn_vs_{key}"] = round(tsec / sec, 3)  # >= 1 means burn is faster
+        torch.backends.cudnn.allow_tf32 = True
+        out[dtype] = row
+    return out
+
+
 def bench_training(quick: bool) -> dict[str, Any]:
     min_time = 0.5 if quick else 2.0
     out: dict[str, Any] = {
@@ -303,6 +349,7 @@ def main() -> None:
     else:
         result["matmul"] = _part(lambda: bench_matmul(args.quick))
         result["overhead"] = _part(lambda: bench_overhead(args.quick))
+        result["conv"] = _part(lambda: bench_conv(args.quick))
         result["training"] = _part(lambda: bench_training(args.quick))
     result["total_seconds"] = round(time.perf_counter() - start, 1)
     emit_json(result, args.out)

@@ -142,14 +142,15 @@ def bench_bandwidth(dev, n: int, cp, torch) -> dict:
     y = burn.ones((n,), device=dev)
     # a lazy result nobody holds is never computed: make each one real before dropping it
     force = getattr(be, "inner_prim", None)
-    sec_fused = time_reps((lambda: force((x + y).primitive)) if force else (lambda: x + y), be.sync, 20)
+    # steady state (about half a second of back-to-back calls each), the peers timed the same way
+    sec_fused = time_for((lambda: force((x + y).primitive)) if force else (lambda: x + y), be.sync, 0.5)
     px, py = (
         raw.from_numpy(np.ones(n, np.float32), burn.float32),
         raw.from_numpy(np.ones(n, np.float32), burn.float32),
     )
-    sec_add = time_reps(lambda: raw.binary("add", px, py), raw.sync, 20)
+    sec_add = time_for(lambda: raw.binary("add", px, py), raw.sync, 0.5)
     dst = raw.empty((n,), burn.float32)
-    sec_copy = time_reps(lambda: raw.ex.copy(px.buffer, 0, dst.buffer, 0, n * 4), raw.sync, 20)
+    sec_copy = time_for(lambda: raw.ex.copy(px.buffer, 0, dst.buffer, 0, n * 4), raw.sync, 0.5)
     add_gbs = 3 * n * 4 / sec_add / 1e9  # two reads, one write
     copy_gbs = 2 * n * 4 / sec_copy / 1e9  # one read, one write
     row: dict[str, Any] = {
@@ -164,12 +165,12 @@ def bench_bandwidth(dev, n: int, cp, torch) -> dict:
         row["add_gpu_gb_s"] = round(3 * n * 4 / timer(lambda: raw.binary("add", px, py)) / 1e9, 1)
     if cp is not None:  # the device's copy bandwidth through CUDA, for scale
         ca, cb = cp.ones(n, dtype=cp.float32), cp.empty(n, dtype=cp.float32)
-        csec = time_reps(lambda: cp.copyto(cb, ca), cp.cuda.Device().synchronize, 50)
+        csec = time_for(lambda: cp.copyto(cb, ca), cp.cuda.Device().synchronize, 0.5)
         row["cupy_copy_gb_s"] = round(2 * n * 4 / csec / 1e9, 1)
         row["add_vs_cupy_copy"] = round(add_gbs / row["cupy_copy_gb_s"], 3)
     if torch is not None:
         ta, tb = torch.ones(n, device="cuda"), torch.empty(n, device="cuda")
-        tsec = time_reps(lambda: tb.copy_(ta), torch.cuda.synchronize, 50)
+        tsec = time_for(lambda: tb.copy_(ta), torch.cuda.synchronize, 0.5)
         row["torch_copy_gb_s"] = round(2 * n * 4 / tsec / 1e9, 1)
         row["add_vs_torch_copy"] = round(add_gbs / row["torch_copy_gb_s"], 3)
     return row

@@ -4,6 +4,7 @@ transactions, zero-copy views, limits, dtype errors and adapter selection."""
 from __future__ import annotations
 
 import gc
+import struct
 
 import burn
 import numpy as np
@@ -11,7 +12,8 @@ import pytest
 from burn import DTypeError, ShapeError
 
 
-def test_batching_one_submit_for_many_ops(backend, raw_dev):
+def test_batching_one_submit_for_many_ops(backend, raw_dev, monkeypatch):
+    monkeypatch.setattr(backend.ex, "latency", float("inf"))  # counts by batch size alone
     x = burn.ones((8, 8), device=raw_dev)
     backend.sync()
     before = dict(backend.ex.stats)
@@ -27,7 +29,8 @@ def test_batching_one_submit_for_many_ops(backend, raw_dev):
     np.testing.assert_array_equal(out, np.full((8, 8), 41.0, np.float32))
 
 
-def test_batches_flush_at_batch_size(backend, raw_dev):
+def test_batches_flush_at_batch_size(backend, raw_dev, monkeypatch):
+    monkeypatch.setattr(backend.ex, "latency", float("inf"))
     x = burn.zeros((4,), device=raw_dev)
     backend.sync()
     before = backend.ex.stats["submits"]
@@ -35,6 +38,44 @@ def test_batches_flush_at_batch_size(backend, raw_dev):
         x = x + 1.0
     assert backend.ex.stats["submits"] - before == 2  # full batches go out without waiting for a read
     assert x.numpy().tolist() == [backend.ex.batch_size * 2.0] * 4
+
+
+def test_latency_bound_submits_a_slow_batch(backend, raw_dev, monkeypatch):
+    """A dispatch recorded more than ``latency`` after the first pending one submits the batch."""
+    x = burn.zeros((4,), device=raw_dev)
+    backend.sync()
+    monkeypatch.setattr(backend.ex, "latency", 0.0)
+    before = dict(backend.ex.stats)
+    for _ in range(5):
+        x = x + 1.0
+    stats = backend.ex.stats
+    assert stats["dispatches"] - before["dispatches"] == 5
+    assert stats["submits"] - before["submits"] >= 4  # the first of a batch waits for the next one
+    assert x.numpy().tolist() == [5.0] * 4
+
+
+def test_bind_groups_reused_across_metadata_slots(backend):
+    """The metadata slot is a dynamic offset: the same buffers at other slots share one bind group,
+    and each dispatch still reads its own metadata."""
+    from burn_wgpu._executor import Kernel
+
+    src = """
+@group(0) @binding(0) var<storage, read> info: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(1)
+fn main() { out[info[0]] = info[1]; }
+"""
+    kernel = Kernel("test_meta_slots", src, ("rw",))
+    out = backend.pool.storage(64)
+    ex = backend.ex
+    ex.flush()
+    ex.dispatch(kernel, [out.buffer], struct.pack("<2I", 0, 10), (1, 1, 1))
+    cached = len(ex._bind_groups)
+    for k in range(1, 6):
+        ex.dispatch(kernel, [out.buffer], struct.pack("<2I", k, 10 + k), (1, 1, 1))
+    assert len(ex._bind_groups) == cached  # five more slots, no new bind group
+    data = ex.read([(out.buffer, 0, 24)])[0]
+    assert list(struct.unpack("<6I", data)) == [10, 11, 12, 13, 14, 15]
 
 
 def test_pipeline_cache_hits(backend, dev):

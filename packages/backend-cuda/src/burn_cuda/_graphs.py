@@ -110,8 +110,8 @@ class CudaGraphProgram:
         # an input that was the same array at the last two replays (a weight in inference) is read in
         # place, held by the graph (burn's arrays are never written); the others get buffers of the
         # graph's own, refilled before each launch
-        last = program.leaf_ids
-        self.direct = [last is not None and id(leaf.value) == last[i] for i, leaf in enumerate(leaves)]
+        last = program.leaf_values
+        self.direct = [last is not None and leaf.value is last[i] for i, leaf in enumerate(leaves)]
         self.inputs = [
             leaf.value if direct else cp.empty(leaf.value.shape, dtype=leaf.value.dtype)
             for leaf, direct in zip(leaves, self.direct)

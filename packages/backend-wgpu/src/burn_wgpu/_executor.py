@@ -3,14 +3,20 @@
 * Pipelines are cached by WGSL source (``stats["pipeline_hits"]``/``["pipeline_misses"]``).
 * Each dispatch's parameters (shapes, strides, offsets, scalars) go into a per-batch metadata arena,
   one 256-byte-aligned slot per dispatch, written with ONE ``queue.write_buffer`` right before the
-  batch is submitted; no buffer is created per op.
-* The batch is submitted when ``batch_size`` dispatches are pending, when the arena is full, and on
-  every read or sync (``flush``).
+  batch is submitted; no buffer is created per op. Binding 0 (the metadata) takes its slot as a
+  dynamic offset, so a bind group depends on the tensors' buffers only and is reused across slots.
+* The batch is submitted when ``batch_size`` dispatches are pending, when the oldest pending dispatch
+  was recorded ``latency`` seconds ago (1 ms) (the GPU does not wait long for a slowly recorded batch), when
+  the arena is full, and on every read or sync (``flush``).
 * ``read`` copies many buffer ranges into one staging buffer and maps it once (Burn's transactions).
+* While ``recording`` is a list, dispatches and copies are appended to it instead of being encoded
+  (``_graphs`` captures a fusion program that way); a read cannot be recorded and raises
+  ``NotRecordable``, and an upload runs at once into a buffer the recording pool keeps for good.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +29,14 @@ if TYPE_CHECKING:
 
 _META_ALIGN = 256  # WebGPU's default minStorageBufferOffsetAlignment
 _ARENA_BYTES = 1 << 20
+_META_WINDOW = 1 << 16  # bytes of the arena binding 0 sees from its dynamic offset (a dispatch's meta cap)
+_LATENCY = 1e-3  # seconds a recorded dispatch may wait for its submit while more are recorded
 _BIND_GROUP_CACHE = 8192
+DISPATCH, COPY = 0, 1  # recorded commands
+
+
+class NotRecordable(RuntimeError):
+    """A command that cannot be part of a recorded program (a read back to the host)."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,7 @@ class Executor:
         self.queue = device.queue
         self.pool = pool
         self.batch_size = batch_size
+        self.latency = _LATENCY  # seconds; see the module docstring (float("inf"): batch size only)
         self._pipelines: dict[str, tuple[Any, Any]] = {}
         self._layouts: dict[tuple[str, ...], Any] = {}
         self._staging: dict[int, list[GPUBuffer]] = {}
@@ -54,9 +68,11 @@ class Executor:
         self._encoder: Any = None
         self._pass: Any = None
         self._pending = 0
+        self._since = 0.0  # when the first pending dispatch was recorded
+        self.recording: list[tuple[Any, ...]] | None = None
         self._meta = bytearray()
         self._arena = device.create_buffer(
-            size=_ARENA_BYTES,
+            size=_ARENA_BYTES + _META_WINDOW,
             usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC,
         )
         self.stats = {
@@ -73,9 +89,11 @@ class Executor:
         if layout is None:
             wgpu = self._wgpu
             kinds = {"read": wgpu.BufferBindingType.read_only_storage, "rw": wgpu.BufferBindingType.storage}
-            entries = [
-                {"binding": i, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": kinds[k]}}
-                for i, k in enumerate(("read", *bindings))
+            meta = {"type": kinds["read"], "has_dynamic_offset": True}
+            entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": meta}]
+            entries += [
+                {"binding": i + 1, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": kinds[k]}}
+                for i, k in enumerate(bindings)
             ]
             layout = self._layouts[bindings] = self.device.create_bind_group_layout(entries=entries)
         return layout
@@ -116,38 +134,74 @@ class Executor:
         if len(buffers) != len(kernel.bindings):
             raise RuntimeError(f"{kernel.name}: {len(buffers)} buffers for {len(kernel.bindings)} bindings")
         slot = -(-max(len(meta), 4) // _META_ALIGN) * _META_ALIGN
+        if slot > _META_WINDOW:
+            raise RuntimeError(f"{kernel.name}: {len(meta)} bytes of metadata, over {_META_WINDOW}")
+        if self.recording is not None:
+            pipeline, layout = self.pipeline(kernel)
+            self.recording.append((DISPATCH, pipeline, layout, list(buffers), bytes(meta), tuple(groups)))
+            return
         if len(self._meta) + slot > _ARENA_BYTES:
             self.flush()
         pipeline, layout = self.pipeline(kernel)
         offset = len(self._meta)
         self._meta += meta
         self._meta += bytes(offset + slot - len(self._meta))
-        # training loops replay the same (pooled buffers, arena slot) combinations: reuse bind groups
-        key = (id(layout), offset, slot, *map(id, buffers))
+        bind_group = self.bind_group(layout, buffers)
+        if self._pass is None:
+            self._pass = self._encoder_now().begin_compute_pass()
+        self._pass.set_pipeline(pipeline)
+        self._pass.set_bind_group(0, bind_group, (offset,))
+        self._pass.dispatch_workgroups(*groups)
+        self.stats["dispatches"] += 1
+        if not self._pending:
+            self._since = time.perf_counter()
+        self._pending += 1
+        if self._pending >= self.batch_size or time.perf_counter() - self._since > self.latency:
+            self.flush()
+
+    def bind_group(self, layout: Any, buffers: list[GPUBuffer], arena: GPUBuffer | None = None) -> Any:
+        """The bind group of ``buffers`` at bindings 1.. with ``arena`` (default: the executor's metadata
+        arena) at binding 0, its window placed by a dynamic offset. Cached by buffer identity: training
+        loops replay the same pooled buffers."""
+        arena = self._arena if arena is None else arena
+        key = (id(layout), id(arena), *map(id, buffers))
         bind_group = self._bind_groups.get(key)
         if bind_group is None:
             if len(self._bind_groups) >= _BIND_GROUP_CACHE:
                 self._bind_groups.clear()
-            entries = [{"binding": 0, "resource": {"buffer": self._arena, "offset": offset, "size": slot}}]
-            entries += [
-                {"binding": i + 1, "resource": {"buffer": b, "offset": 0, "size": b.size}}
-                for i, b in enumerate(buffers)
-            ]
-            bind_group = self._bind_groups[key] = self.device.create_bind_group(
-                layout=layout, entries=entries
-            )
-        if self._pass is None:
-            self._pass = self._encoder_now().begin_compute_pass()
-        self._pass.set_pipeline(pipeline)
-        self._pass.set_bind_group(0, bind_group)
-        self._pass.dispatch_workgroups(*groups)
-        self._pending += 1
-        self.stats["dispatches"] += 1
-        if self._pending >= self.batch_size:
-            self.flush()
+            bind_group = self._bind_groups[key] = self.new_bind_group(layout, buffers, arena)
+        return bind_group
+
+    def new_bind_group(self, layout: Any, buffers: list[GPUBuffer], arena: GPUBuffer) -> Any:
+        """A bind group (uncached): ``arena``'s metadata window at binding 0, ``buffers`` at 1..."""
+        entries = [{"binding": 0, "resource": {"buffer": arena, "offset": 0, "size": _META_WINDOW}}]
+        entries += [
+            {"binding": i + 1, "resource": {"buffer": b, "offset": 0, "size": b.size}}
+            for i, b in enumerate(buffers)
+        ]
+        return self.device.create_bind_group(layout=layout, entries=entries)
+
+    def replay(self, commands: list[tuple[Any, ...]]) -> None:
+        """Encode recorded commands: ``(DISPATCH, pipeline, bind group, metadata offset, groups)`` and
+        ``(COPY, src, src offset, dst, dst offset, size)`` (``_graphs``)."""
+        for cmd in commands:
+            if cmd[0] == DISPATCH:
+                if self._pass is None:
+                    self._pass = self._encoder_now().begin_compute_pass()
+                cpass = self._pass
+                cpass.set_pipeline(cmd[1])
+                cpass.set_bind_group(0, cmd[2], (cmd[3],))
+                cpass.dispatch_workgroups(*cmd[4])
+                self.stats["dispatches"] += 1
+            else:
+                self.copy(*cmd[1:])
+        self._pending += len(commands)
 
     def copy(self, src: GPUBuffer, src_offset: int, dst: GPUBuffer, dst_offset: int, size: int) -> None:
         """Record a buffer-to-buffer copy (offsets and size multiples of 4)."""
+        if self.recording is not None:
+            self.recording.append((COPY, src, src_offset, dst, dst_offset, size))
+            return
         self._end_pass()
         self._encoder_now().copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size)
         self._pending += 1
@@ -155,6 +209,7 @@ class Executor:
     def timestamp(self, query_set: Any, index: int) -> None:
         """Record a GPU timestamp between the work recorded before and after: an empty compute pass
         that writes query ``index`` of ``query_set`` as it begins (``_timer.GpuTimer``)."""
+        self._not_recording("a GPU timestamp")
         self._end_pass()
         writes = {"query_set": query_set, "beginning_of_pass_write_index": index}
         self._encoder_now().begin_compute_pass(timestamp_writes=writes).end()
@@ -167,8 +222,8 @@ class Executor:
         self._pending += 1
 
     def flush(self) -> None:
-        """Submit everything recorded so far (no-op when nothing is pending)."""
-        if self._encoder is None:
+        """Submit everything recorded so far (no-op when nothing is pending or while ``recording``)."""
+        if self._encoder is None or self.recording is not None:
             return
         self._end_pass()
         if self._meta:
@@ -191,6 +246,10 @@ class Executor:
         self._bind_groups.clear()
         self.pool.trim()
 
+    def _not_recording(self, what: str) -> None:
+        if self.recording is not None:
+            raise NotRecordable(f"{what} cannot be part of a recorded program")
+
     # ------------------------------------------------------------------ reads
     def _staging_buffer(self, size: int) -> tuple[int, GPUBuffer]:
         cls = 256
@@ -207,6 +266,7 @@ class Executor:
     def read(self, ranges: list[tuple[GPUBuffer, int, int]]) -> list[bytes]:
         """Bytes of each (buffer, byte offset, byte size) range: one staging copy, one submit, one map.
         Offsets must be multiples of 4; sizes are rounded up to 4 inside the staging buffer."""
+        self._not_recording("a read back to the host")
         slots, total = [], 0
         for _, _, size in ranges:
             slots.append(total)
@@ -229,7 +289,13 @@ class Executor:
         return [bytes(view[dst : dst + size]) for (_, _, size), dst in zip(ranges, slots)]
 
     def write(self, buffer: GPUBuffer, data: bytes) -> None:
-        """Upload host bytes into ``buffer`` (queue-ordered before the next submit)."""
+        """Upload host bytes into ``buffer`` (queue-ordered before the next submit). While recording,
+        the upload runs now and the recording pool keeps the buffer for good (its ``pin``)."""
+        if self.recording is not None:
+            pin = getattr(self.pool, "pin", None)
+            if pin is None:
+                raise NotRecordable("an upload cannot be recorded without a recording pool")
+            pin(buffer)
         if len(data) % 4:
             data = bytes(data) + bytes(4 - len(data) % 4)
         if data:

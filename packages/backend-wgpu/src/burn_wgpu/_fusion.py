@@ -53,6 +53,17 @@ class WgpuFusion:
         self._kernels: dict[tuple[Any, ...], Kernel] = {}
         # binding 0 is the metadata; every other storage binding is a tensor
         self.max_tensors = max(4, backend.ctx.limits.get("max-storage-buffers-per-shader-stage", 8) - 1)
+        self.capture_failures: list[str] = []  # why recent programs could not be recorded (``_graphs``)
+
+    def capture_program(
+        self, fusion: Any, program: Any, stream: list[Any], leaves: list[Any], scalars: list[Any]
+    ) -> Any:
+        """Run a repeated fusion program's stream and record the program as prebuilt commands
+        (``_graphs``); None when it cannot be recorded (the stream has run either way)."""
+        from ._graphs import WgpuGraphProgram
+
+        graph = WgpuGraphProgram(self, fusion, program)
+        return graph if graph.capture(stream, leaves, scalars) else None
 
     def fusable(self, kind: str, name: str, compute: DType, out: DType) -> bool:
         if compute not in self.backend.dtypes or out not in self.backend.dtypes:

@@ -441,10 +441,13 @@ class Fusion(Backend):
         program.runs += 1
         if program.runs < GRAPH_AFTER:
             program.run(self, stream, leaves, scalars)
-            program.leaf_ids = [id(leaf.value) for leaf in leaves]
+            # the inputs of the replay just before the capture, held until the capture: one that is the
+            # same value then (a weight in inference) may be read in place (ids could be reused)
+            program.leaf_values = [leaf.value for leaf in leaves] if program.runs + 1 == GRAPH_AFTER else None
             return
         # the runtime runs this stream and captures the program (None: it cannot be captured)
         program.graph = capture(self, program, stream, leaves, scalars) or False
+        program.leaf_values = None
         self.stats["graphs"] += program.graph is not False
 
     def _plan_stream(self, stream: list[Node]) -> None:
@@ -767,7 +770,7 @@ class _Program:
     ``unwritten``: positions no step writes (computed in registers) or that a step frees; the program
     is usable only while no tensor holds one of them."""
 
-    __slots__ = ("steps", "unwritten", "written", "runs", "graph", "leaf_ids")
+    __slots__ = ("steps", "unwritten", "written", "runs", "graph", "leaf_values")
 
     def __init__(
         self, steps: list[tuple[Any, ...]], unwritten: tuple[int, ...], written: tuple[int, ...]
@@ -777,9 +780,9 @@ class _Program:
         self.written = written  # every position a step writes (kernel outputs, call results)
         self.runs = 0  # replays so far
         self.graph: Any = None  # the runtime's captured graph of the program; False: it cannot be captured
-        # ids of the stream's input values at the last step-by-step replay: a runtime capturing the
-        # program may read inputs that stayed the same object (weights in inference) in place
-        self.leaf_ids: list[int] | None = None
+        # the stream's input values at the step-by-step replay before the capture: a runtime capturing
+        # the program may read inputs that stayed the same object (weights in inference) in place
+        self.leaf_values: list[Any] | None = None
 
     def usable(self, stream: list[Node]) -> bool:
         for p in self.unwritten:

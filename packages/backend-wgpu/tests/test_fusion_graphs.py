@@ -1,0 +1,126 @@
+"""Recorded fusion programs on wgpu (``burn_wgpu._graphs``): a repeated training step becomes one pass of
+prebuilt commands and one submission; its losses equal training without recording and without fusion,
+with changing scalars (a learning-rate schedule), dropout, losses held across steps and replaced
+inference weights."""
+
+from __future__ import annotations
+
+import burn
+import numpy as np
+import pytest
+from burn import nn
+from burn.nn import functional as F
+from burn_wgpu._executor import NotRecordable
+
+
+def _fresh(fb, monkeypatch):
+    """Plan and record anew for this test (programs are kept per fusion backend)."""
+    for name in ("_programs", "_lengths"):
+        monkeypatch.setattr(fb, name, type(getattr(fb, name))())
+
+
+def _losses(dev, steps: int, dropout: float, read_every: int) -> list[float]:
+    burn.seed(0)
+
+    class Net(nn.Module):
+        def __init__(self):
+            self.c = nn.Conv2dConfig((1, 4), 3, padding=1).init(dev)
+            self.l1 = nn.LinearConfig(4 * 6 * 6, 16).init(dev)
+            self.l2 = nn.LinearConfig(16, 5).init(dev)
+
+        def forward(self, x):
+            h = F.relu(self.c(x)).flatten(1, 3)
+            h = F.relu(self.l1(h))
+            return self.l2(F.dropout(h, dropout) if dropout else h)
+
+    model, opt = Net(), burn.optim.AdamConfig().init()
+    rng = np.random.default_rng(0)
+    x = burn.tensor(rng.standard_normal((6, 1, 6, 6)).astype(np.float32), device=dev)
+    y = burn.tensor(rng.integers(0, 5, 6).astype(np.int32), device=dev)
+    held = []
+    for i in range(steps):
+        loss = F.cross_entropy(model(x), y)
+        lr = 1e-2 / (1 + i)  # a new scalar every step: the recorded metadata is rewritten
+        model = opt.step(lr, model, loss.backward())
+        held.append(loss)  # kept across steps: a launch must not overwrite them
+        if read_every and i % read_every == 0:
+            loss.item()
+    return [float(v.item()) for v in held]
+
+
+@pytest.mark.parametrize("read_every", [1, 0])
+def test_a_training_step_replays_as_one_recorded_submission(dev, raw_dev, read_every, monkeypatch):
+    steps = 10
+    plain = _losses(burn.device(raw_dev, autodiff=True), steps, 0.0, read_every)
+    adev = burn.device(dev, autodiff=True)
+    fb = adev.backend.inner
+    _fresh(fb, monkeypatch)
+    before = dict(fb.stats)
+    got = _losses(adev, steps, 0.0, read_every)
+    # the same kernels over the same values: equal up to the driver's freedom to contract a*b+c
+    np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-6)
+    assert fb.stats["graphs"] - before["graphs"] >= 1, fb.runtime.capture_failures
+    assert fb.stats["graph_launches"] - before["graph_launches"] >= steps - 5
+
+
+def test_a_launched_step_is_one_submission(dev, monkeypatch):
+    adev = burn.device(dev, autodiff=True)
+    fb = adev.backend.inner
+    _fresh(fb, monkeypatch)
+    burn.seed(1)
+    model = nn.LinearConfig(8, 4).init(adev)
+    opt = burn.optim.SgdConfig().init()
+    x = burn.tensor(np.ones((3, 8), np.float32), device=adev)
+    counts = []
+    for _ in range(6):
+        launches = fb.stats["graph_launches"]
+        with burn.profile(adev) as p:
+            model = opt.step(0.1, model, (model(x) ** 2).mean().backward())
+        counts.append((fb.stats["graph_launches"] - launches, p.submits))
+    launched = [submits for n, submits in counts if n]
+    assert launched and all(s == 1 for s in launched), counts
+
+
+def test_dropout_masks_are_fresh_and_equal_step_by_step_replay(dev, monkeypatch):
+    adev = burn.device(dev, autodiff=True)
+    fb = adev.backend.inner
+    _fresh(fb, monkeypatch)
+    recorded = _losses(adev, 8, 0.5, 1)
+    assert fb.stats["graph_launches"] > 0, fb.runtime.capture_failures
+    monkeypatch.setattr(fb, "_capture", None)  # replay step by step
+    _fresh(fb, monkeypatch)
+    stepwise = _losses(adev, 8, 0.5, 1)
+    np.testing.assert_allclose(recorded, stepwise, rtol=1e-5, atol=1e-6)
+    assert len(set(np.round(recorded, 6))) > 4  # the masks and updates change from step to step
+
+
+def test_an_inference_loop_reads_its_weights_in_place_and_survives_new_weights(dev, monkeypatch):
+    fb = dev.backend
+    _fresh(fb, monkeypatch)
+    rng = np.random.default_rng(3)
+    w_np = rng.standard_normal((16, 8)).astype(np.float32)
+    w = burn.tensor(w_np, device=dev)
+    before = dict(fb.stats)
+    for i in range(12):
+        if i == 8:  # new weights: another tensor behind the same kind of stream
+            w_np = w_np * 2.0
+            w = burn.tensor(w_np, device=dev)
+        x_np = rng.standard_normal((4, 16)).astype(np.float32)
+        y = ((burn.tensor(x_np, device=dev) @ w) * 0.5).relu().sum(1)
+        burn.fusion.mark_step(dev)
+        np.testing.assert_allclose(y.numpy(), np.maximum(x_np @ w_np * 0.5, 0).sum(1), rtol=1e-4, atol=1e-4)
+    assert fb.stats["graphs"] - before["graphs"] >= 1, fb.runtime.capture_failures
+    assert fb.stats["graph_launches"] - before["graph_launches"] >= 4
+
+
+def test_reads_cannot_be_recorded(backend):
+    ex = backend.ex
+    buf = backend.pool.storage(16)
+    ex.recording = []
+    try:
+        with pytest.raises(NotRecordable, match="read back to the host"):
+            ex.read([(buf.buffer, 0, 16)])
+        ex.copy(buf.buffer, 0, buf.buffer, 8, 8)  # appended, not encoded
+        assert len(ex.recording) == 1
+    finally:
+        ex.recording = None
