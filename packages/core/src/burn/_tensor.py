@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import _dtype as D
+from ._amp_state import LOCAL as _AMP_LOCAL
 from ._checks import broadcast_shapes
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._tensor_math import MathOps
@@ -406,6 +407,11 @@ class Tensor(MathOps, ShapeOps, QuantOps):
                     "(t.backward(seed)) of the same shape"
                 )
             seed_p = None
+            scale = _AMP_LOCAL.loss_scale
+            if scale is not None:  # inside GradScaler.scaled_backward(): d(scale * loss), in float32
+                out = self.cast(D.float32) if self.dtype is D.float16 or self.dtype is D.bfloat16 else self
+                inner = out._b.inner
+                return out._b.backward(out._p, inner.full(tuple(out.shape), scale, out.dtype))
         else:
             seed = _as_tensor_like(seed, self)
             if seed.shape != self.shape:

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from . import _dtype as D
 from . import _tensor as _T
+from ._amp_state import HALVES as _HALVES
+from ._amp_state import STATE as _AMP
+from ._amp_state import to_float32, to_half
 from ._checks import broadcast_shapes, norm_dim, norm_dims
 from ._errors import DeviceError, DTypeError, ShapeError
 from .backend._optable import ACTIVATION_OPS, UNARY_BOOL_RESULT
@@ -23,6 +26,9 @@ if TYPE_CHECKING:
 
 _ALL_DIMS = tuple(tuple(range(n)) for n in range(65))  # dim=None without building a tuple per call
 _NON_BOOL = frozenset(d for d in D.ALL_DTYPES if not d.is_bool)
+_SUM_FAST = _NON_BOOL - _HALVES  # half sums take _reduce, where autocast can widen them
+# reductions that run in float32 on half inputs under burn.amp.autocast (max/min/all/any are exact)
+_AMP_FP32_REDUCTIONS = frozenset({"sum", "mean", "prod"})
 _MATMUL_FAST = frozenset(d for d in D.ALL_DTYPES if not d.is_bool)
 _IDENTITY_ON_INT = frozenset({"floor", "ceil", "round", "trunc"})
 
@@ -266,6 +272,8 @@ class MathOps:
 
     # ------------------------------------------------------------------ reductions
     def _reduce(self: Tensor, op: str, dim: Any, keepdim: bool) -> Tensor:
+        if _AMP.on and op in _AMP_FP32_REDUCTIONS:
+            self = to_float32(self)
         b, x, dt = self._b, self._p, self.dtype
         shape = tuple(b.shape_of(x))
         dims = norm_dims(op, dim, len(shape))
@@ -290,7 +298,7 @@ class MathOps:
         (2, 1)
         """
         dt = self._dt
-        if dim is None and dt in _NON_BOOL:  # fast path: the whole tensor
+        if dim is None and dt in _SUM_FAST:  # fast path: the whole tensor
             p = self._p
             n = len(p.shape)
             if n:
@@ -327,6 +335,8 @@ class MathOps:
         if not isinstance(correction, int) or isinstance(correction, bool) or correction < 0:
             raise ValueError(f"var: correction must be a non-negative int, got {correction!r}")
         x = self if self.dtype.is_float else self.float()
+        if _AMP.on:  # autocast: the variance of a half tensor in float32
+            x = to_float32(x)
         dims = norm_dims("var", dim, x.ndim)
         if not dims:  # a 0-d tensor: one value, so the variance is 0 / (1 - correction)
             return _T._wrap(x._b.full((), float("nan") if correction else 0.0, x.dtype), x._b, x.dtype)
@@ -426,6 +436,10 @@ class MathOps:
         >>> burn.ones((5, 2, 3)).matmul(burn.ones(3)).shape
         (5, 2)
         """
+        if _AMP.on:  # autocast: float operands in the half dtype
+            if not isinstance(other, _T.Tensor):
+                other = _T._as_tensor_like(other, self, "matmul")
+            self, other = to_half("matmul", self), to_half("matmul", other)
         b, dt = self._b, self._dt
         if type(other) is _T.Tensor and other._b is b and other._dt is dt and dt in _MATMUL_FAST:
             sa, sb = self._p.shape, other._p.shape

@@ -3,6 +3,7 @@
     python -m burn_train.examples.digits                      # numpy backend, dashboard, 8 epochs
     python -m burn_train.examples.digits --backend wgpu --epochs 5 --artifacts /tmp/digits
     python -m burn_train.examples.digits --devices cpu,wgpu   # data-parallel: a model replica per device
+    python -m burn_train.examples.digits --backend cuda --mixed-precision float16   # fp16 + loss scaling
 
 Writes under ``--artifacts``: checkpoints, per-epoch CSV logs, summary.txt/json, experiment.log, and
 plots/*.png when matplotlib is installed. Prints the final validation accuracy.
@@ -38,7 +39,7 @@ EXIT_USAGE = 2  # bad arguments, missing resume checkpoint, unavailable backend 
 EXIT_CODES = """exit codes:
   0    training ended: all epochs, early stopping, or "s" (stop) in the dashboard
   1    an error during training (with its traceback)
-  2    bad arguments, no checkpoint for --resume, or an unavailable backend (nothing written)
+  2    bad arguments, no checkpoint for --resume, an unavailable backend or dtype (nothing written)
   130  interrupted: Ctrl-C, or "k" (kill) in the dashboard (summary and plots still written)
 
 keys in the dashboard: q then s (stop after this batch), k (kill now) or c (cancel);
@@ -155,6 +156,10 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     )
     if args.patience:
         builder = builder.early_stopping(metric="Loss", patience=args.patience)
+    if args.mixed_precision:
+        for dev in devices:  # an unsupported dtype is a usage error now, before anything is written
+            burn.amp.autocast(args.mixed_precision, device=dev)
+        builder = builder.mixed_precision(args.mixed_precision)
     if args.resume is not None:
         builder = builder.checkpoint(args.resume)
     return builder.build(model, optim, scheduler), train, valid
@@ -244,6 +249,13 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
     p.add_argument(
         "--limit", type=_int_at_least(0), default=0, help="use only the first N train/valid items (0: all)"
     )
+    p.add_argument(
+        "--mixed-precision",
+        choices=("float16", "bfloat16"),
+        default=None,
+        help="train in mixed precision: conv/linear in this dtype, float32 master weights, "
+        "dynamic loss scaling for float16 (off: float32)",
+    )
     return p.parse_args(argv)
 
 
@@ -273,7 +285,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> float:
     Exits (``SystemExit``) with 2 on a bad ``--resume`` or an unavailable backend, and with 130 when
     interrupted (Ctrl-C, or ``k`` in the dashboard) after the summary and plots are written.
     """
-    from burn import DeviceError
+    from burn import DeviceError, DTypeError
 
     prog = prog or _prog()
     args = parse_args(argv, prog)
@@ -282,7 +294,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> float:
         _fail(prog, problem)
     try:
         learner, train, valid = build(args)
-    except DeviceError as exc:  # an unavailable backend or an unknown device: its message says why
+    except (DeviceError, DTypeError) as exc:  # an unavailable backend or dtype: its message says why
         _fail(prog, str(exc))
     except KeyboardInterrupt:
         print(f"{prog}: interrupted before training started", file=sys.stderr, flush=True)

@@ -51,6 +51,7 @@ class LearnerConfig:
     # burn_train.distributed.DistributedOptions; None: data-parallel when an MPI launcher started several ranks
     distributed: Any = None
     writes: bool = True  # False on ranks other than 0 of a distributed job: no file, no terminal output
+    mixed_precision: Any = None  # learner._amp.AmpOptions; None: float32 training
 
 
 class LearnerBuilder:
@@ -180,6 +181,51 @@ class LearnerBuilder:
                 f"LearnerBuilder.interrupter: expected a TrainingInterrupter, got {interrupter!r}"
             )
         self._c.interrupter = interrupter
+        return self
+
+    def mixed_precision(
+        self,
+        dtype: str | None = "float16",
+        *,
+        loss_scaling: bool | None = None,
+        init_scale: float = 2.0**16,
+        growth_factor: float = 2.0,
+        backoff_factor: float = 0.5,
+        growth_interval: int = 2000,
+    ) -> LearnerBuilder:
+        """Train in mixed precision: ``train_step`` and ``valid_step`` run under
+        ``burn.amp.autocast(dtype)`` (matmul, linear and conv in ``dtype``; softmax, losses, norms and
+        sums in float32), params and optimizer state stay float32, and a ``burn.amp.GradScaler``
+        scales the backward seed, unscales the gradients and skips the optimizer step on inf/NaN.
+
+        ``dtype``: ``"float16"`` or ``"bfloat16"`` (None: off). ``loss_scaling`` defaults to on for
+        float16 and off for bfloat16 (float32's range). The scaler's other arguments are
+        ``GradScaler``'s; its state is saved in every checkpoint and restored on resume. A device
+        without ``dtype`` (bfloat16 on numpy or CUDA, float16 on a wgpu adapter without
+        ``shader-f16``) is an error when ``fit`` starts.
+        """
+        from ._amp import DTYPES, AmpOptions
+
+        if dtype is None:
+            self._c.mixed_precision = None
+            return self
+        name = getattr(dtype, "name", dtype)
+        if name not in DTYPES:
+            raise ValueError(
+                f"LearnerBuilder.mixed_precision: dtype must be 'float16', 'bfloat16' or None, got {dtype!r}"
+            )
+        if loss_scaling is None:
+            loss_scaling = name == "float16"
+        options = AmpOptions(
+            name, bool(loss_scaling), init_scale, growth_factor, backoff_factor, growth_interval
+        )
+        from burn.amp import GradScaler
+
+        try:  # the scaler's own checks, now rather than at fit
+            GradScaler(init_scale, growth_factor, backoff_factor, growth_interval)
+        except ValueError as exc:
+            raise ValueError(f"LearnerBuilder.mixed_precision: {exc}") from None
+        self._c.mixed_precision = options
         return self
 
     # ---------------------------------------------------------------- checkpoints

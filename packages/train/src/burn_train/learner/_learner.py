@@ -7,6 +7,7 @@ epoch end it flushes the processor on its own thread (draining what is left, see
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -76,6 +77,16 @@ class Learner:
         self.checkpointer: Any = None
         self.strategy: Strategy | None = None  # set by fit: SingleDevice, or DataParallel on several devices
         self._world: Any = None  # burn_train.distributed.World when fit trains over MPI ranks
+        self.amp: Any = None  # learner._amp.MixedPrecision with LearnerBuilder.mixed_precision
+        if config.mixed_precision is not None:
+            from ._amp import MixedPrecision
+
+            self.amp = MixedPrecision(config.mixed_precision)
+
+    @property
+    def scaler(self) -> Any:
+        """The ``burn.amp.GradScaler`` of mixed-precision training (None without it)."""
+        return None if self.amp is None else self.amp.scaler
 
     @property
     def interrupter(self) -> Any:
@@ -153,6 +164,8 @@ class Learner:
         )
         if state.get("rng") is not None:
             _set_host_rng_state(state["rng"])
+        if self.amp is not None:
+            self.amp.load_record(state.get("amp"))
         self._restore_history(epoch)
         log.info("resumed from the checkpoint of epoch %d", epoch)
         return epoch + 1
@@ -194,6 +207,8 @@ class Learner:
             problem = resume_problem(os.path.join(c.directory, "checkpoint"), c.resume_epoch)
             if problem is not None:
                 raise FileNotFoundError(problem)
+        if self.amp is not None and c.devices:
+            self.amp.check_devices(c.devices)  # before anything is written
         if c.writes:
             os.makedirs(c.directory, exist_ok=True)
         app_log = None
@@ -214,6 +229,9 @@ class Learner:
         reason, trained = "failed", False
         try:
             self.strategy = self._strategy(train_loader, valid_loader)
+            found = getattr(self.strategy, "device", None)  # the model's device when none was given
+            if self.amp is not None and not c.devices and found is not None:
+                self.amp.check_devices([found])
             first = self.strategy.start(self, self._resume())
             log.info(
                 "training epochs %d..%d with the %s event processor", first, c.num_epochs, self.processor.mode
@@ -288,7 +306,8 @@ class Learner:
         iteration = 0
         for step in strategy.steps():
             lr = self._next_lr()
-            outs, model, grads = strategy.train_step(self.model, step)
+            with self.amp.train() if self.amp is not None else contextlib.nullcontext():
+                outs, model, grads = strategy.train_step(self.model, step)
             if self._optimize(lr, model, grads, accumulator):
                 strategy.stepped()
             for k, out in outs:
@@ -303,14 +322,26 @@ class Learner:
         self.processor.submit(EndEpochEvent("train", epoch))
 
     def _optimize(self, lr: float, model: Any, grads: Any, accumulator: Any) -> bool:
-        """Step the optimizer (or accumulate until ``grads_accumulation`` batches); True when it stepped."""
+        """Step the optimizer (or accumulate until ``grads_accumulation`` batches); True when it stepped.
+
+        With mixed precision the gradients are unscaled first, and a window with an inf/NaN gradient
+        skips the step (the params stay as they are; the scale backs off)."""
+        amp = self.amp
+        if amp is not None:
+            grads = amp.unscale(grads)
         if accumulator is None:
+            if amp is not None and not amp.finish_window():
+                self.model = model
+                return False
             self.model = self.optim.step(lr, model, grads)
             return True
         accumulator.accumulate(model, grads)
         self.model = model
         if accumulator.count >= self.config.grads_accumulation:
-            self.model = self.optim.step(lr, model, accumulator.grads())
+            summed = accumulator.grads()
+            if amp is not None and not amp.finish_window():
+                return False
+            self.model = self.optim.step(lr, model, summed)
             return True
         return False
 
@@ -325,7 +356,9 @@ class Learner:
         strategy = self._fitting()
         for i, batch in enumerate(strategy.valid_batches(loader)):
             progress = Progress(sizes.done_after(i), sizes.total)
-            for item in strategy.valid_items(model, batch):
+            with self.amp.valid() if self.amp is not None else contextlib.nullcontext():
+                items = strategy.valid_items(model, batch)
+            for item in items:
                 self._emit("valid", item, progress, i + 1, epoch, None, sync_here)
             if strategy.should_stop(self.config.interrupter):
                 break
@@ -344,6 +377,8 @@ class Learner:
 
     def _checkpoint(self, epoch: int) -> None:
         extra = {"rng": _host_rng_state(), "time": time.time()}
+        if self.amp is not None:
+            extra["amp"] = self.amp.record()
         self.checkpointer.save(epoch, self.model, self.optim, self.scheduler, extra)
         deleted = self.checkpointer.prune(self.store)
         log.info("checkpoint of epoch %d saved; pruned %s", epoch, deleted or "nothing")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..._amp_state import STATE as _AMP
+from ..._amp_state import to_float32, to_half
 from ..._checks import norm_dim
 from ..._errors import DTypeError, ShapeError
 from ..._tensor import Tensor, _wrap
@@ -21,6 +23,13 @@ def _float(op: str, x: Any) -> Tensor:
     if x.dtype.is_bool:
         raise DTypeError(f"{op}: expected a float tensor, got {x.dtype}")
     return x if x.dtype.is_float else x.float()
+
+
+def _fp32(op: str, x: Any) -> Tensor:
+    """``_float``, and under ``burn.amp.autocast`` a half x computes in float32: the numerically
+    sensitive ops (softmax, log_softmax, softplus, losses, norms) never run in half precision."""
+    x = _float(op, x)
+    return to_float32(x) if _AMP.on else x
 
 
 def relu(x: Tensor) -> Tensor:
@@ -79,7 +88,7 @@ def softplus(x: Tensor, beta: float = 1.0) -> Tensor:
     >>> round(F.softplus(burn.zeros(1)).item(), 4), round(F.softplus(burn.zeros(1), beta=2.0).item(), 4)
     (0.6931, 0.3466)
     """
-    x = _float("softplus", x)
+    x = _fp32("softplus", x)
     if beta <= 0:
         raise ValueError(f"softplus: beta must be positive, got {beta}")
     if beta == 1.0:
@@ -145,7 +154,7 @@ def softmax(x: Tensor, dim: int) -> Tensor:
     >>> [round(v, 4) for v in F.softmax(burn.tensor([1.0, 2.0, 3.0]), dim=0).tolist()]
     [0.09, 0.2447, 0.6652]
     """
-    x = _float("softmax", x)
+    x = _fp32("softmax", x)
     d = norm_dim("softmax", dim, x.ndim)
     return _wrap(x.backend.softmax(x.primitive, d), x.backend)
 
@@ -156,7 +165,7 @@ def log_softmax(x: Tensor, dim: int) -> Tensor:
     >>> [round(v, 4) for v in F.log_softmax(burn.zeros((1, 4)), dim=1)[0].tolist()]   # log(1/4)
     [-1.3863, -1.3863, -1.3863, -1.3863]
     """
-    x = _float("log_softmax", x)
+    x = _fp32("log_softmax", x)
     d = norm_dim("log_softmax", dim, x.ndim)
     return _wrap(x.backend.log_softmax(x.primitive, d), x.backend)
 
@@ -204,6 +213,9 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"linear: input of shape {x.shape} has last dim {x.shape[-1] if x.ndim else None}, "
             f"expected d_input={weight.shape[0]}"
         )
+    if _AMP.on:  # autocast: x, weight and bias in the half dtype, one half op
+        x, weight = to_half("linear", x), to_half("linear", weight)
+        bias = None if bias is None else to_half("linear", _check_tensor("linear", bias, "bias"))
     out = x @ weight if x.ndim >= 2 else (x.unsqueeze(0) @ weight).squeeze(0)
     if bias is not None:
         if bias.shape != (weight.shape[1],):

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from ..._errors import DTypeError, ShapeError
 from ..._tensor import Tensor
-from ._activation import _check_tensor, _float, log_softmax
+from ._activation import _check_tensor, _fp32, log_softmax
 
 _REDUCTIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "mean": lambda t: t.mean(),
@@ -49,7 +49,7 @@ def cross_entropy(
     >>> round(F.cross_entropy(logits, burn.tensor([0, 2])).item(), 4)
     0.6691
     """
-    logits = _float("cross_entropy", logits)
+    logits = _fp32("cross_entropy", logits)
     targets = _check_tensor("cross_entropy", targets, "targets")
     if logits.ndim != 2:
         raise ShapeError(f"cross_entropy: logits must be (N, C), got shape {logits.shape}")
@@ -106,8 +106,8 @@ def binary_cross_entropy(
     >>> round(F.binary_cross_entropy(burn.tensor([0.5, 0.9]), burn.tensor([1.0, 1.0])).item(), 4)
     0.3993
     """
-    probs = _float("binary_cross_entropy", probs)
-    targets = _float("binary_cross_entropy", targets)
+    probs = _fp32("binary_cross_entropy", probs)
+    targets = _fp32("binary_cross_entropy", targets)
     _same_shape("binary_cross_entropy", probs, targets, "probs/targets")
     loss = -(
         targets * probs.log().clamp_min(-100.0) + (1.0 - targets) * (1.0 - probs).log().clamp_min(-100.0)
@@ -133,8 +133,8 @@ def binary_cross_entropy_with_logits(
     >>> round(loss.item(), 4)   # log 2: sigmoid(0) = 0.5 for either target
     0.6931
     """
-    x = _float("binary_cross_entropy_with_logits", logits)
-    t = _float("binary_cross_entropy_with_logits", targets)
+    x = _fp32("binary_cross_entropy_with_logits", logits)
+    t = _fp32("binary_cross_entropy_with_logits", targets)
     _same_shape("binary_cross_entropy_with_logits", x, t, "logits/targets")
     log_weight = 1.0 if pos_weight is None else (pos_weight - 1.0) * t + 1.0
     loss = (1.0 - t) * x + (-x)._unary("softplus") * log_weight
@@ -151,14 +151,14 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     >>> F.mse_loss(burn.tensor([1.0, 2.0]), burn.tensor([1.0, 4.0]), reduction="sum").item()
     4.0
     """
-    input, target = _float("mse_loss", input), _float("mse_loss", target)
+    input, target = _fp32("mse_loss", input), _fp32("mse_loss", target)
     _same_shape("mse_loss", input, target)
     diff = input - target
     return _reduce("mse_loss", diff * diff, reduction)
 
 
 def _huber(op: str, input: Tensor, target: Tensor, delta: float) -> Tensor:
-    input, target = _float(op, input), _float(op, target)
+    input, target = _fp32(op, input), _fp32(op, target)
     _same_shape(op, input, target)
     a = (input - target).abs()
     q = a.clamp_max(delta)
@@ -188,7 +188,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, beta: float = 1.0, reduction: 
     if beta < 0:
         raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
     if beta == 0:
-        input, target = _float("smooth_l1_loss", input), _float("smooth_l1_loss", target)
+        input, target = _fp32("smooth_l1_loss", input), _fp32("smooth_l1_loss", target)
         _same_shape("smooth_l1_loss", input, target)
         return _reduce("smooth_l1_loss", (input - target).abs(), reduction)
     return _reduce("smooth_l1_loss", _huber("smooth_l1_loss", input, target, beta) / beta, reduction)
@@ -205,7 +205,7 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean", log_target: b
     >>> round(F.kl_div(log_q, burn.tensor([[1.0, 0.0]]), reduction="batchmean").item(), 4)   # log 2
     0.6931
     """
-    input, target = _float("kl_div", input), _float("kl_div", target)
+    input, target = _fp32("kl_div", input), _fp32("kl_div", target)
     _same_shape("kl_div", input, target)
     if log_target:
         loss = target.exp() * (target - input)

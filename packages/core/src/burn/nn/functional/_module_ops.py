@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..._amp_state import STATE as _AMP
+from ..._amp_state import to_half
 from ..._errors import DeviceError, DTypeError, ShapeError
 from ..._tensor import Tensor, _wrap
 from ._module_args import (
@@ -28,6 +30,15 @@ from ._module_args import (
 )
 
 IntOrTuple = int | tuple[int, ...]
+
+
+def _autocast_args(op: str, x: Tensor, weight: Any, bias: Any) -> tuple[Tensor, Any, Any]:
+    """Under ``burn.amp.autocast``: the float tensors among x, weight and bias in the half dtype (other
+    values pass on to the usual checks)."""
+    x = to_half(op, x)
+    weight = to_half(op, weight) if isinstance(weight, Tensor) else weight
+    bias = to_half(op, bias) if isinstance(bias, Tensor) else bias
+    return x, weight, bias
 
 
 def _padding(
@@ -67,6 +78,8 @@ def _conv(
     groups: int,
 ) -> Tensor:
     x = spatial_input(op, x, nd)
+    if _AMP.on:  # autocast: input, weight and bias in the half dtype
+        x, weight, bias = _autocast_args(op, x, weight, bias)
     weight, bias = weight_and_bias(op, x, weight, bias, nd)
     groups = int_arg(op, groups, "groups", 1)
     stride = ints(op, stride, nd, "stride", 1)
@@ -152,6 +165,8 @@ def _conv_transpose(
     dilation: IntOrTuple,
 ) -> Tensor:
     x = spatial_input(op, x, nd)
+    if _AMP.on:  # autocast: input, weight and bias in the half dtype
+        x, weight, bias = _autocast_args(op, x, weight, bias)
     weight, bias = weight_and_bias(op, x, weight, bias, nd)
     groups = int_arg(op, groups, "groups", 1)
     stride = ints(op, stride, nd, "stride", 1)

@@ -9,7 +9,7 @@ from typing import overload
 
 from ..._errors import ShapeError
 from ..._tensor import Tensor
-from ._activation import _float
+from ._activation import _fp32
 
 
 def _moments(x: Tensor, dims: tuple[int, ...]) -> tuple[Tensor, Tensor]:
@@ -37,7 +37,7 @@ def layer_norm(
     >>> [round(v, 4) for v in F.layer_norm(burn.tensor([[1.0, 3.0]]), 2)[0].tolist()]
     [-1.0, 1.0]
     """
-    x = _float("layer_norm", x)
+    x = _fp32("layer_norm", x)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(x.shape[x.ndim - len(shape) :]) != shape:
         raise ShapeError(f"layer_norm: input of shape {x.shape} does not end with normalized_shape {shape}")
@@ -70,7 +70,7 @@ def batch_norm_train(
     x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Batch norm with the batch's statistics: (output, batch mean (C,), biased batch var (C,))."""
-    x = _float("batch_norm", x)
+    x = _fp32("batch_norm", x)
     if x.ndim < 2:
         raise ShapeError(f"batch_norm: input must be (N, C, ...), got shape {x.shape}")
     dims = (0, *range(2, x.ndim))
@@ -103,7 +103,7 @@ def batch_norm(
     """
     if training:
         return batch_norm_train(x, weight, bias, eps)[0]
-    x = _float("batch_norm", x)
+    x = _fp32("batch_norm", x)
     if x.ndim < 2:
         raise ShapeError(f"batch_norm: input must be (N, C, ...), got shape {x.shape}")
     mean = _channel_view("batch_norm", x, running_mean, "running_mean")
@@ -128,7 +128,7 @@ def group_norm(
     >>> y.shape, y.reshape(2, 3, -1).mean(2).abs().max().item() < 1e-5   # zero mean per group
     ((2, 6, 4, 4), True)
     """
-    x = _float("group_norm", x)
+    x = _fp32("group_norm", x)
     if x.ndim < 2:
         raise ShapeError(f"group_norm: input must be (N, C, ...), got shape {x.shape}")
     n, c = x.shape[0], x.shape[1]
@@ -152,7 +152,7 @@ def instance_norm(
     >>> y.shape, y.mean(2).abs().max().item() < 1e-5
     ((2, 3, 8), True)
     """
-    x = _float("instance_norm", x)
+    x = _fp32("instance_norm", x)
     if x.ndim < 2:
         raise ShapeError(f"instance_norm: input must be (N, C, ...), got shape {x.shape}")
     return group_norm(x, x.shape[1], weight, bias, eps)
@@ -164,7 +164,7 @@ def rms_norm(x: Tensor, weight: Tensor | None = None, eps: float = 1e-5) -> Tens
     >>> [round(v, 3) for v in F.rms_norm(burn.tensor([3.0, 4.0])).tolist()]   # rms = sqrt(12.5)
     [0.849, 1.131]
     """
-    x = _float("rms_norm", x)
+    x = _fp32("rms_norm", x)
     _check_affine("rms_norm", weight, (x.shape[-1],), "weight")
     out = x * ((x * x).mean(-1, keepdim=True) + eps).rsqrt()
     return out if weight is None else out * weight
