@@ -61,6 +61,9 @@ def test_a_training_step_replays_as_one_recorded_submission(dev, raw_dev, read_e
     np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-6)
     assert fb.stats["graphs"] - before["graphs"] >= 1, fb.runtime.capture_failures
     assert fb.stats["graph_launches"] - before["graph_launches"] >= steps - 5
+    # after a first launch through wgpu-py's checked calls, launches call wgpu-native directly
+    graphs = [p.graph for programs in fb._programs.values() for p in programs if p.graph]
+    assert any(g.raw is not None for g in graphs)
 
 
 def test_a_launched_step_is_one_submission(dev, monkeypatch):

@@ -35,6 +35,23 @@ _BIND_GROUP_CACHE = 8192
 DISPATCH, COPY = 0, 1  # recorded commands
 
 
+def _native() -> tuple[Any, Any] | None:
+    """wgpu-native's cffi ``lib`` and ``ffi`` as wgpu-py 0.32 exposes them, or None."""
+    try:
+        from wgpu.backends.wgpu_native import _ffi
+
+        lib = _ffi.lib
+        for name in (
+            "wgpuComputePassEncoderSetPipeline",
+            "wgpuComputePassEncoderSetBindGroup",
+            "wgpuComputePassEncoderDispatchWorkgroups",
+        ):
+            getattr(lib, name)
+        return lib, _ffi.ffi
+    except (ImportError, AttributeError):
+        return None
+
+
 class NotRecordable(RuntimeError):
     """A command that cannot be part of a recorded program (a read back to the host)."""
 
@@ -183,7 +200,8 @@ class Executor:
 
     def replay(self, commands: list[tuple[Any, ...]]) -> None:
         """Encode recorded commands: ``(DISPATCH, pipeline, bind group, metadata offset, groups)`` and
-        ``(COPY, src, src offset, dst, dst offset, size)`` (``_graphs``)."""
+        ``(COPY, src, src offset, dst, dst offset, size)`` (``_graphs``), through wgpu-py's methods,
+        which raise on a validation error."""
         for cmd in commands:
             if cmd[0] == DISPATCH:
                 if self._pass is None:
@@ -192,10 +210,53 @@ class Executor:
                 cpass.set_pipeline(cmd[1])
                 cpass.set_bind_group(0, cmd[2], (cmd[3],))
                 cpass.dispatch_workgroups(*cmd[4])
-                self.stats["dispatches"] += 1
             else:
                 self.copy(*cmd[1:])
+        self.stats["dispatches"] += sum(cmd[0] == DISPATCH for cmd in commands)
         self._pending += len(commands)
+
+    def replay_raw(self, commands: list[tuple[Any, ...]], raw: list[tuple[Any, ...] | None]) -> None:
+        """``replay`` for commands already encoded once through it (so validated): straight into
+        wgpu-native's functions, without wgpu-py's per-call error capture (three calls per dispatch
+        make it a large share of a replayed step). ``raw``: ``fast_commands(commands)``."""
+        native = _native()
+        assert native is not None  # fast_commands gave the handles
+        lib = native[0]
+        set_pipeline = lib.wgpuComputePassEncoderSetPipeline
+        set_bind_group = lib.wgpuComputePassEncoderSetBindGroup
+        dispatch = lib.wgpuComputePassEncoderDispatchWorkgroups
+        dispatches = 0
+        for cmd, fast in zip(commands, raw):
+            if fast is None:
+                self.copy(*cmd[1:])
+                continue
+            if self._pass is None:
+                self._pass = self._encoder_now().begin_compute_pass()
+            handle = self._pass._internal
+            set_pipeline(handle, fast[0])
+            set_bind_group(handle, 0, fast[1], 1, fast[2])
+            dispatch(handle, *fast[3])
+            dispatches += 1
+        self.stats["dispatches"] += dispatches
+        self._pending += len(commands)
+
+    @staticmethod
+    def fast_commands(commands: list[tuple[Any, ...]]) -> list[tuple[Any, ...] | None] | None:
+        """wgpu-native handles of recorded dispatches (None for copies), or None when this wgpu-py does
+        not expose them (then ``replay`` is used throughout). The commands keep the objects alive."""
+        native = _native()
+        if native is None:
+            return None
+        ffi = native[1]
+        try:
+            return [
+                (cmd[1]._internal, cmd[2]._internal, ffi.new("uint32_t[1]", [cmd[3]]), tuple(cmd[4]))
+                if cmd[0] == DISPATCH
+                else None
+                for cmd in commands
+            ]
+        except AttributeError:
+            return None
 
     def copy(self, src: GPUBuffer, src_offset: int, dst: GPUBuffer, dst_offset: int, size: int) -> None:
         """Record a buffer-to-buffer copy (offsets and size multiples of 4)."""

@@ -20,6 +20,9 @@ instead, at the executor:
   again later);
 * after the commands, each value a tensor holds is copied out into a fresh pool buffer (the next launch
   overwrites the recording's buffers), and the whole launch is one submission;
+* the first launch encodes through wgpu-py's methods (which raise on a validation error); later ones,
+  encoding the same validated commands, call wgpu-native's functions directly, skipping wgpu-py's
+  per-call error capture (``Executor.replay_raw``);
 * an upload inside a call (an index table) runs once, at recording time, into a buffer kept for good;
   a read back to the host cannot be recorded: such a program keeps replaying step by step.
 """
@@ -88,6 +91,10 @@ class WgpuGraphProgram:
         self.slots: list[tuple[int, tuple[Any, ...], tuple[int, ...]]] = []
         self.scalars: list[Any] | None = None  # the scalars the arena holds now
         self.pool: RecordingPool | None = None
+        self.sizes: list[int] = []  # bytes copied into each input buffer at a launch
+        self.raw: list[tuple[Any, ...] | None] | None = None  # native handles, after a first validated launch
+        self.checked = False  # a launch went through wgpu-py's checked calls
+        self.out_sizes: dict[int, int] = {}  # bytes of each recorded value (by id) a launch copies out
 
     # ------------------------------------------------------------------ recording
     def capture(self, stream: list[Any], leaves: list[Any], scalars: list[Any]) -> bool:
@@ -127,6 +134,7 @@ class WgpuGraphProgram:
             leaf.value if direct else self._static(pool, leaf.value)
             for leaf, direct in zip(leaves, self.direct)
         ]
+        self.sizes = [_extent(t) for t in self.inputs]
         log: list[tuple[Any, ...]] = []
         marks: list[tuple[int, FusedKernel, tuple[int, ...]]] = []
         execute = self.runtime.execute
@@ -145,6 +153,7 @@ class WgpuGraphProgram:
         finally:
             ex.recording = None
             b.pool = ex.pool = base
+        self.out_sizes = {id(v): _extent(v) for v in self.values.values()}
         if not any(cmd[0] == DISPATCH for cmd in log):
             return False
         self._build(log, marks)
@@ -199,18 +208,23 @@ class WgpuGraphProgram:
                 meta[at : at + 4 * len(words)] = struct.pack(f"<{len(words)}I", *words)
             ex.queue.write_buffer(self.arena, 0, bytes(meta))  # the last launch was submitted
             self.scalars = list(scalars)
-        for t, leaf, direct in zip(self.inputs, leaves, self.direct):
-            if not direct:
-                src = leaf.value
-                ex.copy(src.buffer, 0, t.buffer, 0, _extent(src))
-        ex.replay(self.commands)
+        for t, leaf, direct, size in zip(self.inputs, leaves, self.direct, self.sizes):
+            if not direct and size:
+                ex.copy(leaf.value.buffer, 0, t.buffer, 0, size)
+        if self.raw is not None:
+            ex.replay_raw(self.commands, self.raw)
+        else:
+            ex.replay(self.commands)  # the first launch goes through wgpu-py's checked calls
+            if not self.checked:
+                self.checked = True
+                self.raw = ex.fast_commands(self.commands)
         self.program.deliver(stream, self.values, copy=self._copy_out)
         ex.flush()
         return True
 
     def _copy_out(self, t: WgpuTensor) -> WgpuTensor:
         """``t`` (in the recording's buffers) copied into a fresh buffer of the backend's pool."""
-        size = _extent(t)
+        size = self.out_sizes[id(t)]
         out = WgpuTensor(self.backend.pool.storage(max(size, 4)), t.shape, t.dtype, t.strides, t.offset)
         if size:
             self.backend.ex.copy(t.buffer, 0, out.buffer, 0, size)
