@@ -35,6 +35,9 @@ CONV = [
     ((2, 3, 9, 11), (4, 3, 3, 3), (1, 1), (1, 1), (1, 1), 1),
     ((2, 4, 10, 9), (6, 2, 3, 2), (2, 1), (0, 2), (1, 2), 2),
     ((1, 6, 8, 8), (6, 1, 5, 5), (1, 2), (2, 2), (1, 1), 6),
+    ((3, 8, 5, 7), (6, 8, 1, 1), (1, 1), (0, 0), (1, 1), 1),  # pointwise: the input is the columns
+    ((2, 8, 5, 7), (6, 4, 1, 1), (1, 1), (0, 0), (1, 1), 2),
+    ((2, 5, 7, 6), (3, 5, 1, 1), (2, 1), (1, 0), (1, 1), 1),  # 1x1 with stride/padding: gathered
 ]
 
 
@@ -47,6 +50,35 @@ def test_conv2d(case, with_bias, cuda):
     (got,) = _run(cuda, "conv", [x, w, bias], stride, padding, dilation, groups)
     ref = F.conv2d(_t(x), _t(w), _t(bias), stride, padding, dilation, groups).numpy()
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_in_chunks_of_images_equals_one_batch(cuda, monkeypatch):
+    """Batches whose columns exceed the workspace are gathered a few images at a time."""
+    from burn_cuda import _module
+
+    x = RNG.standard_normal((5, 3, 9, 8)).astype(np.float32)
+    w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    bias = RNG.standard_normal(4).astype(np.float32)
+    monkeypatch.setattr(_module, "_WORKSPACE", 3 * 9 * 3 * 8 * 4 * 2)  # two images' columns
+    (got,) = _run(cuda, "conv", [x, w, bias], (1, 1), (1, 1), (1, 1), 1)
+    ref = F.conv2d(_t(x), _t(w), _t(bias), 1, 1).numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+    (empty,) = _run(cuda, "conv", [x[:0], w, None], (1, 1), (1, 1), (1, 1), 1)
+    assert empty.shape == (0, 4, 9, 8)
+
+
+def test_conv2d_float16_on_tensor_cores(cuda):
+    """float16 columns are gathered as 16-bit words and multiplied with float32 accumulation."""
+    b = _b(cuda)
+    x = RNG.standard_normal((2, 16, 12, 12)).astype(np.float16)
+    w = (RNG.standard_normal((8, 16, 3, 3)) / 12).astype(np.float16)
+    out = b.conv(
+        b.from_numpy(x, burn.float16), b.from_numpy(w, burn.float16), None, (1, 1), (1, 1), (1, 1), 1
+    )
+    got = b.to_numpy(out)
+    assert got.dtype == np.float16
+    ref = F.conv2d(_t(x.astype(np.float64)), _t(w.astype(np.float64)), None, 1, 1).numpy()
+    np.testing.assert_allclose(got.astype(np.float64), ref, rtol=1e-2, atol=1e-2)
 
 
 def test_conv1d_and_conv3d(cuda):

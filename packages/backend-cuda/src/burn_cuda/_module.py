@@ -1,6 +1,9 @@
-"""Module ops on the GPU: convolution as one im2col GEMM per call (cuBLAS through the backend's matmul,
-so the matmul precision applies), transposed convolution as GEMM + col2im, and max/avg pooling over
-strided windows. CuPy 14 ships no cuDNN bindings (``cupy.cuda.cudnn`` is gone), so convolution is
+"""Module ops on the GPU: convolution as im2col + GEMM (cuBLAS through the backend's matmul, so the
+matmul precision applies), transposed convolution as GEMM + col2im, and max/avg pooling over strided
+windows. 1-d and 2-d convolution gather each image's columns as (C*K, H_out*W_out) with one generated
+kernel (coalesced along the output row) and multiply W (C_out, C*K) into them as one batched GEMM whose
+result is already NCHW; a 1x1 convolution with stride 1 and no padding multiplies W into the input
+itself. Other ranks gather rows of a strided window view instead. CuPy 14 ships no cuDNN bindings (``cupy.cuda.cudnn`` is gone), so convolution is
 implicit-GEMM style everywhere. Everything else (adaptive pools, interpolate, embedding) uses the
 contract's defaults, which run on this backend's core ops.
 """
@@ -18,6 +21,50 @@ from burn.backend import Backend
 from ._types import Prim
 
 Ints = tuple[int, ...]
+
+_IM2COL_SOURCE = r"""
+extern "C" __global__ void im2col2d(const T* x, T* cols, int c, int h, int w, int kh, int kw, int oh,
+        int ow, int sh, int sw, int ph, int pw, int dh, int dw, int c_per) {
+    // cols[n, ci, ky, kx, p] = x[n, ci, oy*sh - ph + ky*dh, ox*sw - pw + kx*dw] (0 outside), p = oy*ow + ox.
+    // A thread owns one output position p of one image (blockIdx.z) and walks channels
+    // [blockIdx.y * c_per, +c_per) and the kernel window: no division in the loop, and each store is
+    // coalesced across the threads of a block (consecutive p).
+    int length = oh * ow;
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= length) return;
+    int oy = p / ow, ox = p - oy * ow;
+    int c0 = blockIdx.y * c_per, c1 = min(c, c0 + c_per);
+    const T* xn = x + (long long)blockIdx.z * c * h * w;
+    T* out = cols + (long long)blockIdx.z * c * kh * kw * length + p;
+    int iy0 = oy * sh - ph, ix0 = ox * sw - pw;
+    for (int ci = c0; ci < c1; ++ci) {
+        const T* xc = xn + (long long)ci * h * w;
+        T* oc = out + (long long)ci * kh * kw * length;
+        for (int ky = 0; ky < kh; ++ky) {
+            int iy = iy0 + ky * dh;
+            bool inside = iy >= 0 && iy < h;
+            for (int kx = 0; kx < kw; ++kx) {
+                int ix = ix0 + kx * dw;
+                oc[(long long)(ky * kw + kx) * length] =
+                    (inside && ix >= 0 && ix < w) ? xc[(long long)iy * w + ix] : (T)0;
+            }
+        }
+    }
+}
+"""
+_C_PER = 8  # channels a gather thread walks (blocks along y cover the rest)
+_BITS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
+_im2col_kernels: dict[int, object] = {}
+_WORKSPACE = 1 << 29  # bytes of columns gathered at once (larger batches go in chunks of images)
+
+
+def _im2col_kernel(cp: ModuleType, itemsize: int) -> object:
+    """The gather kernel for elements of ``itemsize`` bytes (copied as bits: any dtype)."""
+    kernel = _im2col_kernels.get(itemsize)
+    if kernel is None:
+        src = f"typedef {_BITS[itemsize]} T;\n" + _IM2COL_SOURCE
+        kernel = _im2col_kernels[itemsize] = cp.RawKernel(src, "im2col2d")
+    return kernel
 
 
 def _windows(cp: ModuleType, x: Prim, out_sp: Ints, kernel: Ints, stride: Ints, dilation: Ints) -> Prim:
@@ -60,6 +107,10 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
     ) -> Prim:
         cp = self._on()
         nd = len(stride)
+        if nd <= 2 and x.dtype.itemsize in _BITS:
+            out = self._conv_columns(cp, x, weight, bias, stride, padding, dilation, groups)
+            if out is not None:
+                return out
         n, _ = x.shape[:2]
         c_out, c_g = weight.shape[:2]
         kernel = weight.shape[2:]
@@ -80,6 +131,62 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
         if bias is not None:
             out = out + bias.reshape((1, c_out) + (1,) * nd)
         return out
+
+    def _conv_columns(
+        self,
+        cp: ModuleType,
+        x: Prim,
+        weight: Prim,
+        bias: Prim | None,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        groups: int,
+    ) -> Prim | None:
+        """1-d/2-d conv: per image, W (G, C_out/G, C_g*K) @ columns (G, C_g*K, L) -> (C_out, L). None
+        when the output plane or the channel count is beyond the gather kernel's indices and grid."""
+        one_d = len(stride) == 1
+        if one_d:  # a 1-d conv is a 2-d one of height 1
+            x, weight = x[:, :, None, :], weight[:, :, None, :]
+            stride, padding, dilation = (1, *stride), (0, *padding), (1, *dilation)
+        x = cp.ascontiguousarray(x)
+        n, c, h, w = x.shape
+        c_out, c_g, kh, kw = weight.shape
+        (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+        oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+        ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+        g, length, ck = groups, oh * ow, c_g * kh * kw
+        wg = weight.reshape(g, c_out // g, ck)[None] if g > 1 else weight.reshape(c_out, ck)
+        if length >= 1 << 31 or -(-c // _C_PER) > 65535:  # the gather's int positions, its grid's y
+            return None
+        pointwise = kh == kw == 1 and sh == sw == 1 and ph == pw == 0
+        per_image = c * kh * kw * length * x.dtype.itemsize
+        # images per gather: within the workspace, and within a grid's y dimension (65535)
+        chunk = n if pointwise else max(1, min(n, 65535, _WORKSPACE // max(per_image, 1)))
+        parts = []
+        for n0 in range(0, n, chunk):
+            m = min(n, n0 + chunk) - n0
+            if pointwise:
+                cols = x[n0 : n0 + m].reshape(m, c, length)
+            else:
+                cols = cp.empty((m, c * kh * kw, length), dtype=x.dtype)
+                if cols.size:
+                    args = (c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, _C_PER)
+                    _im2col_kernel(cp, x.dtype.itemsize)(  # type: ignore[operator]  # a cupy.RawKernel
+                        (-(-length // 128), -(-c // _C_PER), m),
+                        (128,),
+                        (x[n0 : n0 + m], cols, *(np.int32(v) for v in args)),
+                    )
+            if g > 1:
+                cols = cols.reshape(m, g, ck, length)
+            parts.append(self.matmul(wg, cols).reshape(m, c_out, length))
+        if not parts:  # an empty batch
+            out = cp.empty((0, c_out, length), dtype=x.dtype)
+        else:
+            out = parts[0] if len(parts) == 1 else cp.concatenate(parts)
+        if bias is not None:
+            out += bias.reshape(1, c_out, 1)
+        return out.reshape((n, c_out) + ((ow,) if one_d else (oh, ow)))
 
     def conv_transpose(
         self,
