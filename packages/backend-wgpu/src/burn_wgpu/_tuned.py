@@ -208,6 +208,7 @@ def _close(out: Any, ref: Any) -> bool:
 
 _FAST_BLOCKS = {"b64x64k16r4x4", "b128x128k8r8x8", "b128x64k16r8x4"}
 _SPLIT_BLOCK = KM.Block(64, 64, 16, 4, 4)
+_F16_BLOCK = KM.Block(128, 128, 32, 8, 8)  # f16 tiles: twice the K step in the same 16 KiB
 
 MATMUL = Family(
     "matmul",
@@ -215,7 +216,8 @@ MATMUL = Family(
         *(_config(tile, tk) for tile, tk in KM.CONFIGS[:2]),  # the others never win over the blocked ones
         *(_block(blk, fast=blk.name in _FAST_BLOCKS) for blk in KM.BLOCKS),
         *(_block(blk, fast=blk.name in _FAST_BLOCKS, prefetch=True) for blk in KM.BLOCKS[:4]),
-        *(_block(blk, acc16=True, fast=True) for blk in (KM.BLOCKS[0], KM.BLOCKS[2])),
+        *(_block(blk, acc16=True, fast=True) for blk in (KM.BLOCKS[0], KM.BLOCKS[2], _F16_BLOCK)),
+        _block(KM.BLOCKS[2], acc16=True, prefetch=True),
         _split(_SPLIT_BLOCK, 4, fast=True),
         _split(_SPLIT_BLOCK, 16),
     ),

@@ -390,8 +390,10 @@ def render_blocked(
     Metadata: M, N, K, batch base, a_off, b_off, a_sm, a_sk, b_sk, b_sn, kchunk, count, batch
     shape[nb], a batch strides[nb], b batch strides[nb]. ``wid.z`` runs over ``count`` batch entries
     per K slice: slice ``s = wid.z / count`` covers K in ``[s * kchunk, (s + 1) * kchunk)``; its
-    results go to ``out[(s * count + b) * M * N ...]``. ``acc16``: f16 workgroup tiles and
-    accumulators (float16 only); ``partial``: float32 output (split-K partials). ``b_loads`` replaces
+    results go to ``out[(s * count + b) * M * N ...]``. ``acc16``: f16 workgroup tiles, and f16
+    accumulators within each K step (``bk`` products, at twice the f32 FMA rate), added into f32
+    accumulators after it: float16 only; the result's error stays near float16 rounding however long
+    K is (a whole-K f16 sum would round every partial sum); ``partial``: float32 output (split-K partials). ``b_loads`` replaces
     the B tile loads (``b_mode`` then only names the binding's element type) and ``prologue`` adds
     lines after the metadata reads: how ``_kernels.conv`` builds implicit-GEMM convolution.
     ``prefetch``: the next K step's global loads go to registers while the current step computes
@@ -407,6 +409,7 @@ def render_blocked(
         raise ValueError("matmul kernel: f16 accumulation is for float16 operands only")
     t = WGSL[dtype]
     acc = "f16" if acc16 else compute_type(dtype)
+    total = "f32" if acc16 else acc  # the accumulators across K steps
     out_t = "f32" if partial else t
     f16 = dtype is float16 or acc16
     tx, ty, threads = blk.tx, blk.ty, blk.threads
@@ -414,12 +417,15 @@ def render_blocked(
     vi = range(blk.tm // 4)  # vec4 row groups of an invocation
     vj = range(blk.tn // 4)  # vec4 column groups
     accs = [(4 * i + ii, j) for i in vi for ii in range(4) for j in vj]
-    zero = "\n".join(f"    var c{r}_{j} = vec4<{acc}>(0);" for r, j in accs)
+    zero = "\n".join(f"    var c{r}_{j} = vec4<{total}>(0);" for r, j in accs)
     regs = "\n".join(
         [f"            let x{i} = As[kk * {mq}u + lid.y + {i * ty}u];" for i in vi]
         + [f"            let y{j} = Bs[kk * {nq}u + lid.x + {j * tx}u];" for j in vj]
     )
-    fma = "\n".join(f"            c{r}_{j} += x{r // 4}[{r % 4}] * y{j};" for r, j in accs)
+    step = "h" if acc16 else "c"  # acc16: a K step accumulates in h, then adds h into c
+    fma = "\n".join(f"            {step}{r}_{j} += x{r // 4}[{r % 4}] * y{j};" for r, j in accs)
+    step_zero = "\n".join(f"        var h{r}_{j} = vec4<f16>(0);" for r, j in accs) if acc16 else ""
+    step_add = "\n".join(f"        c{r}_{j} += vec4<f32>(h{r}_{j});" for r, j in accs) if acc16 else ""
     a_loads = _load_lines("As", "a", a_mode, blk.bm, blk.bk, threads, acc, "M")
     b_lines = list(b_loads) or _load_lines("Bs", "b", b_mode, blk.bn, blk.bk, threads, acc, "N")
     stores = []
@@ -489,11 +495,11 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     let tid = lid.y * {tx}u + lid.x;
 {"".join(line + chr(10) for line in prologue)}{zero}
 {main_loop}
-        for (var kk = 0u; kk < {blk.bk}u; kk++) {{
+{step_zero}{chr(10) if acc16 else ""}        for (var kk = 0u; kk < {blk.bk}u; kk++) {{
 {regs}
 {fma}
         }}
-        workgroupBarrier();
+{step_add}{chr(10) if acc16 else ""}        workgroupBarrier();
     }}
     let ob = (s * count + bz) * M * N;
 {chr(10).join(stores)}
