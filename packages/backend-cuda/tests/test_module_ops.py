@@ -52,6 +52,46 @@ def test_conv2d(case, with_bias, cuda):
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("case", CONV)
+def test_both_conv_strategies_equal_pytorch(case, cuda):
+    """The tuned family's two candidates (gathered columns, gathered rows) each equal PyTorch."""
+    xs, ws, stride, padding, dilation, groups = case
+    x, w = RNG.standard_normal(xs).astype(np.float32), RNG.standard_normal(ws).astype(np.float32)
+    bias = RNG.standard_normal(ws[0]).astype(np.float32)
+    b = _b(cuda)
+    b = getattr(b, "inner", b)  # the CUDA backend under the fusion decorator
+    ref = F.conv2d(_t(x), _t(w), _t(bias), stride, padding, dilation, groups).numpy()
+    args = (b.from_numpy(x, burn.float32), b.from_numpy(w, burn.float32), b.from_numpy(bias, burn.float32))
+    for strategy in (b._conv_columns, b._conv_rows):
+        got = b.to_numpy(strategy(*args, stride, padding, dilation, groups))
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4, err_msg=strategy.__name__)
+
+
+def test_large_convs_are_tuned_once_and_cached(cuda, tmp_path, monkeypatch):
+    """A conv above the tuning threshold benchmarks both strategies on first use (events for the
+    dashboard), stores the winner in the cache under BURN_CACHE_DIR and equals PyTorch."""
+    from burn_cuda import _tuned
+
+    monkeypatch.setenv("BURN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("BURN_AUTOTUNE", "full")
+    b = _b(cuda)
+    b = getattr(b, "inner", b)
+    monkeypatch.setattr(b, "_autotuner", None, raising=False)  # a tuner reading this cache dir
+    events = []
+    unsubscribe = burn.autotune.subscribe(events.append)
+    try:
+        x = RNG.standard_normal((8, 32, 32, 32)).astype(np.float32)
+        w = (RNG.standard_normal((32, 32, 3, 3)) / 17).astype(np.float32)
+        assert _tuned.should_tune(x, w, 32 * 32)
+        (got,) = _run(cuda, "conv", [x, w, None], (1, 1), (1, 1), (1, 1), 1)
+    finally:
+        unsubscribe()
+    np.testing.assert_allclose(got, F.conv2d(_t(x), _t(w), None, 1, 1).numpy(), rtol=1e-4, atol=1e-4)
+    done = [e for e in events if e.kernel == "conv2d" and e.done]
+    assert done and done[-1].best in ("columns", "rows")
+    assert any(tmp_path.rglob("*.json"))
+
+
 def test_conv2d_in_chunks_of_images_equals_one_batch(cuda, monkeypatch):
     """Batches whose columns exceed the workspace are gathered a few images at a time."""
     from burn_cuda import _module

@@ -1,9 +1,10 @@
 """Module ops on the GPU: convolution as im2col + GEMM (cuBLAS through the backend's matmul, so the
 matmul precision applies), transposed convolution as GEMM + col2im, and max/avg pooling over strided
-windows. 1-d and 2-d convolution gather each image's columns as (C*K, H_out*W_out) with one generated
-kernel (coalesced along the output row) and multiply W (C_out, C*K) into them as one batched GEMM whose
-result is already NCHW; a 1x1 convolution with stride 1 and no padding multiplies W into the input
-itself. Other ranks gather rows of a strided window view instead. CuPy 14 ships no cuDNN bindings (``cupy.cuda.cudnn`` is gone), so convolution is
+windows. Convolution has two strategies, tuned per shape for 1-d and 2-d (``_tuned.CONV``): ``columns``
+gathers each image's columns as (C*K, H_out*W_out) with one generated kernel (coalesced along the
+output row) and multiplies W (C_out, C*K) into them as one batched GEMM whose result is already NCHW (a
+1x1 convolution with stride 1 and no padding multiplies W into the input itself); ``rows`` gathers a
+strided window view into one (N*L, C*K) matrix for one large GEMM (any rank). CuPy 14 ships no cuDNN bindings (``cupy.cuda.cudnn`` is gone), so convolution is
 implicit-GEMM style everywhere. Everything else (adaptive pools, interpolate, embedding) uses the
 contract's defaults, which run on this backend's core ops.
 """
@@ -79,6 +80,14 @@ def _windows(cp: ModuleType, x: Prim, out_sp: Ints, kernel: Ints, stride: Ints, 
     )
 
 
+def _out_spatial(spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints) -> Ints:
+    """A convolution's output size per spatial dim."""
+    return tuple(
+        (spatial[d] + 2 * padding[d] - dilation[d] * (kernel[d] - 1) - 1) // stride[d] + 1
+        for d in range(len(stride))
+    )
+
+
 def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
     """Output length of a pool as PyTorch computes it (a ceil window must start inside input + left pad)."""
     span = size + 2 * p - d * (k - 1) - 1
@@ -105,12 +114,29 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
         dilation: Ints,
         groups: int,
     ) -> Prim:
+        args = (x, weight, bias, stride, padding, dilation, groups)
+        if not self._columns_fit(*args):
+            return self._conv_rows(*args)
+        from . import _tuned
+
+        out_len = math.prod(_out_spatial(x.shape[2:], weight.shape[2:], stride, padding, dilation))
+        if _tuned.should_tune(x, weight, out_len):
+            return _tuned.tuner(self).run(_tuned.CONV, self, *args)
+        return self._conv_columns(*args)
+
+    def _conv_rows(
+        self,
+        x: Prim,
+        weight: Prim,
+        bias: Prim | None,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        groups: int,
+    ) -> Prim:
+        """Any rank: one (N*L, C_g*K) matrix of receptive fields per group, one GEMM, NCHW after."""
         cp = self._on()
         nd = len(stride)
-        if nd <= 2 and x.dtype.itemsize in _BITS:
-            out = self._conv_columns(cp, x, weight, bias, stride, padding, dilation, groups)
-            if out is not None:
-                return out
         n, _ = x.shape[:2]
         c_out, c_g = weight.shape[:2]
         kernel = weight.shape[2:]
@@ -132,9 +158,8 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
             out = out + bias.reshape((1, c_out) + (1,) * nd)
         return out
 
-    def _conv_columns(
+    def _columns_fit(
         self,
-        cp: ModuleType,
         x: Prim,
         weight: Prim,
         bias: Prim | None,
@@ -142,9 +167,27 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
         padding: Ints,
         dilation: Ints,
         groups: int,
-    ) -> Prim | None:
-        """1-d/2-d conv: per image, W (G, C_out/G, C_g*K) @ columns (G, C_g*K, L) -> (C_out, L). None
-        when the output plane or the channel count is beyond the gather kernel's indices and grid."""
+    ) -> bool:
+        """Whether ``_conv_columns`` takes this conv: 1-d/2-d, an element size its gather copies, and
+        an output plane and channel count within the gather kernel's indices and grid."""
+        if len(stride) > 2 or x.dtype.itemsize not in _BITS:
+            return False
+        out_len = math.prod(_out_spatial(x.shape[2:], weight.shape[2:], stride, padding, dilation))
+        return out_len < 1 << 31 and -(-x.shape[1] // _C_PER) <= 65535
+
+    def _conv_columns(
+        self,
+        x: Prim,
+        weight: Prim,
+        bias: Prim | None,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        groups: int,
+    ) -> Prim:
+        """1-d/2-d conv (``_columns_fit``): per image, W (G, C_out/G, C_g*K) @ columns (G, C_g*K, L)
+        -> (C_out, L)."""
+        cp = self._on()
         one_d = len(stride) == 1
         if one_d:  # a 1-d conv is a 2-d one of height 1
             x, weight = x[:, :, None, :], weight[:, :, None, :]
@@ -157,8 +200,6 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
         ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
         g, length, ck = groups, oh * ow, c_g * kh * kw
         wg = weight.reshape(g, c_out // g, ck)[None] if g > 1 else weight.reshape(c_out, ck)
-        if length >= 1 << 31 or -(-c // _C_PER) > 65535:  # the gather's int positions, its grid's y
-            return None
         pointwise = kh == kw == 1 and sh == sw == 1 and ph == pw == 0
         per_image = c * kh * kw * length * x.dtype.itemsize
         # images per gather: within the workspace, and within a grid's y dimension (65535)
