@@ -231,7 +231,8 @@ def _burn_step(kind: str, min_time: float) -> dict[str, Any]:
     }
 
 
-def _torch_step(kind: str, min_time: float) -> dict[str, Any]:
+def _torch_step_fn(kind: str) -> tuple[Callable[[], None], dict[str, Any]]:
+    """PyTorch eager's training step of ``kind`` on CUDA (TF32 off) and the dict its loss lands in."""
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -250,6 +251,13 @@ def _torch_step(kind: str, min_time: float) -> dict[str, Any]:
         opt.step()
         state["loss"] = loss
 
+    return step, state
+
+
+def _torch_step(kind: str, min_time: float) -> dict[str, Any]:
+    import torch
+
+    step, state = _torch_step_fn(kind)
     step()
     first = float(state["loss"].item())
     secs = time_for(step, torch.cuda.synchronize, min_time)

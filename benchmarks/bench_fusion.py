@@ -9,7 +9,9 @@ backend's launch code, in the rest of burn, and in the driver libraries). Fusion
 every stream (``fusion_on``, replay off), replaying planned streams step by step (``fusion_replay``)
 and as device graphs where the runtime captures them (``fusion_graphs``: CUDA graphs; the default).
 PyTorch eager on the same GPU (TF32 off) is the peer:
-``ratio_vs_torch`` is burn's time over PyTorch's.
+``ratio_vs_torch`` is burn's time over PyTorch's. ``--paired N`` adds N alternating rounds of PyTorch and
+burn's default (fused, graphs) step per backend and model, each timed for ``--pair-time`` seconds, and
+their median ratio: on a shared, noisy host the two then see the same load.
 
     python benchmarks/bench_fusion.py [--quick] [--backends cuda,wgpu] [--out results.json]
 """
@@ -23,7 +25,7 @@ import time
 from typing import Any
 
 from _common import emit_json, time_for
-from bench_cuda import _burn_models, _data, _part, _torch_step
+from bench_cuda import _burn_models, _data, _part, _torch_step, _torch_step_fn
 
 
 def _step_fn(
@@ -114,10 +116,36 @@ def bench_backend(backend: str, kind: str, quick: bool) -> dict[str, Any]:
     return row
 
 
+def paired(backend: str, kind: str, rounds: int, min_time: float) -> dict[str, Any]:
+    """Alternating rounds of PyTorch eager and burn's default step (fusion, replay, graphs): per-round
+    milliseconds and the median of the per-round ratios."""
+    import statistics
+
+    import torch
+
+    dev, step, _state = _step_fn(backend, kind, fusion=True)
+    t_step, _t_state = _torch_step_fn(kind)
+    for _ in range(5):  # plan, replay, capture: warm before the first round
+        step()
+        t_step()
+    burn_ms, torch_ms = [], []
+    for _ in range(rounds):
+        torch_ms.append(time_for(t_step, torch.cuda.synchronize, min_time) * 1e3)
+        burn_ms.append(time_for(step, dev.backend.sync, min_time) * 1e3)
+    ratios = [b / t for b, t in zip(burn_ms, torch_ms)]
+    return {
+        "burn_ms": [round(v, 3) for v in burn_ms],
+        "torch_ms": [round(v, 3) for v in torch_ms],
+        "median_ratio_vs_torch": round(statistics.median(ratios), 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shorter timings")
     parser.add_argument("--backends", default="cuda,wgpu", help="comma-separated GPU backends to run")
+    parser.add_argument("--paired", type=int, default=0, help="alternating burn/PyTorch rounds (0: none)")
+    parser.add_argument("--pair-time", type=float, default=0.5, help="seconds per paired measurement")
     parser.add_argument("--out", help="also write the JSON here")
     args = parser.parse_args()
     start = time.perf_counter()
@@ -141,6 +169,10 @@ def main() -> None:
             for label in ("fusion_off", "fusion_on", "fusion_replay", "fusion_graphs"):
                 if t and label in row:
                     row[label]["ratio_vs_torch"] = round(row[label]["ms_per_step"] / t, 2)
+            if args.paired:
+                row["paired"] = _part(
+                    lambda kind=kind, backend=backend: paired(backend, kind, args.paired, args.pair_time)
+                )
             per[kind] = row
         result[backend] = per
     result["total_seconds"] = round(time.perf_counter() - start, 1)
