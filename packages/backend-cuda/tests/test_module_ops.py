@@ -96,29 +96,35 @@ def test_conv2d_in_chunks_of_images_equals_one_batch(cuda, monkeypatch):
     """Batches whose columns exceed the workspace are gathered a few images at a time."""
     from burn_cuda import _module
 
+    b = _b(cuda)
+    b = getattr(b, "inner", b)
     x = RNG.standard_normal((5, 3, 9, 8)).astype(np.float32)
     w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
     bias = RNG.standard_normal(4).astype(np.float32)
     monkeypatch.setattr(_module, "_WORKSPACE", 3 * 9 * 3 * 8 * 4 * 2)  # two images' columns
-    (got,) = _run(cuda, "conv", [x, w, bias], (1, 1), (1, 1), (1, 1), 1)
+    args = [b.from_numpy(a, burn.float32) for a in (x, w, bias)]
+    got = b.to_numpy(b._conv_columns(*args, (1, 1), (1, 1), (1, 1), 1))
     ref = F.conv2d(_t(x), _t(w), _t(bias), 1, 1).numpy()
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
-    (empty,) = _run(cuda, "conv", [x[:0], w, None], (1, 1), (1, 1), (1, 1), 1)
-    assert empty.shape == (0, 4, 9, 8)
+    empty = b._conv_columns(b.from_numpy(x[:0], burn.float32), args[1], None, (1, 1), (1, 1), (1, 1), 1)
+    assert b.to_numpy(empty).shape == (0, 4, 9, 8)
 
 
 def test_conv2d_float16_on_tensor_cores(cuda):
-    """float16 columns are gathered as 16-bit words and multiplied with float32 accumulation."""
+    """float16 columns are gathered as 16-bit words and multiplied with float32 accumulation; both
+    strategies."""
     b = _b(cuda)
+    b = getattr(b, "inner", b)
     x = RNG.standard_normal((2, 16, 12, 12)).astype(np.float16)
     w = (RNG.standard_normal((8, 16, 3, 3)) / 12).astype(np.float16)
-    out = b.conv(
-        b.from_numpy(x, burn.float16), b.from_numpy(w, burn.float16), None, (1, 1), (1, 1), (1, 1), 1
-    )
-    got = b.to_numpy(out)
-    assert got.dtype == np.float16
     ref = F.conv2d(_t(x.astype(np.float64)), _t(w.astype(np.float64)), None, 1, 1).numpy()
-    np.testing.assert_allclose(got.astype(np.float64), ref, rtol=1e-2, atol=1e-2)
+    px, pw = b.from_numpy(x, burn.float16), b.from_numpy(w, burn.float16)
+    for strategy in (b._conv_columns, b._conv_rows):
+        got = b.to_numpy(strategy(px, pw, None, (1, 1), (1, 1), (1, 1), 1))
+        assert got.dtype == np.float16
+        np.testing.assert_allclose(
+            got.astype(np.float64), ref, rtol=1e-2, atol=1e-2, err_msg=strategy.__name__
+        )
 
 
 def test_conv1d_and_conv3d(cuda):
@@ -127,7 +133,13 @@ def test_conv1d_and_conv3d(cuda):
         RNG.standard_normal((5, 3, 4)).astype(np.float32),
     )
     (got,) = _run(cuda, "conv", [x1, w1, None], (2,), (1,), (2,), 1)
-    np.testing.assert_allclose(got, F.conv1d(_t(x1), _t(w1), None, 2, 1, 2).numpy(), rtol=1e-4, atol=1e-4)
+    ref1 = F.conv1d(_t(x1), _t(w1), None, 2, 1, 2).numpy()
+    np.testing.assert_allclose(got, ref1, rtol=1e-4, atol=1e-4)
+    b = getattr(_b(cuda), "inner", _b(cuda))
+    columns = b._conv_columns(
+        b.from_numpy(x1, burn.float32), b.from_numpy(w1, burn.float32), None, (2,), (1,), (2,), 1
+    )
+    np.testing.assert_allclose(b.to_numpy(columns), ref1, rtol=1e-4, atol=1e-4)  # as a 2-d conv of height 1
     x3, w3 = (
         RNG.standard_normal((1, 2, 5, 6, 7)).astype(np.float32),
         RNG.standard_normal((3, 2, 2, 3, 2)).astype(np.float32),

@@ -122,7 +122,8 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
         out_len = math.prod(_out_spatial(x.shape[2:], weight.shape[2:], stride, padding, dilation))
         if _tuned.should_tune(x, weight, out_len):
             return _tuned.tuner(self).run(_tuned.CONV, self, *args)
-        return self._conv_columns(*args)
+        # untuned (small) convs: columns pay off for large planes, one large GEMM for small ones
+        return self._conv_columns(*args) if out_len >= 1024 else self._conv_rows(*args)
 
     def _conv_rows(
         self,

@@ -4,8 +4,8 @@ conv (1-d and 2-d, float): ``columns`` gathers each image's columns (C*K, H_out*
 generated kernel and multiplies W into them as one batched GEMM whose result is already NCHW (best for
 large planes); ``rows`` gathers a strided window view into one (N*L, C*K) matrix and runs one large
 GEMM, then transposes to NCHW (best when the planes are small and the batch and channels large).
-``rows`` is the reference (the older, general path), ``columns`` the default when untuned. Small
-convolutions are not tuned (the default runs).
+``rows`` is the reference (the older, general path), ``columns`` the default when tuning is off. Small
+convolutions are not tuned: they run ``columns`` for planes of 1024 outputs or more, else ``rows``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from burn.autotune import Autotuner, Candidate, Family, bucket, tuner_for
 
-_TUNE_MIN_FLOPS = 1 << 27  # below this a conv runs the default: tuning would cost more than it saves
+_TUNE_MIN_FLOPS = 1 << 24  # below this a conv is not tuned: tuning would cost more than it saves
 
 
 def event_timer(backend: Any, warmup: int = 1, reps: int = 5) -> Callable[[Callable[[], Any]], float]:
