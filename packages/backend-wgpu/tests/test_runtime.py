@@ -12,8 +12,7 @@ import pytest
 from burn import DTypeError, ShapeError
 
 
-def test_batching_one_submit_for_many_ops(backend, raw_dev, monkeypatch):
-    monkeypatch.setattr(backend.ex, "latency", float("inf"))  # counts by batch size alone
+def test_batching_one_submit_for_many_ops(backend, raw_dev):
     x = burn.ones((8, 8), device=raw_dev)
     backend.sync()
     before = dict(backend.ex.stats)
@@ -29,8 +28,7 @@ def test_batching_one_submit_for_many_ops(backend, raw_dev, monkeypatch):
     np.testing.assert_array_equal(out, np.full((8, 8), 41.0, np.float32))
 
 
-def test_batches_flush_at_batch_size(backend, raw_dev, monkeypatch):
-    monkeypatch.setattr(backend.ex, "latency", float("inf"))
+def test_batches_flush_at_batch_size(backend, raw_dev):
     x = burn.zeros((4,), device=raw_dev)
     backend.sync()
     before = backend.ex.stats["submits"]
@@ -38,20 +36,6 @@ def test_batches_flush_at_batch_size(backend, raw_dev, monkeypatch):
         x = x + 1.0
     assert backend.ex.stats["submits"] - before == 2  # full batches go out without waiting for a read
     assert x.numpy().tolist() == [backend.ex.batch_size * 2.0] * 4
-
-
-def test_latency_bound_submits_a_slow_batch(backend, raw_dev, monkeypatch):
-    """A dispatch recorded more than ``latency`` after the first pending one submits the batch."""
-    x = burn.zeros((4,), device=raw_dev)
-    backend.sync()
-    monkeypatch.setattr(backend.ex, "latency", 0.0)
-    before = dict(backend.ex.stats)
-    for _ in range(5):
-        x = x + 1.0
-    stats = backend.ex.stats
-    assert stats["dispatches"] - before["dispatches"] == 5
-    assert stats["submits"] - before["submits"] >= 4  # the first of a batch waits for the next one
-    assert x.numpy().tolist() == [5.0] * 4
 
 
 def test_bind_groups_reused_across_metadata_slots(backend):

@@ -5,9 +5,8 @@
   one 256-byte-aligned slot per dispatch, written with ONE ``queue.write_buffer`` right before the
   batch is submitted; no buffer is created per op. Binding 0 (the metadata) takes its slot as a
   dynamic offset, so a bind group depends on the tensors' buffers only and is reused across slots.
-* The batch is submitted when ``batch_size`` dispatches are pending, when the oldest pending dispatch
-  was recorded ``latency`` seconds ago (1 ms) (the GPU does not wait long for a slowly recorded batch), when
-  the arena is full, and on every read or sync (``flush``).
+* The batch is submitted when ``batch_size`` dispatches are pending, when the arena is full, and on
+  every read or sync (``flush``): submit counts depend on the ops alone, never on timing.
 * ``read`` copies many buffer ranges into one staging buffer and maps it once (Burn's transactions).
 * While ``recording`` is a list, dispatches and copies are appended to it instead of being encoded
   (``_graphs`` captures a fusion program that way); a read cannot be recorded and raises
@@ -16,7 +15,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +28,6 @@ if TYPE_CHECKING:
 _META_ALIGN = 256  # WebGPU's default minStorageBufferOffsetAlignment
 _ARENA_BYTES = 1 << 20
 _META_WINDOW = 1 << 16  # bytes of the arena binding 0 sees from its dynamic offset (a dispatch's meta cap)
-_LATENCY = 1e-3  # seconds a recorded dispatch may wait for its submit while more are recorded
 _BIND_GROUP_CACHE = 8192
 DISPATCH, COPY = 0, 1  # recorded commands
 
@@ -77,7 +74,6 @@ class Executor:
         self.queue = device.queue
         self.pool = pool
         self.batch_size = batch_size
-        self.latency = _LATENCY  # seconds; see the module docstring (float("inf"): batch size only)
         self._pipelines: dict[str, tuple[Any, Any]] = {}
         self._layouts: dict[tuple[str, ...], Any] = {}
         self._staging: dict[int, list[GPUBuffer]] = {}
@@ -85,7 +81,6 @@ class Executor:
         self._encoder: Any = None
         self._pass: Any = None
         self._pending = 0
-        self._since = 0.0  # when the first pending dispatch was recorded
         self.recording: list[tuple[Any, ...]] | None = None
         self._meta = bytearray()
         self._arena = device.create_buffer(
@@ -170,10 +165,8 @@ class Executor:
         self._pass.set_bind_group(0, bind_group, (offset,))
         self._pass.dispatch_workgroups(*groups)
         self.stats["dispatches"] += 1
-        if not self._pending:
-            self._since = time.perf_counter()
         self._pending += 1
-        if self._pending >= self.batch_size or time.perf_counter() - self._since > self.latency:
+        if self._pending >= self.batch_size:
             self.flush()
 
     def bind_group(self, layout: Any, buffers: list[GPUBuffer], arena: GPUBuffer | None = None) -> Any:
