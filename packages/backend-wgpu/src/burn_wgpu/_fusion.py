@@ -14,13 +14,15 @@ import re
 import struct
 from typing import TYPE_CHECKING, Any
 
-from burn import DType, float16
+from burn import DType, float16, float32
 from burn.fusion import FusedKernel
+from burn.fusion._plan import FusedReduce
 
 from ._dtypes import WGSL, scalar_bits
 from ._elementwise import broadcast_strides, collapse
 from ._executor import Kernel
 from ._kernels import elementwise as K
+from ._kernels import matmul as KM
 from ._kernels._helpers import render_helpers
 from ._primitive import WgpuTensor, contiguous_strides, numel
 
@@ -30,6 +32,16 @@ if TYPE_CHECKING:
 _OPERAND = re.compile(r"\b[abc]\b")
 _VEC4 = frozenset({"f32", "i32", "u32"})  # 4-byte storage: a vec4 is 16 aligned bytes
 _TABLES = {"unary": K.UNARY, "binary": K.BINARY, "where": K.TERNARY, "clamp": K.TERNARY}
+REDUCE_WG = 256  # the most invocations per reduce-kernel workgroup (WebGPU's portable limit)
+_REDUCE_LONG = 1 << 16  # rows up to this long always reduce in one workgroup each
+_REDUCE_MANY = 128  # longer ones only when there are at least this many
+# op -> (initial value, combine(x, y)); max/min propagate NaN as the unfused reductions do
+_REDUCE_INIT = {
+    "sum": ("0.0", "x + y"),
+    "mean": ("0.0", "x + y"),
+    "max": ("-inf()", "b_max(x, y)"),
+    "min": ("inf()", "b_min(x, y)"),
+}
 
 
 def _substitute(expr: str, operands: dict[str, str]) -> str:
@@ -51,6 +63,7 @@ class WgpuFusion:
     def __init__(self, backend: WgpuBackend) -> None:
         self.backend = backend
         self._kernels: dict[tuple[Any, ...], Kernel] = {}
+        self._epilogues: dict[tuple[Any, ...], KM.Epilogue] = {}
         # binding 0 is the metadata; every other storage binding is a tensor
         self.max_tensors = max(4, backend.ctx.limits.get("max-storage-buffers-per-shader-stage", 8) - 1)
         self.capture_failures: list[str] = []  # why recent programs could not be recorded (``_graphs``)
@@ -75,7 +88,96 @@ class WgpuFusion:
             return False
         return K.lookup(table, name, K.dclass(compute)) is not None
 
+    def fuse_reduce(self, op: str, dtype: DType, shape: tuple[int, ...], dims: tuple[int, ...]) -> bool:
+        """Reduce kernels of float32 sum/mean/max/min over trailing dims: one workgroup per result,
+        so only where there are enough results or each is short (else the chunked reduction wins)."""
+        if op not in _REDUCE_INIT or dtype is not float32:
+            return False
+        rows, n = FusedReduce(op, dims, False).rows(shape)
+        return rows > 0 and n > 0 and (n <= _REDUCE_LONG or rows >= _REDUCE_MANY) and rows <= 65535 * 65535
+
+    def fuse_matmul(self, lhs: WgpuTensor, rhs: WgpuTensor) -> bool:
+        """Matmul epilogues where the matmul runs a register-blocked kernel (``_tuned.fits_epilogue``)."""
+        from ._tuned import fits_epilogue
+
+        return fits_epilogue(self.backend, lhs, rhs) is not None
+
     def execute(self, plan: FusedKernel, inputs: list[WgpuTensor], scalars: list[Any]) -> list[WgpuTensor]:
+        if plan.reduce is not None:
+            return [self._reduce(plan, inputs, scalars)]
+        if plan.matmul:
+            return self._matmul(plan, inputs, scalars)
+        return self._elementwise(plan, inputs, scalars)
+
+    def _reduce(self, plan: FusedKernel, inputs: list[WgpuTensor], scalars: list[Any]) -> WgpuTensor:
+        """A reduce kernel: one workgroup per result computes the chain over its row and reduces it."""
+        b = self.backend
+        shape, red = plan.shape, plan.reduce
+        assert red is not None
+        out = b.empty(red.shape(shape), plan.out_dtypes()[0])
+        rows, n = red.rows(shape)
+        if rows == 0:
+            return out
+        cshape, cstrides = collapse(shape, [broadcast_strides(t, shape) for t in inputs])
+        dense = contiguous_strides(cshape)
+        contig = all(s == dense for s in cstrides)
+        wg = min(REDUCE_WG, max(32, 1 << (n - 1).bit_length()))
+        spec = ("reduce", len(cshape), contig, wg)
+        kernel = plan.cache.get(spec)
+        if kernel is None:
+            kernel = self._kernels.get((plan.key, *spec))
+            if kernel is None:
+                kernel = self._kernels[(plan.key, *spec)] = render_reduce(plan, len(cshape), contig, wg)
+            plan.cache[spec] = kernel
+        words = [rows, n, *cshape]
+        for st, t in zip(cstrides, inputs):
+            words += [*st, t.offset]
+        words += [scalar_bits(dt, v) for dt, v in zip(plan.scalars, scalars)]
+        meta = struct.pack(f"<{len(words)}I", *words)
+        gx = min(rows, 65535)
+        b.ex.dispatch(kernel, [out.buffer, *(t.buffer for t in inputs)], meta, (gx, -(-rows // gx), 1))
+        return out
+
+    def _matmul(self, plan: FusedKernel, inputs: list[WgpuTensor], scalars: list[Any]) -> list[WgpuTensor]:
+        """A matmul epilogue: the blocked kernel stores each product through the plan's ops; where the
+        matmul runs another kernel for these operands, the product is written and the ops follow."""
+        from ._tuned import fits_epilogue, matmul_blocked
+
+        b = self.backend
+        a, w, rest = inputs[0], inputs[1], inputs[2:]
+        case = (a.shape, a.strides, w.shape, w.strides)  # what the tuner's choice depends on
+        chosen = plan.cache.get(case, False)
+        if chosen is False:
+            chosen = plan.cache[case] = fits_epilogue(b, a, w)
+        half = float16 in plan.inputs or any(float16 in (op.out, op.compute) for op in plan.ops)
+        if chosen is None or half or numel(plan.shape) == 0:  # the product written, then the ops
+            product = b.matmul(a, w)
+            values = iter(self._elementwise(_unanchored(plan), [product, *rest], scalars))
+            return [product if v == 0 else next(values) for v in plan.outputs]
+        block, prefetch = chosen
+        shape = plan.shape
+        outs = [b.empty(shape, dt) for dt in plan.out_dtypes()]
+        cshape, cstrides = collapse(shape, [broadcast_strides(t, shape) for t in rest])
+        dense = contiguous_strides(cshape)
+        contig = all(s == dense for s in cstrides)
+        spec = ("epilogue", len(cshape), contig)
+        part = plan.cache.get(spec)
+        if part is None:
+            part = self._epilogues.get((plan.key, *spec))
+            if part is None:
+                part = self._epilogues[(plan.key, *spec)] = render_epilogue(plan, len(cshape), contig)
+            plan.cache[spec] = part
+        words = [*cshape]
+        for st, t in zip(cstrides, rest):
+            words += [*st, t.offset]
+        words += [scalar_bits(dt, v) for dt, v in zip(plan.scalars, scalars)]
+        tail = struct.pack(f"<{len(words)}I", *words)
+        matmul_blocked(b, a, w, block, prefetch=prefetch, epilogue=(part, outs, rest, tail))
+        return outs
+
+    def _elementwise(
+        self, plan: FusedKernel, inputs: list[WgpuTensor], scalars: list[Any]
+    ) -> list[WgpuTensor]:
         b = self.backend
         shape = plan.shape
         outs = [b.empty(shape, dt) for dt in plan.out_dtypes()]
@@ -188,3 +290,170 @@ def render(plan: FusedKernel, nd: int, contig: bool, vec4: bool = False) -> Kern
     layout = "vec4" if vec4 else f"{nd}d{'_contig' if contig else ''}"
     label = f"fused_{len(ops)}ops_{len(outputs)}out_{layout}"
     return Kernel(label, "\n".join(lines) + "\n", ("rw",) * len(outputs) + ("read",) * len(inputs))
+
+
+def _unanchored(plan: FusedKernel) -> FusedKernel:
+    """A matmul epilogue's plan as a plain element-wise plan over the written product (without the
+    product among its outputs)."""
+    plain = plan.cache.get("plain")
+    if plain is None:
+        outputs = tuple(v for v in plan.outputs if v)  # the product itself is written already
+        plain = plan.cache["plain"] = FusedKernel(plan.shape, plan.inputs, plan.scalars, plan.ops, outputs)
+    return plain
+
+
+def _offsets(names: list[str], nd: int, at: str, index: str, contig: bool) -> list[str]:
+    """WGSL giving each tensor ``o_<name>``: its element at flat position ``index`` of the iteration.
+    Metadata from ``info[at]`` on: the collapsed shape (``nd``), then (strides, offset) per name."""
+    block = nd + 1
+    slot = {name: nd + block * j for j, name in enumerate(names)}
+    if contig:
+        return [f"let o_{name} = {index} + info[{at}{slot[name] + nd}u];" for name in names]
+    lines = [f"var r = {index};"]
+    lines += [f"var o_{name} = info[{at}{slot[name] + nd}u];" for name in names]
+    for d in range(nd - 1, -1, -1):
+        lines.append(f"let c{d} = r % info[{at}{d}u];")
+        if d:
+            lines.append(f"r = r / info[{at}{d}u];")
+        lines += [f"o_{name} += c{d} * info[{at}{slot[name] + d}u];" for name in names]
+    return lines
+
+
+def _scalar_lines(plan: FusedKernel, at: str) -> list[str]:
+    """``let v<k>`` for each scalar of ``plan``, read from ``info[at + j]``."""
+    lines = []
+    for k, dt in enumerate(plan.scalars):
+        cls = K.dclass(dt)
+        word = f"info[{at}{k}u]"
+        value = {"f": f"bitcast<f32>({word})", "i": f"bitcast<i32>({word})"}.get(cls, word)
+        if dt is float16:
+            value = f"b_round_f16({value})"
+        lines.append(f"let v{len(plan.inputs) + k} = {value};")
+    return lines
+
+
+def _op_lines(plan: FusedKernel) -> list[str]:
+    """``let v<k>`` for each op of ``plan`` (the element-wise table's expressions, as ``render``)."""
+    first = plan.first_op
+    lines = []
+    for j, op in enumerate(plan.ops):
+        expr, is_bool = _expression(op.kind, op.name, op.compute, op.out)
+        value = "(" + _substitute(expr, {"abc"[i]: f"v{a}" for i, a in enumerate(op.args)}) + ")"
+        if is_bool:
+            value = f"select(0u, 1u, {value})"
+        elif op.out is float16:
+            value = f"b_round_f16{value}"
+        lines.append(f"let v{first + j} = {value};")
+    return lines
+
+
+def _loads(plan: FusedKernel, start: int = 0) -> list[str]:
+    return [
+        f"let v{k} = {f'f32(in{k}[o_in{k}])' if dt is float16 else f'in{k}[o_in{k}]'};"
+        for k, dt in enumerate(plan.inputs)
+        if k >= start
+    ]
+
+
+def _helpers(code: str, extra: tuple[str, ...] = ()) -> str:
+    helpers = tuple(dict.fromkeys(K._HELPER_RE.findall(code))) + extra
+    if "b_f2u" in code and "b_f2u" not in helpers:
+        helpers += ("b_f2u",)
+    return render_helpers(tuple(dict.fromkeys(helpers))) if helpers else ""
+
+
+def render_reduce(plan: FusedKernel, nd: int, contig: bool, wg: int = REDUCE_WG) -> Kernel:
+    """The WGSL of reduce kernel ``plan`` (collapsed rank ``nd``; ``contig``: every input dense): one
+    workgroup of ``wg`` invocations per result, each invocation computing the chain at every ``wg``-th
+    element of the row and accumulating it, then a tree reduction in workgroup memory. Bindings: the
+    metadata, the result, the inputs. Metadata: results, row length, the collapsed shape, (strides,
+    offset) per input, the scalars."""
+    red = plan.reduce
+    assert red is not None
+    init, combine = _REDUCE_INIT[red.op]
+    names = [f"in{k}" for k in range(len(plan.inputs))]
+    lines = []
+    if float16 in (*plan.inputs, *(op.out for op in plan.ops)):
+        lines.append("enable f16;")
+    lines.append("@group(0) @binding(0) var<storage, read> info: array<u32>;")
+    lines.append("@group(0) @binding(1) var<storage, read_write> out0: array<f32>;")
+    for k, dt in enumerate(plan.inputs):
+        lines.append(f"@group(0) @binding({k + 2}) var<storage, read> in{k}: array<{WGSL[dt]}>;")
+    lines.append(f"var<workgroup> sh: array<f32, {wg}>;")
+    element = [
+        *_offsets(names, nd, "2u + ", "i", contig),
+        *_loads(plan),
+        *_op_lines(plan),
+        f"acc = combine(acc, f32(v{plan.outputs[0]}));",
+    ]
+    body = [
+        "let g = wid.x + wid.y * nwg.x;",
+        "let n = info[1];",
+        "let valid = g < info[0];",
+        *_scalar_lines(plan, f"{2 + nd + (nd + 1) * len(names)}u + "),
+        f"var acc: f32 = {init};",
+        "if (valid) {",
+        f"    for (var j = lid.x; j < n; j += {wg}u) {{",
+        "        let i = g * n + j;",
+        *(f"        {line}" for line in element),
+        "    }",
+        "}",
+        "sh[lid.x] = acc;",
+        "workgroupBarrier();",
+        f"for (var s = {wg // 2}u; s > 0u; s = s >> 1u) {{",
+        "    if (lid.x < s) { sh[lid.x] = combine(sh[lid.x], sh[lid.x + s]); }",
+        "    workgroupBarrier();",
+        "}",
+        f"if (lid.x == 0u && valid) {{ out0[g] = {'sh[0] / f32(n)' if red.op == 'mean' else 'sh[0]'}; }}",
+    ]
+    code = " ".join(body) + combine
+    helpers = _helpers(code, ("inf",) if "inf()" in code else ())
+    if helpers:
+        lines.append(helpers)
+    lines.append(f"fn combine(x: f32, y: f32) -> f32 {{ return {combine}; }}")
+    lines.append(
+        f"@compute @workgroup_size({wg})\n"
+        "fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,\n"
+        "        @builtin(num_workgroups) nwg: vec3<u32>) {\n"
+        + "\n".join(f"    {line}" for line in body)
+        + "\n}"
+    )
+    label = f"fused_reduce_{red.op}_{len(plan.ops)}ops_{nd}d{'_contig' if contig else ''}_wg{wg}"
+    return Kernel(label, "\n".join(lines) + "\n", ("rw",) + ("read",) * len(plan.inputs))
+
+
+def render_epilogue(plan: FusedKernel, nd: int, contig: bool) -> KM.Epilogue:
+    """The epilogue of matmul plan ``plan`` for a blocked matmul kernel (``_kernels.matmul``): value 0
+    is the product element, inputs 1.. are read at its position (collapsed rank ``nd`` of the output
+    shape; ``contig``: all dense), and each output is stored at it (outputs are dense). Bindings from
+    4: the outputs after the first (which is the kernel's ``out``), then inputs 1... Metadata at
+    ``EPI``: the collapsed shape, (strides, offset) per input 1.., the scalars."""
+    out_dtypes = plan.out_dtypes()
+    names = [f"in{k}" for k in range(1, len(plan.inputs))]
+    decls = []
+    binding = 4
+    for k, dt in enumerate(out_dtypes[1:], 1):
+        decls.append(f"@group(0) @binding({binding}) var<storage, read_write> out{k}: array<{WGSL[dt]}>;")
+        binding += 1
+    for k in range(1, len(plan.inputs)):
+        decls.append(
+            f"@group(0) @binding({binding}) var<storage, read> in{k}: array<{WGSL[plan.inputs[k]]}>;"
+        )
+        binding += 1
+    body = [
+        *(_offsets(names, nd, "EPI + ", "e", contig) if names else []),
+        *_loads(plan, 1),
+        *_scalar_lines(plan, f"EPI + {nd + (nd + 1) * len(names)}u + "),
+        *_op_lines(plan),
+    ]
+    for k, (v, dt) in enumerate(zip(plan.outputs, out_dtypes)):
+        target = "out" if k == 0 else f"out{k}"
+        body.append(f"{target}[e] = {f'f16(v{v})' if dt is float16 else f'v{v}'};")
+    source = "\n".join(decls)
+    helpers = _helpers(" ".join(body))
+    if helpers:
+        source += "\n" + helpers
+    source += "\nfn epilogue(e: u32, v0: f32) {\n" + "\n".join(f"    {line}" for line in body) + "\n}"
+    access = ("rw",) * (len(out_dtypes) - 1) + ("read",) * len(names)
+    name = f"epi{len(plan.ops)}ops{len(out_dtypes)}out{nd}d{'c' if contig else ''}"
+    return KM.Epilogue(source, WGSL[out_dtypes[0]], access, name)

@@ -89,12 +89,31 @@ def matmul_blocked(
     acc16: bool = False,
     splits: int = 1,
     prefetch: bool = False,
+    epilogue: tuple[KM.Epilogue, list[WgpuTensor], list[WgpuTensor], bytes] | None = None,
 ) -> WgpuTensor:
     """Batched matmul with a register-blocked kernel (``_kernels.matmul.render_blocked``); ``splits``
-    > 1 runs K in that many slices into float32 partials, then adds them (split-K)."""
+    > 1 runs K in that many slices into float32 partials, then adds them (split-K). ``epilogue``:
+    (kernel part, its outputs (the first one is returned), its other inputs, its metadata words): a
+    fused epilogue (``burn_wgpu._fusion``), one dispatch, the caller having checked ``fits_epilogue``."""
     *ba, m, k = a.shape
     *bb, _, n = b.shape
     batch = broadcast_shape(tuple(ba), tuple(bb))
+    if epilogue is not None:
+        part, outs, ins, tail = epilogue
+        sa = EW.broadcast_strides(backend._batch_view(a, len(ba)), batch)
+        sb = EW.broadcast_strides(backend._batch_view(b, len(bb)), batch)
+        cshape, (sa, sb) = EW.collapse(batch, [sa, sb])
+        a_mode, b_mode = _modes(a, b, sa, sb)
+        inner = (a.offset, b.offset, a.strides[-2], a.strides[-1], b.strides[-2], b.strides[-1])
+        kernel = KM.render_blocked(
+            a.dtype, len(cshape), block, a_mode, b_mode, prefetch=prefetch, epilogue=part
+        )
+        count = numel(batch)
+        meta = _pack(m, n, k, 0, *inner, max(k, 1), count, *cshape, *sa, *sb) + tail
+        buffers = [outs[0].buffer, a.buffer, b.buffer, *(t.buffer for t in [*outs[1:], *ins])]
+        grid_ = (-(-n // block.bn), -(-m // block.bm), count)
+        backend.ex.dispatch(kernel, buffers, meta, grid_)
+        return outs[0]
     out = backend.empty(batch + (m, n), a.dtype)
     count = numel(batch)
     if count == 0 or m == 0 or n == 0:
@@ -131,6 +150,22 @@ def matmul_blocked(
     return out
 
 
+def fits_epilogue(backend: Any, a: WgpuTensor, b: WgpuTensor) -> tuple[KM.Block, bool] | None:
+    """The (block, prefetch) of the blocked kernel ``backend.matmul(a, b)`` runs, where a fused
+    epilogue can join it (float32, tuned to a blocked candidate without split-K, one dispatch); else
+    None (the matmul then runs unfused)."""
+    if a.dtype is not burn.float32 or not should_tune(a, b):
+        return None
+    m, n = a.shape[-2], b.shape[-1]
+    count = numel(broadcast_shape(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+    if not 0 < count <= 65535 or m == 0 or n == 0 or a.shape[-1] == 0:
+        return None
+    chosen = BLOCKED.get(tuner(backend).choice(MATMUL, backend, a, b))
+    if chosen is None or not _grid_fits(backend, chosen[0], m, n):
+        return None
+    return chosen
+
+
 def _pack(*words: int) -> bytes:
     return struct.pack(f"<{len(words)}I", *words)
 
@@ -146,6 +181,10 @@ def _config(tile: int, tk: int) -> Candidate:
         fast=(tile, tk) == (KM.TILE, KM.TK),
         applies=fits,
     )
+
+
+# the float32 register-blocked candidates by name: (block, prefetch) (a fused epilogue joins them)
+BLOCKED: dict[str, tuple[KM.Block, bool]] = {}
 
 
 def _float(a: WgpuTensor) -> bool:
@@ -164,8 +203,11 @@ def _block(block: KM.Block, acc16: bool = False, fast: bool = False, prefetch: b
             and _grid_fits(backend, block, a.shape[-2], b.shape[-1])
         )
 
+    name = f"{block.name}{'_h' if acc16 else ''}{'_pf' if prefetch else ''}"
+    if not acc16:
+        BLOCKED[name] = (block, prefetch)
     return Candidate(
-        f"{block.name}{'_h' if acc16 else ''}{'_pf' if prefetch else ''}",
+        name,
         lambda backend, a, b: matmul_blocked(backend, a, b, block, acc16, prefetch=prefetch),
         fast=fast,
         applies=fits,

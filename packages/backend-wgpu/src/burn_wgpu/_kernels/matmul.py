@@ -230,6 +230,21 @@ class Block:
         return (self.bm + self.bn) * self.bk * acc_bytes
 
 
+@dataclass(frozen=True)
+class Epilogue:
+    """Element-wise work a blocked matmul does on each product element before storing it (a fused
+    bias and activation, rendered by ``burn_wgpu._fusion``). ``source`` declares bindings 4.. and
+    ``fn epilogue(e: u32, v: f32)``, which stores what output element ``e`` (flat, dense) needs from
+    product value ``v``, reading its own metadata at ``info[EPI + ...]`` (``EPI``: the first word
+    after the matmul's); ``out_type``: the element type of binding 1 (the first output);
+    ``bindings``: the access of bindings 4..; ``name``: a label suffix."""
+
+    source: str
+    out_type: str
+    bindings: tuple[str, ...]
+    name: str
+
+
 # the register-blocked tile shapes the autotuner tries (all within WebGPU's 256 invocations and 16 KiB)
 BLOCKS: tuple[Block, ...] = (
     Block(64, 64, 16, 4, 4),
@@ -384,6 +399,7 @@ def render_blocked(
     prologue: tuple[str, ...] = (),
     label: str = "",
     prefetch: bool = False,
+    epilogue: Epilogue | None = None,
 ) -> Kernel:
     """A register-blocked matmul kernel (see the module docstring).
 
@@ -397,8 +413,12 @@ def render_blocked(
     the B tile loads (``b_mode`` then only names the binding's element type) and ``prologue`` adds
     lines after the metadata reads: how ``_kernels.conv`` builds implicit-GEMM convolution.
     ``prefetch``: the next K step's global loads go to registers while the current step computes
-    (stored to workgroup memory after the barrier), hiding their latency behind the FMAs."""
+    (stored to workgroup memory after the barrier), hiding their latency behind the FMAs.
+    ``epilogue``: each output element goes through ``epilogue.source``'s function instead of being
+    stored (scalar stores; not with ``partial`` or ``acc16``)."""
     blk = block
+    if epilogue is not None and (partial or acc16):
+        raise ValueError("matmul kernel: an epilogue needs whole-K float32 accumulators")
     if blk.tm % 4 or blk.tn % 4 or blk.bm % blk.tm or blk.bn % blk.tn or blk.bk % 4:
         raise ValueError(f"matmul kernel: {blk} is not a register-blocked tile of vec4 groups")
     if a_mode not in A_MODES or b_mode not in B_MODES:
@@ -436,7 +456,13 @@ def render_blocked(
     for j in vj:
         stores.append(f"    let col{j} = b_r0 + (lid.x + {j * tx}u) * 4u;")
     for r, j in accs:
-        if out_vec:
+        if epilogue is not None:
+            stores += [
+                f"    if (row{r} < M && col{j} + {cc}u < N) "
+                f"{{ epilogue(ob + row{r} * N + col{j} + {cc}u, c{r}_{j}[{cc}]); }}"
+                for cc in range(4)
+            ]
+        elif out_vec:
             value = f"vec4<{out_t}>(c{r}_{j})"
             stores.append(
                 f"    if (row{r} < M && col{j} < N) {{ out[(ob + row{r} * N + col{j}) / 4u] = {value}; }}"
@@ -461,6 +487,10 @@ def render_blocked(
             + ["        workgroupBarrier();"]
         )
     out_elem = f"vec4<{out_t}>" if out_vec else out_t
+    tail = ""
+    if epilogue is not None:
+        out_elem = epilogue.out_type
+        tail = f"const EPI: u32 = {12 + 3 * nb}u;\n{epilogue.source}\n"
     a_elem = f"vec4<{t}>" if a_mode[1] == "4" else t
     b_elem = f"vec4<{t}>" if b_mode[1] == "4" else t
     src = f"""{"enable f16;" if f16 else ""}
@@ -504,10 +534,15 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     let ob = (s * count + bz) * M * N;
 {chr(10).join(stores)}
 }}
-"""
+{tail}"""
     flags = f"{a_mode}{b_mode}{'v' if out_vec else ''}{'h' if acc16 else ''}{'p' if partial else ''}"
     flags += "f" if prefetch else ""
-    return Kernel(f"{label or 'matmul'}_{dtype.name}_{nb}b_{blk.name}_{flags}", src, ("rw", "read", "read"))
+    bindings: tuple[str, ...] = ("rw", "read", "read")
+    name = f"{label or 'matmul'}_{dtype.name}_{nb}b_{blk.name}_{flags}"
+    if epilogue is not None:
+        bindings += epilogue.bindings
+        name += f"_{epilogue.name}"
+    return Kernel(name, src, bindings)
 
 
 @lru_cache(maxsize=16)

@@ -1,7 +1,8 @@
 """``burn.fusion``: the fusion decorator (Burn's burn-fusion) and the plan its runtimes render.
 
 ``burn.device("wgpu")`` and ``burn.device("cuda")`` run behind it by default: element-wise ops are
-recorded lazily, chains of element-wise ops run as one generated kernel, and a repeated stream (a
+recorded lazily, chains of element-wise ops run as one generated kernel (with the reduction they feed
+or the matmul they follow, where the backend's runtime can), and a repeated stream (a
 training step) replays what was planned for it the first time (``fusion=False`` or ``BURN_FUSION=0``
 turns fusion off, ``BURN_FUSION_REPLAY=0`` only the replay). A backend offers kernels for it by returning a ``FusionRuntime`` from
 ``Backend.fusion_runtime()``; without one, plans run op by op (``ReferenceRuntime``).

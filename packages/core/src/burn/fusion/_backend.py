@@ -13,6 +13,12 @@ known at once from ``burn.ir``'s shape rules. A read, a sync or a long stream *f
   writes are grouped by shape within the runtime's binding and size limits, and each kernel's plan goes
   to the inner backend's ``FusionRuntime`` (a WGSL or CUDA renderer; backends without one run plans op by
   op). What planning ran is kept as a *program*: kernel launches and calls over stream positions.
+  Where the runtime offers them (``fuse_reduce``, ``fuse_matmul``; ``BURN_FUSION_ANCHORS=0`` turns them
+  off), a sum/mean/max/min over trailing dims of a lazy chain no tensor holds and no other call reads
+  runs as one *reduce kernel* computing the chain (the reduce prologue; a later reader of the chain
+  computes it again in its own kernel), a mean of a computed value as a reduce kernel of no ops, and a
+  matmul whose product is read only by element-wise ops of its shape runs them before its store (the
+  matmul epilogue: bias, activation, ...).
 - replay: a stream whose signature (ops, shapes, dtypes, static arguments, which operand is which;
   not the scalar values, which kernels take as arguments) equals one already planned runs that program:
   no closure walks, no grouping, no plan lookups. A program is used only if every value it leaves
@@ -42,7 +48,7 @@ from ..backend import ACTIVATION_OPS, BINARY_OPS, COMPARISON_OPS, UNARY_BOOL_RES
 from ..backend._vocabulary import OPS
 from ..ir._capture import result_types
 from ._graph import FPrim, Node, lazy_handle, wanted
-from ._plan import FusedKernel, FusedOp, FusionRuntime
+from ._plan import FusedKernel, FusedOp, FusedReduce, FusionRuntime
 from ._reference import ReferenceRuntime
 
 if TYPE_CHECKING:
@@ -97,6 +103,7 @@ _EAGER = frozenset(
     }
 )
 _NAMED = frozenset({"reduce", "arg_reduce"})  # methods whose first argument names the op
+_REDUCE_PROLOGUE = frozenset({"sum", "mean", "max", "min"})  # reductions a reduce kernel may run
 
 
 class Fusion(Backend):
@@ -155,6 +162,11 @@ class Fusion(Backend):
         self._capture: Callable[..., Any] | None = (
             getattr(self.runtime, "capture_program", None) if graphs else None
         )
+        # reduce kernels and matmul epilogues, where the runtime offers them (``FusionRuntime``;
+        # ``BURN_FUSION_ANCHORS=0``: element-wise kernels only); looked up when a stream is planned
+        self.anchors = os.environ.get("BURN_FUSION_ANCHORS", "1") != "0"
+        self._fuse_reduce: Callable[..., bool] | None = None
+        self._fuse_matmul: Callable[..., bool] | None = None
         self._calls: dict[str, Callable[..., Any]] = {}  # method name -> the inner backend's bound method
         self._rec: _Recorder | None = None  # set while a flush plans
         self._open()
@@ -453,12 +465,22 @@ class Fusion(Backend):
     def _plan_stream(self, stream: list[Node]) -> None:
         """Plan and run ``stream`` (the first time its signature is seen), recording what ran."""
         rec = self._rec
+        rt = self.runtime
+        self._fuse_reduce = getattr(rt, "fuse_reduce", None) if self.anchors else None
+        self._fuse_matmul = getattr(rt, "fuse_matmul", None) if self.anchors else None
+        users = _users(stream) if self._fuse_reduce or self._fuse_matmul else None
         for n in stream:
             if n.op is None or n.op[0] != "call":
                 continue  # computed by now, or element-wise (planned when something reads it)
+            if users is not None:
+                name = n.op[1]
+                if name == "reduce" and self._fused_reduce(n, users):
+                    continue
             lazy = [a for a in _flat(n.args, Node) if a.op is not None]
             if lazy:
                 self._execute(lazy)
+            if users is not None and n.op[1] == "matmul" and self._fused_matmul(n, users, stream):
+                continue
             if rec is not None:
                 rec.call(n)  # before it runs: running drops its operands
             self._run_call(n)
@@ -480,6 +502,87 @@ class Fusion(Backend):
         else:
             n.done(out[0])
             twin.done(out[1])
+
+    def _fused_reduce(self, n: Node, users: dict[Node, list[Node]]) -> bool:
+        """Run reduce call ``n`` as a reduce kernel computing the element-wise chain it reads (the
+        reduce prologue), where the chain is lazy, no tensor holds its result, no other call reads
+        that and the runtime has the kernel; False (nothing run) otherwise."""
+        fuse = self._fuse_reduce
+        args: tuple[Any, ...] = n.args
+        op, x, dims, keepdim = args
+        if (
+            fuse is None
+            or n.compute is not None
+            or op not in _REDUCE_PROLOGUE
+            or type(x) is not Node
+            or not x.dtype.is_float
+            or n.dtype is not x.dtype
+        ):
+            return False
+        if x.op is None:  # computed: a reduce kernel of no ops still saves a mean's divide
+            if op != "mean" or type(x.value) is _Failed:
+                return False
+        elif (
+            x.op[0] == "call"
+            or wanted(x)
+            or any(u.op is not None and u.op[0] == "call" and u is not n for u in users.get(x, ()))
+        ):
+            return False
+        rank = len(x.shape)
+        dims = tuple(dims)
+        if not dims or dims != tuple(range(rank - len(dims), rank)) or not fuse(op, n.dtype, x.shape, dims):
+            return False
+        order = _closure([x]) if x.op is not None else []
+        held = [m for m in order if wanted(m)]
+        if held:  # values a tensor holds are written anyway: by a kernel of their own, first
+            self._execute(held)
+            order = _closure([x])
+        if len(order) > self.runtime.max_ops:
+            return False
+        return self._launch([x], order, reduce=(n, FusedReduce(op, dims, bool(keepdim))))
+
+    def _fused_matmul(self, m: Node, users: dict[Node, list[Node]], stream: list[Node]) -> bool:
+        """Run matmul call ``m`` (its operands computed) with the element-wise chain that consumes its
+        product applied before the store (the matmul epilogue: a bias, an activation, an optimizer's
+        update of a weight gradient), where the runtime has the kernel; False (nothing run)
+        otherwise. The chain is the product's readers of its shape whose other operands are computed
+        or element-wise over computed values (and their readers of the same kind); the product is
+        written too only where a tensor holds it or something outside the chain reads it. Too many
+        bindings or ops: a shorter prefix of the chain."""
+        fuse = self._fuse_matmul
+        readers = users.get(m)
+        if fuse is None or not readers or m.compute is not None or m.twin is not None:
+            return False
+        chain: list[Node] = []
+        inside = {m}
+        ready: dict[Node, bool] = {}
+        for u in stream[m.pos + 1 :]:
+            if u.op is None or u.op[0] == "call" or u.shape != m.shape:
+                continue
+            args = [a for a in u.args if type(a) is Node]
+            if any(a in inside for a in args) and all(a in inside or _ready(a, ready) for a in args):
+                chain.append(u)
+                inside.add(u)
+        if not chain:
+            return False
+        lhs, rhs = m.args
+        if not fuse(lhs.value, rhs.value):  # type: ignore[union-attr]  # computed operands
+            return False
+        limit = self.runtime.max_ops
+        while chain:
+            part = set(chain)
+            outs = [u for u in chain if wanted(u) or any(v not in part for v in users.get(u, ()))]
+            if outs:
+                product = wanted(m) or any(v not in part for v in readers)
+                if product:  # written by the kernel too
+                    outs.insert(0, m)
+                order = [o for o in _closure(outs) if o is not m]
+                if len(order) <= limit and self._launch(outs, order, matmul=m):
+                    if not product:
+                        m.done(None)  # never written: every reader is computed
+                    return True
+            chain.pop()
+        return False
 
     # ------------------------------------------------------------------ element-wise (deferred)
     def _can(self, kind: str, name: str, compute: DType, out: DType) -> bool:
@@ -610,9 +713,17 @@ class Fusion(Backend):
         if chunk:
             self._launch(chunk)
 
-    def _launch(self, outs: list[Node], order: list[Node] | None = None) -> bool:
+    def _launch(
+        self,
+        outs: list[Node],
+        order: list[Node] | None = None,
+        reduce: tuple[Node, FusedReduce] | None = None,
+        matmul: Node | None = None,
+    ) -> bool:
         """Run one kernel writing ``outs``; False (nothing run) when it would need too many bindings.
-        ``order``: the closure of ``outs`` when the caller has it."""
+        ``order``: the closure of ``outs`` when the caller has it. ``reduce``: (the reduce call, its
+        reduction): a reduce kernel whose one output ``outs[0]`` is reduced into the call's node.
+        ``matmul``: a matmul call (its operands computed) whose product the ops read as input 0."""
         if order is None:
             order = _closure(outs)
         # one walk builds the plan's signature: inputs as -1-k, ops by position, scalars as None in
@@ -623,6 +734,13 @@ class Fusion(Backend):
         scalar_dtypes: list[DType] = []
         number: dict[Node, int] = {}
         sig: list[Any] = [outs[0].shape]
+        if matmul is not None:
+            inputs[matmul] = 0
+            sig.append("matmul")
+        elif reduce is not None:
+            sig.append(reduce[1])
+            if outs[0].op is None:  # a reduce kernel of no ops: it reduces its input
+                inputs[outs[0]] = 0
         for j, n in enumerate(order):
             number[n] = j
             sig += n.op  # type: ignore[arg-type]  # lazy
@@ -630,7 +748,7 @@ class Fusion(Backend):
             sig.append(n.dtype)
             for a in n.args:
                 if type(a) is Node:
-                    if a.op is None:
+                    if a.op is None or a is matmul:
                         k = inputs.get(a)
                         if k is None:
                             k = inputs[a] = len(inputs)
@@ -641,27 +759,38 @@ class Fusion(Backend):
                     scalars.append(a)  # type: ignore[arg-type]  # not a Node: a scalar
                     scalar_dtypes.append(n.compute)
                     sig.append(None)
-        if len(inputs) + len(outs) > self.runtime.max_tensors:
+        if len(inputs) + len(outs) + (matmul is not None) > self.runtime.max_tensors:
             return False
         sig += [i.dtype for i in inputs]
-        sig += [number[o] for o in outs]
+        sig += [number[o] if o in number else -1 - inputs[o] for o in outs]
         key = tuple(sig)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = _make_plan(order, inputs, scalar_dtypes, outs)
-        values = self.runtime.execute(plan, [i.value for i in inputs], scalars)
+            plan = self._plans[key] = _make_plan(
+                order, inputs, scalar_dtypes, outs, None if reduce is None else reduce[1], matmul is not None
+            )
+        operands = list(inputs)
+        if matmul is not None:
+            operands[:1] = [a for a in matmul.args if type(a) is Node]  # the product's operands
+        values = self.runtime.execute(plan, [i.value for i in operands], scalars)
+        written = outs if reduce is None else [reduce[0]]
         if self._rec is not None:
-            self._rec.kernel(plan, inputs, order, outs)
-        for node, value in zip(outs, values):
+            self._rec.kernel(plan, operands, order, written)
+        for node, value in zip(written, values):
             node.done(value)
         self.stats["kernels"] += 1
-        if len(order) > 1:
+        if plan.fused:
             self.stats["fused"] += 1
         return True
 
 
 def _make_plan(
-    order: list[Node], inputs: dict[Node, int], scalar_dtypes: list[DType], outs: list[Node]
+    order: list[Node],
+    inputs: dict[Node, int],
+    scalar_dtypes: list[DType],
+    outs: list[Node],
+    reduce: FusedReduce | None = None,
+    matmul: bool = False,
 ) -> FusedKernel:
     """The FusedKernel of one launch: values numbered inputs, scalars, then ops (``_plan``)."""
     first = len(inputs) + len(scalar_dtypes)
@@ -672,7 +801,7 @@ def _make_plan(
         args = []
         for a in n.args:
             if type(a) is Node:
-                args.append(inputs[a] if a.op is None else number[a])
+                args.append(inputs[a] if a in inputs else number[a])
             else:
                 args.append(k)
                 k += 1
@@ -683,8 +812,34 @@ def _make_plan(
         tuple(i.dtype for i in inputs),
         tuple(scalar_dtypes),
         tuple(ops),
-        tuple(number[o] for o in outs),
+        tuple(number[o] if o in number else inputs[o] for o in outs),
+        reduce,
+        matmul,
     )
+
+
+def _users(stream: list[Node]) -> dict[Node, list[Node]]:
+    """The readers of each lazy node of ``stream`` (element-wise nodes and calls), in stream order."""
+    users: dict[Node, list[Node]] = {}
+    for u in stream:
+        if u.op is None:
+            continue
+        for a in u.args if u.op[0] != "call" else _flat(u.args, Node):
+            if type(a) is Node and a.op is not None:
+                users.setdefault(a, []).append(u)
+    return users
+
+
+def _ready(a: Node, memo: dict[Node, bool]) -> bool:
+    """Whether ``a`` is computed, or element-wise over computed values only (so a kernel can compute
+    it from its inputs)."""
+    if a.op is None:
+        return True
+    ok = memo.get(a)
+    if ok is None:
+        ok = a.op[0] != "call" and all(_ready(b, memo) for b in a.args if type(b) is Node)
+        memo[a] = ok
+    return ok
 
 
 def _seq(n: Node) -> int:
@@ -868,7 +1023,7 @@ class _Program:
                 for p, v in zip(outs, values):
                     stream[p].done(v)
                 kernels += 1
-                if len(plan.ops) > 1:
+                if plan.fused:
                     fused += 1
             else:
                 _, p, free = step
@@ -889,9 +1044,9 @@ class _Recorder:
         self.reads: list[list[int]] = []  # per step, the stream positions it reads
         self.written: set[int] = set()
 
-    def kernel(self, plan: FusedKernel, inputs: dict[Node, int], order: list[Node], outs: list[Node]) -> None:
+    def kernel(self, plan: FusedKernel, inputs: list[Node], order: list[Node], outs: list[Node]) -> None:
         refs = []
-        for node in inputs:  # in binding order
+        for node in inputs:  # the tensors execute() gets, in order
             k = self.leaf_index.get(node)
             refs.append(node.pos if k is None else -1 - k)
         sidx = []

@@ -13,6 +13,8 @@ from .._dtype import dtype as as_dtype
 from ..backend import Backend
 from ._plan import FusedKernel
 
+FUSED_REDUCE_OPS = frozenset({"sum", "mean", "max", "min"})  # the reductions a reduce kernel may run
+
 
 class ReferenceRuntime:
     """``FusionRuntime`` over any backend: each op of a plan is one call of the backend's own method.
@@ -35,8 +37,18 @@ class ReferenceRuntime:
     def fusable(self, kind: str, name: str, compute: DType, out: DType) -> bool:
         return True
 
+    def fuse_reduce(self, op: str, dtype: DType, shape: tuple[int, ...], dims: tuple[int, ...]) -> bool:
+        """Reduce kernels of sum, mean, max and min (run as the chain, then the backend's reduce)."""
+        return op in FUSED_REDUCE_OPS
+
+    def fuse_matmul(self, lhs: Any, rhs: Any) -> bool:
+        """Matmul epilogues (run as the backend's matmul, then the chain)."""
+        return True
+
     def execute(self, plan: FusedKernel, inputs: list[Any], scalars: list[Any]) -> list[Any]:
         b = self.backend
+        if plan.matmul:  # value 0 is the product of the first two tensors
+            inputs = [b.matmul(inputs[0], inputs[1]), *inputs[2:]]
         values: list[Any] = [*inputs, *scalars]
         for op in plan.ops:
             args = [values[i] for i in op.args]
@@ -51,6 +63,9 @@ class ReferenceRuntime:
             else:
                 r = b.cast(args[0], as_dtype(op.name))
             values.append(r)
+        red = plan.reduce
+        if red is not None:
+            return [b.reduce(red.op, values[plan.outputs[0]], red.dims, red.keepdim)]
         return [values[v] for v in plan.outputs]
 
 
