@@ -140,3 +140,94 @@ def test_file_checkpointer_saves_prunes_and_restores_model_and_optimizer(tmp_pat
             np.testing.assert_array_equal(np.asarray(a[pid][key]), np.asarray(b[pid][key]))
     with pytest.raises(FileNotFoundError, match=r"cannot resume from epoch 2: .* available epochs: 1, 3, 4$"):
         ckpt.load(2, fresh, fresh_optim)
+
+
+def _trained(dev, steps=1):
+    model, optim = TinyMlp(dev), burn.optim.AdamConfig().init()
+    for _ in range(steps):
+        loss = model.forward(burn.randn((4, 1, 8, 8), device=dev)).sum()
+        model = optim.step(0.01, model, loss.backward())
+    return model, optim
+
+
+def test_background_save_writes_the_same_files_and_prunes_after_the_new_one(tmp_path):
+    burn.seed(2)
+    dev = adev()
+    model, optim = _trained(dev)
+    store = _store({1: 0.5, 2: 0.9, 3: 0.8})
+    fg, bg = FileCheckpointer(tmp_path / "fg", KeepLastN(2)), FileCheckpointer(tmp_path / "bg", KeepLastN(2))
+    for epoch in (1, 2, 3):
+        fg.save(epoch, model, optim, None, {"n": epoch})
+        fg.prune(store)
+        bg.save(epoch, model, optim, None, {"n": epoch}, store=store, background=True)
+    bg.wait()
+    assert fg.epochs() == bg.epochs() == [2, 3]
+    assert sorted(os.listdir(tmp_path / "fg")) == sorted(os.listdir(tmp_path / "bg"))
+    for name in os.listdir(tmp_path / "fg"):
+        a, b = (tmp_path / "fg" / name).read_bytes(), (tmp_path / "bg" / name).read_bytes()
+        if name.endswith(".safetensors"):  # its header's key order varies from one write to the next
+            from safetensors.numpy import load
+
+            a, b = load(a), load(b)  # type: ignore[assignment]
+            assert a.keys() == b.keys()
+            for key in a:
+                np.testing.assert_array_equal(a[key], b[key])
+        else:
+            assert a == b, name
+
+
+def test_a_failed_background_write_is_raised_by_wait_and_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    burn.seed(3)
+    dev = adev()
+    model, optim = _trained(dev)
+    ckpt = FileCheckpointer(tmp_path, KeepLastN(1))
+    store = _store({1: 0.5, 2: 0.4})
+    ckpt.save(1, model, optim, store=store, background=True)
+    ckpt.wait()
+    before = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
+
+    def crash_half_way(handle, data):
+        handle.write(data[: len(data) // 2])
+        raise OSError("disk full (simulated)")
+
+    monkeypatch.setattr(_atomic, "_write_all", crash_half_way)
+    ckpt.save(2, *_trained(dev, 2), store=store, background=True)  # KeepLastN(1) would drop epoch 1
+    with pytest.raises(OSError, match="simulated"):
+        ckpt.wait()
+    assert ckpt.epochs() == [1]  # epoch 2 never completed, so epoch 1 was not pruned
+    assert {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == before
+    ckpt.wait()  # the error was handed over once
+
+
+def test_learner_checkpoints_are_complete_when_fit_returns(tmp_path):
+    from burn_train import LearnerBuilder
+    from burn_train.metric import LossMetric
+
+    from ._models import loaders
+
+    burn.seed(4)
+    dev = adev()
+    train, valid = loaders(dev, n_train=64, n_valid=32)
+    learner = (
+        LearnerBuilder(tmp_path).metric_valid_numeric(LossMetric()).num_epochs(3).renderer("none")
+        .system_metrics(False).metric_logs(csv=False, plots=False).with_file_checkpointer(keep_last=2, keep_best=None)
+        .devices([dev]).build(TinyMlp(dev), burn.optim.AdamConfig().init(), 0.01)
+    )  # fmt: skip
+    model = learner.fit(train, valid)
+    assert learner.checkpointer._writer is None  # joined by fit
+    assert learner.checkpointer.epochs() == [2, 3]
+    fresh, _, _, state = learner.checkpointer.load(3, TinyMlp(dev), burn.optim.AdamConfig().init())
+    assert state["epoch"] == 3
+    for name, value in model.record().items():
+        np.testing.assert_array_equal(fresh.record()[name], value)
+
+
+def test_background_save_writes_inline_where_threads_cannot_start(tmp_path, monkeypatch):
+    from burn_train import _sync
+
+    monkeypatch.setattr(_sync, "threads_available", lambda: False)  # Pyodide
+    burn.seed(5)
+    model, optim = _trained(adev())
+    ckpt = FileCheckpointer(tmp_path)
+    ckpt.save(1, model, optim, background=True)
+    assert ckpt._writer is None and ckpt.epochs() == [1]  # written before save returned

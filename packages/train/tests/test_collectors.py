@@ -106,3 +106,48 @@ def test_learner_samples_every_available_plugin_collector(tmp_path):
 def test_unknown_collector_name_is_explained():
     ok, reason = CollectorMetric("nope").check_available()
     assert not ok and "nope" in reason
+
+
+class ProbedPlugin:
+    """A collector whose probe is expensive (NVML's starts and stops the driver's library): counted."""
+
+    probes = 0
+
+    @staticmethod
+    def probe():
+        ProbedPlugin.probes += 1
+        return True, ""
+
+    @hookimpl
+    def burn_register_metric_collectors(self, register):
+        register(MetricCollectorSpec("probed", FakeGpu, ProbedPlugin.probe, group="metrics-fake"))
+
+
+def test_a_collector_is_probed_once_per_fit_not_again_when_it_starts(tmp_path):
+    from burn_train import LearnerBuilder
+    from burn_train.metric import LossMetric
+
+    plugin = ProbedPlugin()
+    register_plugin(plugin)
+    try:
+        burn.seed(0)
+        dev = adev()
+        train, valid = loaders(dev, n_train=32, n_valid=32)
+        learner = (
+            LearnerBuilder(tmp_path)
+            .metric_train_numeric(LossMetric())
+            .renderer("none")
+            .system_metrics(True, interval=0.0)
+            .metric_logs(plots=False)
+            .num_epochs(1)
+            .build(TinyMlp(dev), burn.optim.SgdConfig().init(), 0.01)
+        )
+        ProbedPlugin.probes = 0
+        learner.fit(train, valid)
+    finally:
+        unregister_plugin(plugin)
+    assert ProbedPlugin.probes == 1  # available_collectors() before fit; the metrics' start trusts it
+    assert learner.store.values["train"]["Fake GPU Usage"] == {1: 42.0}
+    metric = CollectorMetric("nope")
+    with pytest.raises(KeyError, match="no metric collector 'nope'"):
+        metric.prepare()  # never probed: built with the checks, as before

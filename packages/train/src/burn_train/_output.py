@@ -7,6 +7,8 @@ and the event processor ``sync()``s them to numpy later, off the training path.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import Field, dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
@@ -33,15 +35,18 @@ class _Item:
 
     def sync(self) -> Self:
         """The same item with every tensor field as a numpy array (one ``burn.Transaction``)."""
-        names = [f.name for f in fields(self) if _is_tensor(getattr(self, f.name))]
-        if not names:
-            return self
-        import burn
+        return sync_many([self])[0]
 
-        tx = burn.Transaction()
-        for name in names:
-            tx.register(getattr(self, name))
-        return replace(self, **dict(zip(names, tx.execute())))
+    def _tensor_fields(self) -> list[str]:
+        return [f.name for f in fields(self) if _is_tensor(getattr(self, f.name))]
+
+    def device_bytes(self) -> int:
+        """Bytes its tensor fields hold on their device (what keeping the item unread costs)."""
+        total = 0
+        for name in self._tensor_fields():
+            t = getattr(self, name)
+            total += math.prod(t.shape) * t.dtype.itemsize
+        return total
 
     def __len__(self) -> int:
         """Number of samples in the batch (the first dim of ``targets`` or ``output``)."""
@@ -78,6 +83,33 @@ class RegressionOutput(_Item):
     loss: Any
     output: Any
     targets: Any
+
+
+def sync_many(items: Sequence[Any]) -> list[Any]:
+    """``[item.sync() for item in items]`` with one ``burn.Transaction`` (one device sync per
+    backend) for the tensor fields of every ``ClassificationOutput``-like item; other items with a
+    ``sync()`` are synced one by one, and items without one pass through."""
+    out = list(items)
+    pending: list[tuple[int, list[str]]] = []
+    tensors: list[Any] = []
+    for i, item in enumerate(out):
+        if isinstance(item, _Item):
+            names = item._tensor_fields()
+            if names:
+                pending.append((i, names))
+                tensors.extend(getattr(item, name) for name in names)
+        elif hasattr(item, "sync"):
+            out[i] = item.sync()
+    if tensors:
+        import burn
+
+        tx = burn.Transaction()
+        for t in tensors:
+            tx.register(t)
+        arrays = iter(tx.execute())
+        for i, names in pending:
+            out[i] = replace(out[i], **{name: next(arrays) for name in names})
+    return out
 
 
 def _is_gradients(value: Any) -> bool:

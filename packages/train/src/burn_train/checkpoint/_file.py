@@ -4,11 +4,18 @@ Layout under ``<artifacts>/checkpoint``: ``model-<e>.safetensors`` (burn.record 
 included so optimizer state still matches after loading), ``optim-<e>.npz``, ``scheduler-<e>.npz`` and
 ``state-<e>.json`` (epoch, RNG state, extra). The state file is written last and deleted first, so an
 epoch counts as checkpointed only when every part of it is on disk.
+
+``save(..., background=True)`` reads and serializes everything on the calling thread (device reads stay
+on the training thread) and writes the files on a worker thread while training goes on; ``wait()``
+(called by the next save and at the end of fit) joins it and re-raises its error. The writes stay
+atomic and in the same order, and checkpoints the policy drops are deleted only after the new one is
+complete, so a crash at any point still leaves the previous checkpoint intact.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import Any
 
@@ -17,6 +24,7 @@ from ._policy import CheckpointPolicy, ComposedPolicy, KeepBest, KeepLastN
 from ._record_io import record_from_bytes, record_to_bytes
 
 _PARTS = ("model", "optim", "scheduler")
+log = logging.getLogger("burn_train")
 
 
 def _model_to_bytes(model: Any) -> tuple[bytes, str]:
@@ -90,6 +98,8 @@ class FileCheckpointer:
         self.policy = policy if policy is not None else default_policy()
         os.makedirs(self.directory, exist_ok=True)
         remove_stale_temps(self.directory)
+        self._writer: Any = None  # the thread writing the last background save
+        self._error: BaseException | None = None
 
     def _path(self, part: str, epoch: int, ext: str) -> str:
         return os.path.join(self.directory, f"{part}-{epoch}.{ext}")
@@ -99,18 +109,72 @@ class FileCheckpointer:
         return checkpoint_epochs(self.directory)
 
     def save(
-        self, epoch: int, model: Any, optim: Any, scheduler: Any = None, extra: dict | None = None
+        self,
+        epoch: int,
+        model: Any,
+        optim: Any,
+        scheduler: Any = None,
+        extra: dict | None = None,
+        *,
+        store: Any = None,
+        background: bool = False,
     ) -> None:
-        """Write every part of ``epoch`` atomically, the state file last."""
+        """Write every part of ``epoch`` atomically, the state file last.
+
+        ``store``: also delete the checkpoints the policy does not keep once this one is written (the
+        policy sees this epoch among the saved ones). ``background``: write on a worker thread where
+        threads exist (see the module doc); ``wait()`` for it."""
+        self.wait()  # one save at a time, in order
         model_bytes, model_fmt = _model_to_bytes(model)
         ext = "safetensors" if model_fmt == "safetensors" else "npz"
-        atomic_write(self._path("model", epoch, ext), model_bytes)
-        atomic_write(self._path("optim", epoch, "npz"), record_to_bytes(optim.record()))
+        files = [
+            (self._path("model", epoch, ext), model_bytes),
+            (self._path("optim", epoch, "npz"), record_to_bytes(optim.record())),
+        ]
         has_scheduler = scheduler is not None and hasattr(scheduler, "record")
         if has_scheduler:
-            atomic_write(self._path("scheduler", epoch, "npz"), record_to_bytes(scheduler.record()))
+            files.append((self._path("scheduler", epoch, "npz"), record_to_bytes(scheduler.record())))
         state = {"epoch": epoch, "model_format": model_fmt, "scheduler": has_scheduler, **(extra or {})}
-        atomic_write(self._path("state", epoch, "json"), json.dumps(state).encode("utf-8"))
+        files.append((self._path("state", epoch, "json"), json.dumps(state).encode("utf-8")))
+        drop: list[int] = []
+        if store is not None:
+            saved = sorted({*self.epochs(), epoch})
+            keep = self.policy.keep(saved, store)  # decided now: the store keeps changing meanwhile
+            drop = [e for e in saved if e not in keep and e != epoch]
+        if background:
+            from .._sync import threads_available
+
+            if threads_available():
+                import threading
+
+                self._writer = threading.Thread(
+                    target=self._write_logged, args=(epoch, files, drop), name="burn-train-checkpoint"
+                )
+                self._writer.start()
+                return
+        self._write(epoch, files, drop)
+
+    def _write(self, epoch: int, files: list[tuple[str, bytes]], drop: list[int]) -> None:
+        for path, data in files:
+            atomic_write(path, data)
+        for old in drop:
+            self.delete(old)
+        log.info("checkpoint of epoch %d saved; pruned %s", epoch, drop or "nothing")
+
+    def _write_logged(self, epoch: int, files: list[tuple[str, bytes]], drop: list[int]) -> None:
+        try:
+            self._write(epoch, files, drop)
+        except BaseException as exc:  # handed to the training thread by wait()
+            self._error = exc
+
+    def wait(self) -> None:
+        """Wait for a background save to finish; re-raise its error (the previous checkpoint is intact)."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.join()
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
 
     def prune(self, store: Any) -> list[int]:
         """Delete the checkpoints the policy does not keep; returns the epochs deleted."""

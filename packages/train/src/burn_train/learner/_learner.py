@@ -21,6 +21,7 @@ from ..processor import MetricsHub, MetricSlot, make_processor
 from ..renderer import make_renderer
 from ..renderer._state import Points
 from ._builder import LearnerConfig
+from ._reads import BatchedReads
 from ._strategy import DataParallel, SingleDevice, Strategy
 from ._summary import LearnerSummary
 
@@ -122,6 +123,7 @@ class Learner:
                             if cls
                             else CollectorMetric(name, interval=self.config.system_interval)
                         )
+                        metric.known_available = True  # probed just above: not again at its start
                         slots[split].append(MetricSlot(metric, True))
         return slots
 
@@ -222,6 +224,7 @@ class Learner:
         self.hub = MetricsHub(self._metric_slots(), make_renderer(c.renderer), self._loggers(), c.interrupter)
         self.store = self.hub.store
         self.processor = make_processor(self.hub, c.processor)
+        self._reads = BatchedReads(self.processor.submit, c.read_interval)
         if c.checkpointer:
             from ..checkpoint import FileCheckpointer
 
@@ -319,6 +322,7 @@ class Learner:
                 )
             if self._fitting().should_stop(c.interrupter):
                 break
+        self._reads.flush()  # the epoch's last items reach the metrics before its end
         self.processor.submit(EndEpochEvent("train", epoch))
 
     def _optimize(self, lr: float, model: Any, grads: Any, accumulator: Any) -> bool:
@@ -362,6 +366,7 @@ class Learner:
                 self._emit("valid", item, progress, i + 1, epoch, None, sync_here)
             if strategy.should_stop(self.config.interrupter):
                 break
+        self._reads.flush()
         self.processor.submit(EndEpochEvent("valid", epoch))
 
     def _emit(
@@ -369,19 +374,20 @@ class Learner:
     ) -> None:
         if hasattr(item, "detach"):
             item = item.detach()  # drop the autodiff graph now; no device sync
-        if sync_here and hasattr(item, "sync"):
-            item = item.sync()
         where = TrainingProgress(progress, epoch, self.config.num_epochs, iteration)
-        self.processor.submit(ItemEvent(split, item, where, lr))
+        # device items are read here, on the training thread, a few steps at a time (see _reads)
+        self._reads.add(ItemEvent(split, item, where, lr), sync_here and hasattr(item, "sync"))
         self.processor.raise_pending_error()
 
     def _checkpoint(self, epoch: int) -> None:
         extra = {"rng": _host_rng_state(), "time": time.time()}
         if self.amp is not None:
             extra["amp"] = self.amp.record()
-        self.checkpointer.save(epoch, self.model, self.optim, self.scheduler, extra)
-        deleted = self.checkpointer.prune(self.store)
-        log.info("checkpoint of epoch %d saved; pruned %s", epoch, deleted or "nothing")
+        # written on a worker thread while the next epoch trains (the files stay atomic); old ones the
+        # policy drops are deleted after the new one is complete
+        self.checkpointer.save(
+            epoch, self.model, self.optim, self.scheduler, extra, store=self.store, background=True
+        )
 
     def _finish(self, reason: str, started: float, app_log: Any, trained: bool) -> None:
         """End of fit: summary first (cheap, and what matters most), then plots while the dashboard
@@ -389,6 +395,7 @@ class Learner:
         printed. A fit that failed before training started writes neither (the previous run's stay)."""
         c = self.config
         try:
+            self._flush_reads(reason)
             self.processor.submit(EndEvent(reason))
             if trained:
                 self.processor.flush(raise_errors=False)
@@ -402,13 +409,45 @@ class Learner:
                     self._save_plots()
         finally:
             try:
-                self.processor.close()
+                self._wait_checkpoint(reason)  # its files were written while the summary and plots were
             finally:
-                if trained and c.summary and self.summary is not None:
-                    print(self.summary, flush=True)
-                log.info("training %s after %.1f s", reason, time.monotonic() - started)
-                if app_log is not None:
-                    app_log.close()
+                try:
+                    self.processor.close()
+                finally:
+                    if trained and c.summary and self.summary is not None:
+                        print(self.summary, flush=True)
+                    log.info("training %s after %.1f s", reason, time.monotonic() - started)
+                    if app_log is not None:
+                        app_log.close()
+
+    @staticmethod
+    def _ending_with_error(reason: str) -> bool:
+        """Whether fit is ending because an exception is propagating (failure, Ctrl-C, kill)."""
+        return reason == "failed" or reason.startswith(("killed", "interrupted by Ctrl-C"))
+
+    def _wait_checkpoint(self, reason: str) -> None:
+        """Join the last background checkpoint write; its error is raised unless fit is already
+        ending with one (then it is logged: the previous checkpoint is intact either way)."""
+        if self.checkpointer is None:
+            return
+        if not self._ending_with_error(reason):
+            self.checkpointer.wait()
+            return
+        try:
+            self.checkpointer.wait()
+        except Exception as exc:
+            log.error("the last checkpoint could not be written: %s: %s", type(exc).__name__, exc)
+
+    def _flush_reads(self, reason: str) -> None:
+        """Hand the processor the items still waiting for their read. When fit ends with an error
+        the device may be unable to read them: they are dropped then (that error is what matters)."""
+        if not self._ending_with_error(reason):
+            self._reads.flush()
+            return
+        try:
+            self._reads.flush()
+        except Exception as exc:
+            log.info("dropped %d unread items after a failure: %s", self._reads.drop(), exc)
 
     def _best_metric(self) -> tuple[str, str] | None:
         c = self.config

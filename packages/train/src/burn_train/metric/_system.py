@@ -51,6 +51,9 @@ class CollectorMetric(Metric):
         self.unit = unit
         self.name = key or collector
         self._collector: Any = None
+        # True once this process saw the collector available (the Learner checks before fit): the
+        # probe is not repeated when the collector is built (NVML's costs a driver init and shutdown)
+        self.known_available = False
         self._sampled_at = -math.inf
         self._sample = math.nan
         super().__init__()
@@ -65,14 +68,17 @@ class CollectorMetric(Metric):
             spec = collector_spec(self.collector_name)
         except KeyError as exc:
             return False, str(exc.args[0])
-        return spec.is_available()
+        ok, reason = spec.is_available()
+        self.known_available = bool(ok)
+        return ok, reason
 
     def _build(self) -> Any:
         if self._collector is None:
             spec = collector_spec(self.collector_name)
-            ok, reason = spec.is_available()
-            if not ok:
-                raise RuntimeError(f"metric collector {self.collector_name!r} is unavailable: {reason}")
+            if not self.known_available:
+                ok, reason = spec.is_available()
+                if not ok:
+                    raise RuntimeError(f"metric collector {self.collector_name!r} is unavailable: {reason}")
             self._collector = spec.factory()
         return self._collector
 

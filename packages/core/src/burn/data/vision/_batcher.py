@@ -66,6 +66,22 @@ class ImageClassificationBatcher:
             )
         return arr.astype(np.float32) / np.float32(_SCALE.get(arr.dtype.name, 1.0))
 
+    def _stacked(self, pairs: list[tuple[Any, Any]]) -> Any:
+        """The (N, C, H, W) float32 images scaled to [0, 1] with one stack and one conversion for the
+        whole batch (the common case: every image one shape and pixel type), or None otherwise."""
+        import numpy as np
+
+        raw = [np.asarray(image) for image, _ in pairs]
+        first = raw[0]
+        if first.ndim not in (2, 3) or any(a.shape != first.shape or a.dtype != first.dtype for a in raw):
+            return None
+        stacked = np.stack(raw)
+        scale = np.float32(_SCALE.get(first.dtype.name, 1.0))
+        out = stacked.astype(np.float32)  # always a new array: divided in place below
+        if scale != 1:
+            out /= scale
+        return out[:, None] if first.ndim == 2 else out.transpose(0, 3, 1, 2)
+
     def _normalise(self, x: Any) -> Any:
         import numpy as np
 
@@ -88,15 +104,18 @@ class ImageClassificationBatcher:
         if not items:
             raise ValueError("ImageClassificationBatcher: cannot batch an empty list of items")
         pairs = [_image_and_label(item) for item in items]
-        arrays = [self._array(k, image) for k, (image, _) in enumerate(pairs)]
-        first = arrays[0].shape
-        for k, arr in enumerate(arrays):
-            if arr.shape != first:
-                raise ShapeError(
-                    f"ImageClassificationBatcher: item {k} image is (C, H, W) {arr.shape}, item 0 is {first}; "
-                    "resize images to one size before batching"
-                )
-        images = self._normalise(np.stack(arrays))
+        images = self._stacked(pairs)
+        if images is None:  # images of several shapes or pixel types: item by item, naming the odd one
+            arrays = [self._array(k, image) for k, (image, _) in enumerate(pairs)]
+            first = arrays[0].shape
+            for k, arr in enumerate(arrays):
+                if arr.shape != first:
+                    raise ShapeError(
+                        f"ImageClassificationBatcher: item {k} image is (C, H, W) {arr.shape}, item 0 is {first}; "
+                        "resize images to one size before batching"
+                    )
+            images = np.stack(arrays)
+        images = self._normalise(images)
         targets = np.asarray([int(label) for _, label in pairs], dtype=np.int64)
         return (
             _creation.tensor(images, dtype="float32", device=device),
