@@ -2,7 +2,8 @@
 same device; prints one JSON object.
 
 burn runs ``burn_train.examples.digits`` itself (the Learner with its metrics, checkpoints and summary,
-no dashboard); PyTorch runs the same CNN (conv 1->16, relu, pool, conv 16->32, relu, pool, linear
+no dashboard, and no PNG plots: they are drawn after training, about 0.5 s of matplotlib, and the peer
+draws none); PyTorch runs the same CNN (conv 1->16, relu, pool, conv 16->32, relu, pool, linear
 128->10), Adam, cosine-annealed learning rate, batch size, shuffling each epoch and a validation pass
 per epoch, on the same 8x8 digits. Each first trains one epoch on 64 items (start-up and kernel
 compiles, reported as ``cold_seconds_64_items``); the timed runs are warm. ``ratio`` is burn's wall time
@@ -28,7 +29,7 @@ def _burn(device: str, epochs: int, batch: int, lr: float, limit: int = 0) -> di
 
     with tempfile.TemporaryDirectory() as tmp:
         argv = ["--backend", device, "--epochs", str(epochs), "--batch-size", str(batch), "--lr", str(lr)]
-        argv += ["--limit", str(limit), "--renderer", "none", "--artifacts", tmp]
+        argv += ["--limit", str(limit), "--renderer", "none", "--artifacts", tmp, "--no-plots"]
         start = time.perf_counter()
         accuracy = digits.main(argv)
         seconds = time.perf_counter() - start
