@@ -100,6 +100,12 @@ def catalog() -> dict[str, str]:
     out["conv_implicit/float32/k1x2/b64x128"] = KC.render_implicit(
         burn.float32, KM.BLOCKS[4], 1, 2, "k1", False
     ).source
+    for dt in (burn.float32, burn.float16):  # the direct conv kernels (no workgroup memory)
+        out[f"conv_direct/{dt.name}/k3x3/c4p4/bias"] = KC.render_direct(dt, 3, 3, 4, 4, True).source
+        out[f"conv_depthwise/{dt.name}/k3x3/c1p4/bias"] = KC.render_direct(dt, 3, 3, 1, 4, True, True).source
+        out[f"conv_pointwise/{dt.name}/c4/vec4/bias"] = KC.render_pointwise(dt, 4, True, True).source
+    out["conv_direct/float32/k1x2/c2p1"] = KC.render_direct(burn.float32, 1, 2, 2, 1, False).source
+    out["conv_pointwise/float32/c4"] = KC.render_pointwise(burn.float32, 4, False, False).source
     out["matmul_split_sum/float32"] = KM.render_split_sum(burn.float32).source
     out["matmul_split_sum/float16"] = KM.render_split_sum(burn.float16).source
     for dt in (burn.float32, burn.int32, burn.uint32):

@@ -98,13 +98,13 @@ class RecordingPool(BufferPool):
 
 
 class RecordingExecutor(Executor):
-    """An executor that logs uploads, dispatches and copies into a ``Trace`` while ``recording``."""
+    """An executor that logs uploads, dispatches and copies into a ``Trace`` while ``tracing``."""
 
     def __init__(self, device: GPUDevice, pool: RecordingPool) -> None:
         super().__init__(device, pool, batch_size=256)
         self._pool_ids = pool.ids
         self.trace = Trace()
-        self.recording = True
+        self.tracing = True  # not "recording": the base Executor records programs under that name
         self.phase = "constant"  # "input" while the graph inputs are uploaded
         self._ids: dict[int, int] = {}
         self._keep: list[GPUBuffer] = []
@@ -124,7 +124,7 @@ class RecordingExecutor(Executor):
     def dispatch(
         self, kernel: Kernel, buffers: list[GPUBuffer], meta: bytes, groups: tuple[int, int, int]
     ) -> None:
-        if self.recording:
+        if self.tracing:
             refs = tuple(self.ref(b) for b in buffers)
             for n, access in zip(refs, kernel.bindings):
                 if access == "rw":
@@ -133,14 +133,14 @@ class RecordingExecutor(Executor):
         super().dispatch(kernel, buffers, meta, groups)
 
     def copy(self, src: GPUBuffer, src_offset: int, dst: GPUBuffer, dst_offset: int, size: int) -> None:
-        if self.recording:
+        if self.tracing:
             s, d = self.ref(src), self.ref(dst)
             self.trace.buffers[d].written = True
             self.trace.events.append(Copy(s, src_offset, d, dst_offset, size))
         super().copy(src, src_offset, dst, dst_offset, size)
 
     def write(self, buffer: GPUBuffer, data: bytes) -> None:
-        if self.recording:
+        if self.tracing:
             rec = self.trace.buffers[self.ref(buffer)]
             if rec.kind == "temp" and not rec.data:
                 rec.kind = "input" if self.phase == "input" else "constant"
@@ -150,7 +150,7 @@ class RecordingExecutor(Executor):
         super().write(buffer, data)
 
     def read(self, ranges: list[tuple[GPUBuffer, int, int]]) -> list[bytes]:
-        if self.recording:
+        if self.tracing:
             raise WebExportError(
                 "web export: the forward reads device data back to the host in the middle of the graph "
                 "(a data-dependent shape or a host sync); a static WebGPU schedule cannot do that"
@@ -229,6 +229,7 @@ def record(graph: Any, feeds: list[np.ndarray], index: int = 0, *, fusion: bool 
     """
     from burn.ir import op_def
 
+    graph = fold_constants(graph)
     b = recording_backend(index)
     ex = b.ex
     assert isinstance(ex, RecordingExecutor)
@@ -309,9 +310,61 @@ def record(graph: Any, feeds: list[np.ndarray], index: int = 0, *, fusion: bool 
 
         dense = [b._readable(_inner(runner, env[ref.id])) for ref in graph.outputs]
         outputs = [(ex.ref(d.buffer), d.byte_offset, d.numel * ELEM_BYTES[d.dtype]) for d in dense]
-        ex.recording = False
+        ex.tracing = False
         values = b.read_many(dense)
     return Recorded(ex.trace, inputs, outputs, values)
+
+
+_FOLD_GROWTH = 4  # a folded value may be at most this many times its largest operand (or small)
+_FOLD_SMALL = 1 << 16  # elements
+
+
+def fold_constants(graph: Any) -> Any:
+    """``graph`` with the ops that read only constants computed once now, on burn's numpy backend,
+    their results becoming constants of the page: the weights' transforms of an imported model (a
+    batch norm folded into the conv before it: ``w * gamma / sqrt(var + eps)``, ``beta - mean *
+    ...``) would otherwise run as dispatches on every call. Ops that read no tensor, outputs of the
+    graph, and results much larger than their operands (a broadcast constant would bloat the
+    weights) stay in the schedule. Returns ``graph`` itself when nothing folds."""
+    import numpy as np
+
+    cpu = burn.device("cpu").backend
+    out_ids = {ref.id for ref in graph.outputs}
+    known = dict(graph.constants)
+    env: dict[int, Any] = {}
+    kept = []
+    for op in graph.ops:
+        refs = list(_refs(op.args))
+        foldable = (
+            refs
+            and all(r.id in known for r in refs)
+            and not any(ref.id in out_ids for ref in op.outputs)
+            and max(int(np.prod(ref.shape)) for ref in op.outputs)
+            <= max(_FOLD_SMALL, _FOLD_GROWTH * max(int(np.asarray(known[r.id]).size) for r in refs))
+        )
+        if not foldable:
+            kept.append(op)
+            continue
+        for r in refs:
+            if r.id not in env:
+                arr = np.asarray(known[r.id])
+                env[r.id] = cpu.from_numpy(arr, burn.dtype(arr.dtype.name))
+        try:
+            results = op.run(cpu, env)
+        except Exception:  # an op the numpy backend cannot run on its own: leave it to the device
+            kept.append(op)
+            continue
+        for prim, ref in zip(results, op.outputs):
+            value = np.asarray(cpu.to_numpy(prim))
+            if value.dtype.name != ref.dtype.name:
+                value = value.astype(ref.dtype.name)
+            known[ref.id] = value
+            env[ref.id] = prim
+    if len(kept) == len(graph.ops):
+        return graph
+    used = {r.id for op in kept for r in _refs(op.args)} | out_ids
+    constants = {cid: arr for cid, arr in known.items() if cid in used}
+    return type(graph)(dict(graph.inputs), constants, kept, list(graph.outputs))
 
 
 # the backend methods whose ops fusion defers as element-wise expressions

@@ -183,6 +183,7 @@ def build(
             "pipelines": len(kernels),
             "buffers": len(buffers),
             "buffer_bytes": sum(b["size"] for b in buffers),
+            "temp_bytes": sum(slot_sizes),  # intermediates in their shared slots
             "temp_bytes_unshared": sum(t[3] for t in temps),
         },
     }
