@@ -8,6 +8,11 @@ only SwiftShader.
 
     python benchmarks/bench_web.py [--models resnet,unet] [--reps 20] [--ort-web ~/.cache/burn/npm] \
         [--fusion both|on|off] [--json out.json]
+    python benchmarks/bench_web.py --native-only [--json out.json]     # no browser (the GPU machine)
+
+``--native-only`` exports each model and replays its schedule natively only (no browser), beside
+onnxruntime on the same machine (its CUDA provider where the installed build has one, else CPU): the
+real-GPU figure of the exported schedules.
 
 ``--fusion both`` (default) exports each model twice, recorded through burn's fusion decorator (the
 default export, ``page``) and op by op (``counts_unfused``), to show what fusion saves: the two then
@@ -169,6 +174,55 @@ def _page(browser: Any, folder: Path, js_feeds: Any, reps: int) -> dict[str, Any
     return result
 
 
+def native_only(M: Any, names: list[str], reps: int, out: Path | None) -> int:
+    """Each model's exported schedule replayed natively (wgpu-py on this machine's adapter) against
+    onnxruntime on the same machine, steady medians of ``reps`` runs."""
+    import burn_wgpu.web as web
+    import onnxruntime as ort
+
+    providers = [
+        p for p in ("CUDAExecutionProvider", "CPUExecutionProvider") if p in ort.get_available_providers()
+    ]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in (n.strip() for n in names):
+            data = _explicit_dilations(M.model(name))
+            feeds = M.feeds(name)
+            folder = Path(tmp) / name
+            folder.mkdir()
+            (folder / "model.onnx").write_bytes(data)
+            exported = web.export_onnx(folder / "model.onnx", folder, {k: v.shape for k, v in feeds.items()})
+            native = web.NativeSchedule(folder)
+            native.run(feeds)
+            times = []
+            for _ in range(reps):
+                s = time.perf_counter()
+                native.run(feeds)
+                times.append((time.perf_counter() - s) * 1e3)
+            row: dict[str, Any] = {"model": name, "dispatches": exported.counts.get("dispatches")}
+            row["native_schedule_steady_ms"] = round(statistics.median(times), 3)
+            row["native_adapter"] = native.adapter
+            session = ort.InferenceSession(data, providers=providers[:1])
+            session.run(None, feeds)
+            times = []
+            for _ in range(reps):
+                s = time.perf_counter()
+                session.run(None, feeds)
+                times.append((time.perf_counter() - s) * 1e3)
+            row["onnxruntime_provider"] = providers[0]
+            row["onnxruntime_steady_ms"] = round(statistics.median(times), 3)
+            row["ratio_native_over_onnxruntime"] = round(
+                row["native_schedule_steady_ms"] / row["onnxruntime_steady_ms"], 3
+            )
+            rows.append(row)
+    doc = {"benchmark": "bench_web", "mode": "native-only", "reps": reps, "models": rows}
+    text = json.dumps(doc, indent=2)
+    print(text)
+    if out:
+        out.write_text(text)
+    return 0
+
+
 def bench_model(
     browser: Any, M: Any, name: str, reps: int, ort_dir: Path | None, work: Path, fusion: str = "both"
 ) -> dict[str, Any]:
@@ -250,9 +304,12 @@ def main(argv: list[str] | None = None) -> int:
         default="both",
         help="export through fusion (on), op by op (off), or both (the unfused page as page_unfused)",
     )
+    parser.add_argument("--native-only", action="store_true", help="no browser: native replay + onnxruntime")
     args = parser.parse_args(argv)
-    browser_mod = _load("_browser")
     M = _load("_web_models")
+    if args.native_only:
+        return native_only(M, args.models.split(","), args.reps, args.json)
+    browser_mod = _load("_browser")
     reason = browser_mod.unavailable()
     if reason:
         print(json.dumps({"error": reason}))
