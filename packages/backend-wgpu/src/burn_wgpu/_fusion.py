@@ -15,8 +15,7 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from burn import DType, float16, float32
-from burn.fusion import FusedKernel
-from burn.fusion._plan import FusedReduce
+from burn.fusion import FusedKernel, FusedReduce
 
 from ._dtypes import WGSL, scalar_bits
 from ._elementwise import broadcast_strides, collapse

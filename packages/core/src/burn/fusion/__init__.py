@@ -14,7 +14,15 @@ turns fusion off, ``BURN_FUSION_REPLAY=0`` only the replay). A backend offers ke
 """
 
 from ._backend import Fusion, mark_step
-from ._plan import FusedKernel, FusedOp, FusionRuntime
+from ._plan import FusedKernel, FusedOp, FusedReduce, FusionRuntime
 from ._reference import ReferenceRuntime
 
-__all__ = ["FusedKernel", "FusedOp", "Fusion", "FusionRuntime", "ReferenceRuntime", "mark_step"]
+__all__ = [
+    "FusedKernel",
+    "FusedOp",
+    "FusedReduce",
+    "Fusion",
+    "FusionRuntime",
+    "ReferenceRuntime",
+    "mark_step",
+]
