@@ -26,6 +26,7 @@ one run (``min_ms`` beside the median ``steady_ms`` where other work shares the 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import shutil
@@ -174,6 +175,18 @@ def _page(browser: Any, folder: Path, js_feeds: Any, reps: int) -> dict[str, Any
     return result
 
 
+def _steady_ms(run: Any, reps: int) -> float:
+    """Median milliseconds of ``reps`` calls of ``run`` after one warm-up call (each call returns its
+    outputs on the host, so it is synchronous)."""
+    run()
+    times = []
+    for _ in range(reps):
+        s = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - s) * 1e3)
+    return statistics.median(times)
+
+
 def native_only(M: Any, names: list[str], reps: int, out: Path | None) -> int:
     """Each model's exported schedule replayed natively (wgpu-py on this machine's adapter) against
     onnxruntime on the same machine, steady medians of ``reps`` runs."""
@@ -193,24 +206,16 @@ def native_only(M: Any, names: list[str], reps: int, out: Path | None) -> int:
             (folder / "model.onnx").write_bytes(data)
             exported = web.export_onnx(folder / "model.onnx", folder, {k: v.shape for k, v in feeds.items()})
             native = web.NativeSchedule(folder)
-            native.run(feeds)
-            times = []
-            for _ in range(reps):
-                s = time.perf_counter()
-                native.run(feeds)
-                times.append((time.perf_counter() - s) * 1e3)
             row: dict[str, Any] = {"model": name, "dispatches": exported.counts.get("dispatches")}
-            row["native_schedule_steady_ms"] = round(statistics.median(times), 3)
+            row["native_schedule_steady_ms"] = round(
+                _steady_ms(functools.partial(native.run, feeds), reps), 3
+            )
             row["native_adapter"] = native.adapter
             session = ort.InferenceSession(data, providers=providers[:1])
-            session.run(None, feeds)
-            times = []
-            for _ in range(reps):
-                s = time.perf_counter()
-                session.run(None, feeds)
-                times.append((time.perf_counter() - s) * 1e3)
             row["onnxruntime_provider"] = providers[0]
-            row["onnxruntime_steady_ms"] = round(statistics.median(times), 3)
+            row["onnxruntime_steady_ms"] = round(
+                _steady_ms(functools.partial(session.run, None, feeds), reps), 3
+            )
             row["ratio_native_over_onnxruntime"] = round(
                 row["native_schedule_steady_ms"] / row["onnxruntime_steady_ms"], 3
             )
@@ -262,13 +267,7 @@ def bench_model(
             key: {k: pair[key][k] for k in ("steady_ms", "min_ms", "per_run")} for key in pair
         }
     native = web.NativeSchedule(folder)
-    native.run(feeds)
-    times = []
-    for _ in range(reps):
-        s = time.perf_counter()
-        native.run(feeds)
-        times.append((time.perf_counter() - s) * 1e3)
-    row["native_schedule_steady_ms"] = statistics.median(times)
+    row["native_schedule_steady_ms"] = _steady_ms(lambda: native.run(feeds), reps)
     row["native_adapter"] = native.adapter
     if ort_dir is not None:
         dist = ort_dir / "node_modules" / "onnxruntime-web" / "dist"
