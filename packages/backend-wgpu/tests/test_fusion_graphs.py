@@ -127,3 +127,33 @@ def test_reads_cannot_be_recorded(backend):
         assert len(ex.recording) == 1
     finally:
         ex.recording = None
+
+
+def test_alternating_batch_shapes_keep_one_recording_each(dev, raw_dev, monkeypatch):
+    """Two batch shapes in turn (a last partial batch, validation): each stream keeps its own recorded
+    program, and no launch serves a stream of the other shape."""
+
+    def losses(device):
+        burn.seed(2)
+        model = nn.LinearConfig(6, 3).init(device)
+        opt = burn.optim.AdamConfig().init()
+        rng = np.random.default_rng(5)
+        out = []
+        for i in range(12):
+            rows = 8 if i % 2 else 5
+            x = burn.tensor(rng.standard_normal((rows, 6)).astype(np.float32), device=device)
+            y = burn.tensor(rng.integers(0, 3, rows).astype(np.int32), device=device)
+            loss = F.cross_entropy(model(x), y)
+            model = opt.step(1e-2, model, loss.backward())
+            out.append(loss)
+        return [float(v.item()) for v in out]
+
+    plain = losses(burn.device(raw_dev, autodiff=True))
+    adev = burn.device(dev, autodiff=True)
+    fb = adev.backend.inner
+    _fresh(fb, monkeypatch)
+    before = dict(fb.stats)
+    got = losses(adev)
+    np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-6)
+    assert fb.stats["graphs"] - before["graphs"] >= 2, fb.runtime.capture_failures
+    assert fb.stats["graph_launches"] - before["graph_launches"] >= 4
