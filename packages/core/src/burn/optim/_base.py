@@ -13,6 +13,7 @@ from typing import Any
 
 from .._errors import ConfigError, RecordError, ShapeError
 from .._tensor import Tensor
+from .._transaction import Transaction
 from ..fusion import mark_step
 from ..nn._param import lift
 from ._grads import GradientsParams
@@ -95,8 +96,16 @@ class Optimizer:
     def record(self) -> dict[str, Any]:
         """``{"optimizer": name, "states": {param_id: {key: numpy array | number}}}``."""
         states: dict[str, dict[str, Any]] = {pid: dict(raw) for pid, raw in self._pending.items()}
+        read = Transaction()  # every state tensor in one read (one device sync, not one per tensor)
+        places = []
         for pid, state in self._states.items():
-            states[pid] = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in state.items()}
+            states[pid] = dict(state)
+            for k, v in state.items():
+                if isinstance(v, Tensor):
+                    read.register(v)
+                    places.append((pid, k))
+        for (pid, k), arr in zip(places, read.execute()):
+            states[pid][k] = arr
         return {"optimizer": type(self).__name__, "states": states}
 
     def load_record(self, record: dict[str, Any]) -> Optimizer:

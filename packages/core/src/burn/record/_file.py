@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import _dtype as D
 from .._errors import RecordError
+from .._transaction import Transaction
 from .._version import __version__
 
 FORMAT = "burn-record"
@@ -38,8 +39,11 @@ def to_bytes(module: Any, dtype: Any = None) -> bytes:
         raise ValueError("record: bfloat16 records are not supported (numpy has no bfloat16); use float16")
     arrays: dict[str, Any] = {}
     entries: dict[str, dict[str, str]] = {}
-    for name, entry in module.named_entries():
-        arr = entry.value.numpy()
+    named = list(module.named_entries())
+    read = Transaction()  # every value in one read (one device sync on a GPU backend, not one each)
+    for _, entry in named:
+        read.register(entry.value)
+    for (name, entry), arr in zip(named, read.execute()):
         if save_dt is not None and entry.dtype.is_float:
             arr = arr.astype(save_dt.name)
         arrays[name] = arr
