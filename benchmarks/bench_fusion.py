@@ -55,16 +55,22 @@ def _step_fn(
     return dev, step, state
 
 
-def _host_shares(step: Any, sync: Any, steps: int) -> dict[str, float]:
-    """Shares of host time (cProfile's own time per function) by where the function lives."""
+def profiled(step: Any, sync: Any, steps: int) -> dict[Any, Any]:
+    """cProfile's statistics of ``steps`` calls of ``step`` (the device synced at the end): by
+    (path, line, name), (primitive calls, calls, own time, cumulative time, callers)."""
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(steps):
         step()
     sync()
     prof.disable()
+    return pstats.Stats(prof).stats  # type: ignore[attr-defined]  # documented, not typed
+
+
+def _host_shares(step: Any, sync: Any, steps: int) -> dict[str, float]:
+    """Shares of host time (cProfile's own time per function) by where the function lives."""
     totals = {"fusion": 0.0, "backend_launch": 0.0, "burn_other": 0.0, "driver_and_rest": 0.0}
-    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]  # documented, not typed
+    stats = profiled(step, sync, steps)
     for (path, _line, _name), (_cc, _nc, tottime, _ct, _callers) in stats.items():
         if "/burn/fusion/" in path:
             totals["fusion"] += tottime

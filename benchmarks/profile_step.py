@@ -7,26 +7,18 @@ of bench_fusion's models, for each GPU backend. Prints one JSON object.
 from __future__ import annotations
 
 import argparse
-import cProfile
-import pstats
 import time
 from typing import Any
 
 from _common import emit_json, time_for
-from bench_fusion import _step_fn
+from bench_fusion import _step_fn, profiled
 
 
 def profile(backend: str, kind: str, steps: int, top: int) -> dict[str, Any]:
     dev, step, _state = _step_fn(backend, kind, fusion=True)
     sync = dev.backend.sync
     secs = time_for(step, sync, 0.5)
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(steps):
-        step()
-    sync()
-    prof.disable()
-    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]  # documented, not typed
+    stats = profiled(step, sync, steps)
     rows = sorted(stats.items(), key=lambda kv: -kv[1][2])
     whole = sum(v[2] for v in stats.values()) or 1.0
     out = []
