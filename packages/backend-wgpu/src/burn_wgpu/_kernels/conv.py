@@ -234,19 +234,9 @@ def render_direct(dtype: DType, kh: int, kw: int, co: int, px: int, bias: bool, 
                 f"        if (ow0 + {p}u < OW) {{ let v = a{l}_{p}{bias_term}; out[ob{l} + ow0 + {p}u] = {store}; }}"
             )
         body.append("    }")
-    src = f"""{_direct_head(dtype, bias)}
-const CO = {co}u;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{
-    let e = gid.x + gid.y * (nwg.x * 64u);
-    if (e >= info[0]) {{ return; }}
-{chr(10).join(body)}
-}}
-"""
     kind = "depthwise" if cg1 else "direct"
     name = f"conv_{kind}_{dtype.name}_k{kh}x{kw}_c{co}p{px}{'_b' if bias else ''}"
-    return Kernel(name, src, ("rw", "read", "read", *(("read",) if bias else ())))
+    return _direct_kernel(name, _direct_head(dtype, bias), co, body, bias)
 
 
 @lru_cache(maxsize=32)
@@ -282,7 +272,14 @@ def render_pointwise(dtype: DType, co: int, vec: bool, bias: bool) -> Kernel:
             t = WGSL[dtype]
             body += [f"        if (p0 + {p}u < HW) {{ out[ob{l} + {p}u] = {t}(v[{p}]); }}" for p in range(4)]
         body.append("    }")
-    src = f"""{_direct_head(dtype, bias, vec)}
+    name = f"conv_pointwise_{dtype.name}_c{co}{'_v' if vec else ''}{'_b' if bias else ''}"
+    return _direct_kernel(name, _direct_head(dtype, bias, vec), co, body, bias)
+
+
+def _direct_kernel(name: str, head: str, co: int, body: list[str], bias: bool) -> Kernel:
+    """A direct or pointwise conv kernel: ``head`` (bindings, metadata), then ``body`` in a 64-wide
+    main over the invocations ``info[0]`` counts; bindings out, x, w (and the bias)."""
+    src = f"""{head}
 const CO = {co}u;
 
 @compute @workgroup_size(64)
@@ -292,5 +289,4 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 {chr(10).join(body)}
 }}
 """
-    name = f"conv_pointwise_{dtype.name}_c{co}{'_v' if vec else ''}{'_b' if bias else ''}"
     return Kernel(name, src, ("rw", "read", "read", *(("read",) if bias else ())))
