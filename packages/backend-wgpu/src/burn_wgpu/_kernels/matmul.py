@@ -57,6 +57,17 @@ def batch_lines(nb: int, first: int = 10, a: str = "ao", b: str = "bo") -> str:
     return "\n".join(lines)
 
 
+def _plain_head(dtype: DType, acc: str) -> str:
+    """The bindings of the tiled and small kernels (metadata, out, a, b all of ``dtype``) and ``ACC``."""
+    t = WGSL[dtype]
+    return f"""{"enable f16;" if dtype is float16 else ""}
+@group(0) @binding(0) var<storage, read> info: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<{t}>;
+@group(0) @binding(2) var<storage, read> a: array<{t}>;
+@group(0) @binding(3) var<storage, read> b: array<{t}>;
+alias ACC = {acc};"""
+
+
 @lru_cache(maxsize=256)
 def render(dtype: DType, nb: int, tile: int = TILE, tk: int = TK) -> Kernel:
     """Metadata: M, N, K, batch base, a_off, b_off, a_sm, a_sk, b_sk, b_sn, batch shape[nb], a batch
@@ -84,12 +95,7 @@ def render(dtype: DType, nb: int, tile: int = TILE, tk: int = TK) -> Kernel:
         f"            let br{i} = Bs[kk * {tile}u + lid.x + {16 * i}u];"
         for i in range(r)
     )
-    src = f"""{"enable f16;" if dtype is float16 else ""}
-@group(0) @binding(0) var<storage, read> info: array<u32>;
-@group(0) @binding(1) var<storage, read_write> out: array<{WGSL[dtype]}>;
-@group(0) @binding(2) var<storage, read> a: array<{WGSL[dtype]}>;
-@group(0) @binding(3) var<storage, read> b: array<{WGSL[dtype]}>;
-alias ACC = {acc};
+    src = f"""{_plain_head(dtype, acc)}
 var<workgroup> As: array<ACC, {tile * tk}>;
 var<workgroup> Bs: array<ACC, {tile * tk}>;
 
@@ -160,12 +166,7 @@ def render_small(dtype: DType, nb: int) -> Kernel:
     entry (x), batch entries along z. Each output sums its K products in order, as ``render`` does."""
     acc = compute_type(dtype)
     store = "f16(v)" if dtype is float16 else "v"
-    src = f"""{"enable f16;" if dtype is float16 else ""}
-@group(0) @binding(0) var<storage, read> info: array<u32>;
-@group(0) @binding(1) var<storage, read_write> out: array<{WGSL[dtype]}>;
-@group(0) @binding(2) var<storage, read> a: array<{WGSL[dtype]}>;
-@group(0) @binding(3) var<storage, read> b: array<{WGSL[dtype]}>;
-alias ACC = {acc};
+    src = f"""{_plain_head(dtype, acc)}
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {{
