@@ -230,19 +230,8 @@ def render(plan: FusedKernel, nd: int, contig: bool, vec4: bool = False) -> Kern
         body += [f"let o_{name} = i + info[{1 + j}u];" for j, name in enumerate(names)]
         scalar_at = 1 + len(names)
     else:  # metadata: numel, shape, (strides, offset) per tensor, the scalars
-        block = nd + 1
-        slot = {name: 1 + nd + block * j for j, name in enumerate(names)}
-        if contig:
-            body += [f"let o_{name} = i + info[{slot[name] + nd}u];" for name in names]
-        else:
-            body.append("var r = i;")
-            body += [f"var o_{name} = info[{slot[name] + nd}u];" for name in names]
-            for d in range(nd - 1, -1, -1):
-                body.append(f"let c{d} = r % info[{1 + d}u];")
-                if d:
-                    body.append(f"r = r / info[{1 + d}u];")
-                body += [f"o_{name} += c{d} * info[{slot[name] + d}u];" for name in names]
-        scalar_at = 1 + nd + block * len(names)
+        body += _offsets(names, nd, 1, "i", contig)
+        scalar_at = 1 + nd + (nd + 1) * len(names)
     for k, dt in enumerate(scalars):
         cls = K.dclass(dt)
         word = f"info[{scalar_at + k}u]"
@@ -301,20 +290,25 @@ def _unanchored(plan: FusedKernel) -> FusedKernel:
     return plain
 
 
-def _offsets(names: list[str], nd: int, at: str, index: str, contig: bool) -> list[str]:
+def _offsets(names: list[str], nd: int, at: int | str, index: str, contig: bool) -> list[str]:
     """WGSL giving each tensor ``o_<name>``: its element at flat position ``index`` of the iteration.
-    Metadata from ``info[at]`` on: the collapsed shape (``nd``), then (strides, offset) per name."""
+    Metadata from ``info[at]`` on (``at``: a word number, or WGSL ending in ``+ `` added to each):
+    the collapsed shape (``nd``), then (strides, offset) per name."""
+
+    def word(k: int) -> str:
+        return f"info[{at + k}u]" if isinstance(at, int) else f"info[{at}{k}u]"
+
     block = nd + 1
     slot = {name: nd + block * j for j, name in enumerate(names)}
     if contig:
-        return [f"let o_{name} = {index} + info[{at}{slot[name] + nd}u];" for name in names]
+        return [f"let o_{name} = {index} + {word(slot[name] + nd)};" for name in names]
     lines = [f"var r = {index};"]
-    lines += [f"var o_{name} = info[{at}{slot[name] + nd}u];" for name in names]
+    lines += [f"var o_{name} = {word(slot[name] + nd)};" for name in names]
     for d in range(nd - 1, -1, -1):
-        lines.append(f"let c{d} = r % info[{at}{d}u];")
+        lines.append(f"let c{d} = r % {word(d)};")
         if d:
-            lines.append(f"r = r / info[{at}{d}u];")
-        lines += [f"o_{name} += c{d} * info[{at}{slot[name] + d}u];" for name in names]
+            lines.append(f"r = r / {word(d)};")
+        lines += [f"o_{name} += c{d} * {word(slot[name] + d)};" for name in names]
     return lines
 
 
