@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +33,10 @@ _BIND_GROUP_CACHE = 8192
 DISPATCH, COPY = 0, 1  # recorded commands
 
 
+@functools.cache
 def _native() -> tuple[Any, Any] | None:
-    """wgpu-native's cffi ``lib`` and ``ffi`` as wgpu-py 0.32 exposes them, or None."""
+    """wgpu-native's cffi ``lib`` and ``ffi`` as wgpu-py 0.32 exposes them, or None (looked up once:
+    every replayed launch asks)."""
     try:
         from wgpu.backends.wgpu_native import _ffi
 
