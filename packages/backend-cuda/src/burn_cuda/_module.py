@@ -88,6 +88,17 @@ def _out_spatial(spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, dilat
     )
 
 
+def _gather_fits(x: Prim, stride: Ints, out_len: int) -> bool:
+    """Whether the columns gather takes a conv of ``x`` with ``out_len`` outputs per plane: 1-d/2-d,
+    an element size it copies, and a plane and channel count within its int positions and grid."""
+    return (
+        len(stride) <= 2
+        and x.dtype.itemsize in _BITS
+        and out_len < 1 << 31
+        and -(-x.shape[1] // _C_PER) <= 65535
+    )
+
+
 def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
     """Output length of a pool as PyTorch computes it (a ceil window must start inside input + left pad)."""
     span = size + 2 * p - d * (k - 1) - 1
@@ -115,11 +126,11 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
         groups: int,
     ) -> Prim:
         args = (x, weight, bias, stride, padding, dilation, groups)
-        if not self._columns_fit(*args):
+        out_len = math.prod(_out_spatial(x.shape[2:], weight.shape[2:], stride, padding, dilation))
+        if not _gather_fits(x, stride, out_len):
             return self._conv_rows(*args)
         from . import _tuned
 
-        out_len = math.prod(_out_spatial(x.shape[2:], weight.shape[2:], stride, padding, dilation))
         if _tuned.should_tune(x, weight, out_len):
             return _tuned.tuner(self).run(_tuned.CONV, self, *args)
         # untuned (small) convs: columns pay off for large planes, one large GEMM for small ones
@@ -141,11 +152,9 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
         n, _ = x.shape[:2]
         c_out, c_g = weight.shape[:2]
         kernel = weight.shape[2:]
+        out_sp = _out_spatial(x.shape[2:], kernel, stride, padding, dilation)
         if any(padding):
             x = cp.pad(x, ((0, 0), (0, 0)) + tuple((p, p) for p in padding))
-        out_sp = tuple(
-            (x.shape[2 + d] - dilation[d] * (kernel[d] - 1) - 1) // stride[d] + 1 for d in range(nd)
-        )
         g, ck, length = groups, c_g * math.prod(kernel), math.prod(out_sp)
         win = _windows(cp, x, out_sp, kernel, stride, dilation)
         win = win.reshape((n, g, c_g) + out_sp + tuple(kernel))
@@ -169,12 +178,9 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
         dilation: Ints,
         groups: int,
     ) -> bool:
-        """Whether ``_conv_columns`` takes this conv: 1-d/2-d, an element size its gather copies, and
-        an output plane and channel count within the gather kernel's indices and grid."""
-        if len(stride) > 2 or x.dtype.itemsize not in _BITS:
-            return False
+        """Whether ``_conv_columns`` takes this conv (``_gather_fits``)."""
         out_len = math.prod(_out_spatial(x.shape[2:], weight.shape[2:], stride, padding, dilation))
-        return out_len < 1 << 31 and -(-x.shape[1] // _C_PER) <= 65535
+        return _gather_fits(x, stride, out_len)
 
     def _conv_columns(
         self,
@@ -197,13 +203,12 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
         n, c, h, w = x.shape
         c_out, c_g, kh, kw = weight.shape
         (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
-        oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-        ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+        oh, ow = _out_spatial((h, w), (kh, kw), stride, padding, dilation)
         g, length, ck = groups, oh * ow, c_g * kh * kw
         wg = weight.reshape(g, c_out // g, ck)[None] if g > 1 else weight.reshape(c_out, ck)
         pointwise = kh == kw == 1 and sh == sw == 1 and ph == pw == 0
         per_image = c * kh * kw * length * x.dtype.itemsize
-        # images per gather: within the workspace, and within a grid's y dimension (65535)
+        # images per gather: within the workspace, and within the gather grid's z dimension (65535)
         chunk = n if pointwise else max(1, min(n, 65535, _WORKSPACE // max(per_image, 1)))
         parts = []
         for n0 in range(0, n, chunk):
