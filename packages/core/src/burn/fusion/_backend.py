@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from .._device import Device
+    from .._tensor import Tensor
 
 Scalar = bool | int | float
 PENDING_LIMIT = 4096  # ops recorded before the stream is flushed without a read
@@ -102,6 +103,7 @@ _EAGER = frozenset(
         "check_index",
     }
 )
+KERNEL_CALL = "kernel"  # the call name of a node recorded by ``Fusion.launch`` (a FusedKernel of its own)
 _NAMED = frozenset({"reduce", "arg_reduce"})  # methods whose first argument names the op
 _REDUCE_PROLOGUE = frozenset({"sum", "mean", "max", "min"})  # reductions a reduce kernel may run
 
@@ -168,6 +170,7 @@ class Fusion(Backend):
         self._fuse_reduce: Callable[..., bool] | None = None
         self._fuse_matmul: Callable[..., bool] | None = None
         self._calls: dict[str, Callable[..., Any]] = {}  # method name -> the inner backend's bound method
+        self._kernels: list[FusedKernel] = []  # plans ``launch`` recorded, by their signature number
         self._rec: _Recorder | None = None  # set while a flush plans
         self._open()
         self.binary_fns = {op: functools.partial(self.binary, op) for op in BINARY_OPS}
@@ -479,6 +482,9 @@ class Fusion(Backend):
             lazy = [a for a in _flat(n.args, Node) if a.op is not None]
             if lazy:
                 self._execute(lazy)
+            if n.op[1] == KERNEL_CALL:
+                self._run_kernel_call(n, stream)
+                continue
             if users is not None and n.op[1] == "matmul" and self._fused_matmul(n, users, stream):
                 continue
             if rec is not None:
@@ -665,6 +671,85 @@ class Fusion(Backend):
         if self._can("cast", dtype.name, src, dtype):
             return self._defer("cast", dtype.name, (x,), x.node.shape, dtype, src)
         return self._wrap(self.inner.cast(self._values([x])[0], dtype))
+
+    # ------------------------------------------------------------------ whole kernels
+    def launch(self, plan: FusedKernel, inputs: Sequence[FPrim], scalars: Sequence[Scalar]) -> list[FPrim]:
+        """Record ``plan`` (an element-wise kernel with one output or several) over ``inputs`` as one
+        node of the stream: it runs as one kernel of its own when the stream is planned, and replays
+        like any other (its scalars are arguments, not part of the signature). Code that knows a whole
+        update (an optimizer's step of one param) records it here at the cost of one op instead of a
+        dozen. Where the runtime cannot render an op of the plan, or the plan needs more bindings or
+        ops than a kernel may have, the plan's ops are recorded one by one instead (and may fuse with
+        their neighbours)."""
+        ok = plan.cache.get(self)
+        if ok is None:
+            rt = self.runtime
+            ok = (
+                plan.reduce is None
+                and not plan.matmul
+                and len(plan.inputs) + len(plan.outputs) <= rt.max_tensors
+                and len(plan.ops) <= rt.max_ops
+                and all(self._can(o.kind, o.name, o.compute, o.out) for o in plan.ops)
+            )
+            plan.cache[self] = ok
+            if ok:
+                self._kernels.append(plan)  # numbered for the signature; kept, so the number stays its own
+                plan.cache[(self, "number")] = len(self._kernels) - 1
+        if len(inputs) != len(plan.inputs) or len(scalars) != len(plan.scalars):
+            raise ValueError(
+                f"Fusion.launch: the plan takes {len(plan.inputs)} tensors and {len(plan.scalars)} "
+                f"scalars, got {len(inputs)} and {len(scalars)}"
+            )
+        shape = plan.shape
+        for i, (p, dt) in enumerate(zip(inputs, plan.inputs)):
+            n = p.node
+            if n.dtype is not dt or (n.shape != shape and not _broadcasts_to(n.shape, shape)):
+                raise ValueError(
+                    f"Fusion.launch: input {i} is {n.dtype.name}{list(n.shape)}, the plan expects "
+                    f"{dt.name} broadcasting to {list(shape)}"
+                )
+        if not ok:
+            return ReferenceRuntime(self).execute(plan, list(inputs), list(scalars))
+        if self._cut and len(self._stream) == self._cut:
+            self.flush()
+        operands = [p.node for p in inputs]
+        dtypes = plan.out_dtypes()
+        first = _call_node(shape, dtypes[0], KERNEL_CALL, (*operands, *scalars))
+        first.compute = plan
+        stream, sig = self._stream, self._sig
+        sig.append(KERNEL_CALL)
+        sig.append(plan.cache[(self, "number")])
+        for a in operands:
+            self._operand(a, sig)
+        first.sbase = len(self._scalars)
+        self._scalars += scalars
+        first.pos = len(stream)
+        stream.append(first)
+        out = [lazy_handle(first)]
+        for dt in dtypes[1:]:  # the other outputs follow it in the stream; it computes them
+            n = _call_node(shape, dt, KERNEL_CALL, (first,))
+            n.pos = len(stream)
+            stream.append(n)
+            out.append(lazy_handle(n))
+        self.stats["calls"] += 1
+        self._recorded()
+        return out
+
+    def _run_kernel_call(self, n: Node, stream: list[Node]) -> None:
+        """Run a node ``launch`` recorded (its inputs computed): the plan's kernel, writing its outputs
+        (the node and the ones after it in the stream)."""
+        plan: FusedKernel = n.compute
+        k = len(plan.inputs)
+        operands: list[Node] = n.args[:k]  # type: ignore[assignment]  # nodes, then the scalars
+        values = self.runtime.execute(plan, [a.value for a in operands], list(n.args[k:]))
+        outs = stream[n.pos : n.pos + len(values)]
+        if self._rec is not None:
+            self._rec.kernel(plan, operands, [n], outs)
+        for node, value in zip(outs, values):
+            node.done(value)
+        self.stats["kernels"] += 1
+        if plan.fused:
+            self.stats["fused"] += 1
 
     # ------------------------------------------------------------------ planning
     def _execute(self, targets: list[Node]) -> None:
@@ -873,6 +958,49 @@ def _reads(roots: Sequence[Node]) -> set[Node]:
 
 def _lazy_args(n: Node) -> list[Node]:
     return [a for a in n.args if type(a) is Node and a.op is not None]
+
+
+def launch(plan: FusedKernel, inputs: Sequence[Tensor], scalars: Sequence[Scalar] = ()) -> list[Tensor]:
+    """Run ``plan`` (an element-wise kernel with one output or several; see ``FusedKernel``) over
+    ``inputs`` (tensors of one device, in the plan's input order, each broadcasting to its shape) and
+    ``scalars``; one tensor per output. On a fusion device the whole plan is one node of the stream
+    and runs as one kernel (``Fusion.launch``); elsewhere, and on autodiff devices (so gradients
+    flow), its ops run one by one. The optimizers run each param's update through it.
+
+    >>> f32 = burn.float32
+    >>> ops = (FusedOp("binary", "mul", f32, f32, (0, 2)), FusedOp("binary", "add", f32, f32, (3, 1)))
+    >>> plan = FusedKernel((2,), (f32, f32), (f32,), ops, (4, 3))   # (a * s + b, a * s)
+    >>> dev = burn.device("cpu", fusion=True)
+    >>> a, b = burn.tensor([1.0, 2.0], device=dev), burn.tensor([10.0, 20.0], device=dev)
+    >>> [t.tolist() for t in burn.fusion.launch(plan, [a, b], [3.0])]
+    [[13.0, 26.0], [3.0, 6.0]]
+    """
+    from .._tensor import Tensor, _wrap
+
+    if not inputs or any(type(t) is not Tensor for t in inputs):
+        raise TypeError("burn.fusion.launch: inputs must be a non-empty sequence of burn Tensors")
+    b = inputs[0]._b
+    if any(t._b is not b for t in inputs):
+        raise ValueError(
+            f"burn.fusion.launch: inputs must share one device, got {sorted({str(t.device) for t in inputs})}"
+        )
+    prims = [t._p for t in inputs]
+    if isinstance(b, Fusion):
+        outs = b.launch(plan, prims, scalars)
+    else:
+        runtime = _REFERENCE.get(b)
+        if runtime is None:
+            runtime = _REFERENCE[b] = ReferenceRuntime(b)
+        if len(prims) != len(plan.inputs) or len(scalars) != len(plan.scalars):
+            raise ValueError(
+                f"burn.fusion.launch: the plan takes {len(plan.inputs)} tensors and {len(plan.scalars)} "
+                f"scalars, got {len(prims)} and {len(scalars)}"
+            )
+        outs = runtime.execute(plan, prims, list(scalars))
+    return [_wrap(p, b, dt) for p, dt in zip(outs, plan.out_dtypes())]
+
+
+_REFERENCE: weakref.WeakKeyDictionary[Backend, ReferenceRuntime] = weakref.WeakKeyDictionary()
 
 
 def mark_step(device: Any) -> None:
@@ -1085,6 +1213,13 @@ class _Recorder:
         unwritten = tuple(n.pos for n in stream if n.pos not in self.written or n.pos in freed)
         steps = [(*step, tuple(f)) for step, f in zip(self.steps, free)]
         return _Program(steps, unwritten, tuple(sorted(self.written)))
+
+
+def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    try:
+        return broadcast_shape(shape, target) == target
+    except ValueError:
+        return False
 
 
 def _call_node(shape: tuple[int, ...], dtype: DType, name: str, operands: tuple[Any, ...]) -> Node:

@@ -1,0 +1,137 @@
+"""``burn.fusion.launch``: a whole element-wise plan as one node of a fusion stream (one kernel), op by op
+elsewhere; and the optimizers' fused updates, compared with their op-by-op composition."""
+
+import burn
+import numpy as np
+import pytest
+from burn import nn
+from burn.fusion import FusedKernel, FusedOp
+from burn.optim._adam import _adam_direction
+
+F32 = burn.float32
+
+
+def _axpy_plan(shape):
+    """(a * s + b, a * s): two outputs, one scalar."""
+    ops = (FusedOp("binary", "mul", F32, F32, (0, 2)), FusedOp("binary", "add", F32, F32, (3, 1)))
+    return FusedKernel(shape, (F32, F32), (F32,), ops, (4, 3))
+
+
+@pytest.mark.parametrize("fusion", [False, True])
+def test_launch_computes_every_output(fusion):
+    dev = burn.device("cpu", fusion=fusion)
+    a = burn.tensor([[1.0, 2.0], [3.0, 4.0]], device=dev)
+    b = burn.tensor([10.0, 20.0], device=dev)  # broadcasts to the plan's shape
+    total, scaled = burn.fusion.launch(_axpy_plan((2, 2)), [a, b], [0.5])
+    np.testing.assert_array_equal(total.numpy(), a.numpy() * 0.5 + b.numpy())
+    np.testing.assert_array_equal(scaled.numpy(), a.numpy() * 0.5)
+
+
+def test_launch_is_one_node_and_one_kernel_on_a_fusion_device():
+    dev = burn.device("cpu", fusion=True)
+    fb = dev.backend
+    a, b = burn.ones((3,), device=dev), burn.ones((3,), device=dev)
+    before = dict(fb.stats)
+    outs = burn.fusion.launch(_axpy_plan((3,)), [a * 2, b], [3.0])  # a lazy input: computed first
+    assert fb.stats["calls"] - before["calls"] == 1
+    assert [o.tolist() for o in outs] == [[7.0] * 3, [6.0] * 3]
+    assert fb.stats["kernels"] - before["kernels"] == 2  # a * 2, then the plan's kernel
+
+
+def test_a_launched_stream_replays_with_new_scalars():
+    dev = burn.device("cpu", fusion=True)
+    fb = dev.backend
+    plan = _axpy_plan((4,))
+    x = burn.arange(4, device=dev).float()
+    got = []
+    for s in (1.0, 2.0, 3.0, 4.0):
+        total, _ = burn.fusion.launch(plan, [x, x], [s])
+        got.append(total.tolist())
+    assert fb.stats["replays"] >= 2
+    assert got == [[v * s + v for v in range(4)] for s in (1.0, 2.0, 3.0, 4.0)]
+
+
+def test_plans_the_runtime_cannot_render_run_op_by_op(monkeypatch):
+    dev = burn.device("cpu", fusion=True)
+    fb = dev.backend
+    monkeypatch.setattr(fb.runtime, "fusable", lambda kind, name, compute, out: name != "add")
+    monkeypatch.setattr(fb, "_fusable", {})
+    a = burn.tensor([1.0, 2.0], device=dev)
+    before = fb.stats["calls"]
+    total, scaled = burn.fusion.launch(_axpy_plan((2,)), [a, a], [2.0])
+    assert fb.stats["calls"] == before  # recorded op by op, not as one node
+    assert total.tolist() == [3.0, 6.0] and scaled.tolist() == [2.0, 4.0]
+
+
+def test_launch_rejects_bad_inputs():
+    dev = burn.device("cpu", fusion=True)
+    a = burn.ones((2,), device=dev)
+    plan = _axpy_plan((2,))
+    with pytest.raises(ValueError, match="takes 2 tensors and 1 scalars, got 1 and 1"):
+        burn.fusion.launch(plan, [a], [1.0])
+    with pytest.raises(ValueError, match="input 1 is int64"):
+        burn.fusion.launch(plan, [a, burn.ones((2,), dtype="int64", device=dev)], [1.0])
+    with pytest.raises(ValueError, match=r"broadcasting to \[2\]"):
+        burn.fusion.launch(plan, [a, burn.ones((3,), device=dev)], [1.0])
+    with pytest.raises(ValueError, match="share one device"):
+        burn.fusion.launch(plan, [a, burn.ones((2,))], [1.0])
+    with pytest.raises(TypeError, match="burn Tensors"):
+        burn.fusion.launch(plan, [np.ones(2), a], [1.0])
+    with pytest.raises(ValueError, match="takes 2 tensors"):
+        burn.fusion.launch(plan, [burn.ones((2,))], [1.0])  # the op-by-op path checks too
+
+
+def _reference_adam(config, lr, w, g, state, decoupled):
+    """The update composed of tensor ops (``_adam_direction``), as the optimizers computed it before."""
+    if decoupled:
+        d, state = _adam_direction(config, g, state)
+        return w * (1.0 - lr * config.weight_decay) - d * lr, state
+    if config.weight_decay:
+        g = g + w * config.weight_decay
+    d, state = _adam_direction(config, g, state)
+    return w - d * lr, state
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        burn.optim.AdamConfig(),
+        burn.optim.AdamConfig(weight_decay=0.01),
+        burn.optim.AdamWConfig(weight_decay=0.05),
+    ],
+    ids=["adam", "adam-l2", "adamw"],
+)
+@pytest.mark.parametrize("fusion", [False, True])
+def test_fused_adam_equals_its_composition(config, fusion):
+    """Five steps of the fused update equal the op-by-op composition exactly on numpy (the same ops in the
+    same order over float32), with and without fusion; the state keeps its keys and step count."""
+    dev = burn.device("cpu", fusion=fusion)
+    rng = np.random.default_rng(0)
+    w = burn.tensor(rng.standard_normal((3, 5)).astype("float32"), device=dev)
+    w_ref, state, state_ref = w, None, None
+    opt = config.init()
+    decoupled = isinstance(config, burn.optim.AdamWConfig)
+    for step in range(5):
+        g = burn.tensor(rng.standard_normal((3, 5)).astype("float32"), device=dev)
+        lr = 1e-2 * (step + 1)
+        w, state = opt._update(lr, w, g, state)
+        w_ref, state_ref = _reference_adam(config, lr, w_ref, g, state_ref, decoupled)
+        np.testing.assert_array_equal(w.numpy(), w_ref.numpy())
+        for key in ("moment_1", "moment_2"):
+            np.testing.assert_array_equal(state[key].numpy(), state_ref[key].numpy())
+        assert state["time"] == state_ref["time"] == step + 1
+
+
+def test_adam_training_on_fusion_launches_one_node_per_param():
+    """An Adam step of a two-layer model records one launched node per param (4), not a dozen ops each."""
+    dev = burn.device("cpu", autodiff=True, fusion=True)
+    fb = dev.backend.inner
+    model = nn.LinearConfig(4, 3).init(dev)
+    opt = burn.optim.AdamConfig().init()
+    x = burn.ones((2, 4), device=dev)
+    for _ in range(2):
+        grads = model(x).sum().backward()
+        ops_before, calls_before = fb.stats["ops"], fb.stats["calls"]
+        model = opt.step(1e-3, model, grads)
+        assert fb.stats["ops"] == ops_before  # no element-wise op recorded by the update
+        assert fb.stats["calls"] - calls_before == 2  # weight and bias
