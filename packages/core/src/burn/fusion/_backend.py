@@ -251,8 +251,9 @@ class Fusion(Backend):
             self._cut = n
         return p
 
-    def _signature_args(self, args: Any, sig: list[Any]) -> tuple[Any, ...]:
-        """A call's arguments for the signature: tensors as operand numbers, lists as tuples."""
+    def _signature_args(self, args: Any) -> tuple[Any, ...]:
+        """A call's arguments (tensors as nodes) for the signature: tensors as operand numbers, lists as
+        tuples."""
         out: list[Any] = []
         for a in args:
             if type(a) is Node:
@@ -260,10 +261,36 @@ class Fusion(Backend):
                 self._operand(a, mark)
                 out.append(tuple(mark))
             elif isinstance(a, (list, tuple)):
-                out.append(self._signature_args(a, sig))
+                out.append(self._signature_args(a))
             else:
                 out.append(a)
         return tuple(out)
+
+    def _call_args(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """A call's arguments with tensor handles replaced by their nodes, and the same arguments for
+        the signature (``_signature_args``); one pass for the common case of tensors, scalars and
+        tuples of numbers, the general walk for sequences holding tensors."""
+        operands: list[Any] = []
+        marks: list[Any] = []
+        for a in args:
+            t = type(a)
+            if t is FPrim:
+                n = a.node
+                operands.append(n)
+                if n.op is not None:
+                    marks.append((n.pos,))
+                else:
+                    mark: list[Any] = []
+                    self._operand(n, mark)
+                    marks.append(tuple(mark))
+            elif (t is tuple or t is list) and any(type(v) is FPrim or isinstance(v, (list, tuple)) for v in a):
+                m = _mapped([a], FPrim, _node_of)[0]
+                operands.append(m)
+                marks.append(self._signature_args((m,))[0])
+            else:
+                operands.append(a)
+                marks.append(tuple(a) if t is list else a)
+        return tuple(operands), tuple(marks)
 
     def _result_types(
         self, name: str, operands: tuple[Any, ...], named: bool
@@ -293,7 +320,7 @@ class Fusion(Backend):
         def defer(*args: Any) -> Any:
             if self._cut and len(self._stream) == self._cut:
                 self.flush()
-            operands = _nodes(args)
+            operands, marks = self._call_args(args)
             types = self._result_types(name, operands, named)
             (shape, dtype) = types[0]
             node = _call_node(shape, dtype, name, operands)
@@ -305,7 +332,7 @@ class Fusion(Backend):
             stream.append(node)
             sig = self._sig
             sig.append(name)
-            sig.append(self._signature_args(operands, sig))
+            sig.append(marks)
             sig.append(shape)
             sig.append(dtype)
             self.stats["calls"] += 1
@@ -1257,11 +1284,6 @@ def _flat(args: Any, kind: type) -> Iterator[Any]:
 _node_of = operator.attrgetter("node")
 _value_of = operator.attrgetter("value")
 _prim_value = operator.attrgetter("node.value")
-
-
-def _nodes(args: Any) -> tuple[Any, ...]:
-    """``args`` with every tensor handle replaced by its node."""
-    return tuple(_mapped(args, FPrim, _node_of))
 
 
 def _values_of(args: Any) -> list[Any]:

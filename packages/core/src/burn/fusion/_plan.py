@@ -118,8 +118,13 @@ class FusedKernel:
         return len(self.inputs) + len(self.scalars)
 
     def out_dtypes(self) -> tuple[DType, ...]:
-        first = self.first_op
-        return tuple(self.inputs[v] if v < first else self.ops[v - first].out for v in self.outputs)
+        dts = self.cache.get("out_dtypes")
+        if dts is None:
+            first = self.first_op
+            dts = self.cache["out_dtypes"] = tuple(
+                self.inputs[v] if v < first else self.ops[v - first].out for v in self.outputs
+            )
+        return dts
 
     def out_shape(self) -> tuple[int, ...]:
         """The shape of every output: the iteration shape, reduced for a reduce kernel."""
