@@ -11,8 +11,14 @@ Two parts:
 - ``digits``: the digits example (``burn_train.examples.digits``) with and without
   ``--mixed-precision float16``: wall seconds and final validation accuracy (same seed and epochs;
   the issue's goal: within 1 point).
+- ``matmul``: ``--matmul-size`` square matmul of half tensors (``--dtype``) against PyTorch's on half
+  tensors of the same dtype on the same device (the issue's target on cuda at 4096: >= 0.8x).
+
+``--dtype bfloat16`` runs all three in bfloat16 instead (no loss scaling, as PyTorch does not scale
+bfloat16; the PyTorch peer autocasts to bfloat16 too).
 
     python benchmarks/bench_amp.py --device cuda [--width 4096 --layers 4 --batch 512] [--out amp.json]
+    python benchmarks/bench_amp.py --device cuda --dtype bfloat16 --matmul-size 4096
     python benchmarks/bench_amp.py --device cpu --width 256 --batch 64 --steps 50 --skip-digits
 """
 
@@ -70,12 +76,12 @@ def _burn(device: str, mixed: bool, args: argparse.Namespace) -> dict[str, Any]:
     x_np, y_np = _data(args.width, args.batch)
     x, y = burn.from_numpy(x_np, device=dev), burn.from_numpy(y_np, device=dev)
     opt = burn.optim.AdamConfig().init()
-    scaler = burn.amp.GradScaler(enabled=mixed)
+    scaler = burn.amp.GradScaler(enabled=mixed and args.dtype == "float16")  # bfloat16: no scaling
     state = {"model": model}
 
     def step() -> None:
         m = state["model"]
-        with burn.amp.autocast("float16", enabled=mixed):
+        with burn.amp.autocast(args.dtype, enabled=mixed):
             loss = F.cross_entropy(m(x), y)
         state["model"] = scaler.step(opt, args.lr, m, scaler.scale(loss).backward())
 
@@ -83,7 +89,7 @@ def _burn(device: str, mixed: bool, args: argparse.Namespace) -> dict[str, Any]:
     for _ in range(args.steps):
         step()
     sync()
-    with burn.amp.autocast("float16", enabled=mixed):
+    with burn.amp.autocast(args.dtype, enabled=mixed):
         accuracy = float((state["model"].valid()(x.inner()).argmax(1) == y.inner()).float().mean().item())
     seconds = time_for(step, sync, args.min_time)
     return {
@@ -109,8 +115,9 @@ def _torch(device: str, mixed: bool, args: argparse.Namespace) -> dict[str, Any]
     x_np, y_np = _data(args.width, args.batch)
     x, y = torch.from_numpy(x_np).to(tdev), torch.from_numpy(y_np).to(tdev)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr, eps=1e-5)
-    scaler = torch.amp.GradScaler(tdev.type, enabled=mixed and tdev.type == "cuda")
-    dtype = torch.float16 if tdev.type == "cuda" else torch.bfloat16  # CPU autocast is bfloat16 only
+    half = args.dtype == "float16" and tdev.type == "cuda"  # CPU autocast is bfloat16 only
+    scaler = torch.amp.GradScaler(tdev.type, enabled=mixed and half)
+    dtype = torch.float16 if half else torch.bfloat16
 
     def step() -> None:
         opt.zero_grad(set_to_none=True)
@@ -137,13 +144,13 @@ def _torch(device: str, mixed: bool, args: argparse.Namespace) -> dict[str, Any]
     }
 
 
-def _digits(device: str, epochs: int) -> dict[str, Any]:
+def _digits(device: str, epochs: int, half: str) -> dict[str, Any]:
     import tempfile
 
     from burn_train.examples import digits
 
     out: dict[str, Any] = {}
-    for name, extra in (("float32", []), ("float16", ["--mixed-precision", "float16"])):
+    for name, extra in (("float32", []), (half, ["--mixed-precision", half])):
         with tempfile.TemporaryDirectory() as tmp:
             argv = ["--backend", device, "--epochs", str(epochs), "--renderer", "none", "--artifacts", tmp]
             start = time.perf_counter()
@@ -153,8 +160,41 @@ def _digits(device: str, epochs: int) -> dict[str, Any]:
                 "valid_accuracy": round(accuracy, 4),
             }
     out["accuracy_points_apart"] = round(
-        100 * abs(out["float16"]["valid_accuracy"] - out["float32"]["valid_accuracy"]), 2
+        100 * abs(out[half]["valid_accuracy"] - out["float32"]["valid_accuracy"]), 2
     )
+    return out
+
+
+def _matmul(device: str, n: int, half: str, min_time: float) -> dict[str, Any]:
+    """TFLOP/s of an n x n x n matmul of ``half`` tensors, burn and PyTorch, same data, same device."""
+    import burn
+
+    dev = burn.device(device)
+    rng = np.random.default_rng(n)
+    a_np, b_np = rng.standard_normal((n, n), np.float32), rng.standard_normal((n, n), np.float32)
+    a = burn.from_numpy(a_np, device=dev).cast(half)
+    b = burn.from_numpy(b_np, device=dev).cast(half)
+    flops = 2.0 * n**3
+    secs = time_for(lambda: a @ b, dev.backend.sync, min_time)
+    out: dict[str, Any] = {"n": n, "dtype": half, "burn_tflops": round(flops / secs / 1e12, 3)}
+    try:
+        import torch
+
+        tdev = torch.device("cuda" if device == "cuda" else "cpu")
+        if tdev.type == "cuda" and not torch.cuda.is_available():
+            raise ImportError("torch has no CUDA here")
+        tdt = torch.float16 if half == "float16" else torch.bfloat16
+        ta, tb = torch.from_numpy(a_np).to(tdev, tdt), torch.from_numpy(b_np).to(tdev, tdt)
+
+        def tsync() -> None:
+            if tdev.type == "cuda":
+                torch.cuda.synchronize()
+
+        tsecs = time_for(lambda: torch.matmul(ta, tb), tsync, min_time)
+        out["torch_tflops"] = round(flops / tsecs / 1e12, 3)
+        out["ratio_burn_over_torch"] = round(tsecs / secs, 3)
+    except ImportError as exc:
+        out["torch"] = f"unavailable: {exc}"
     return out
 
 
@@ -169,19 +209,26 @@ def main() -> None:
     p.add_argument("--min-time", type=float, default=2.0, help="seconds of timed steps per configuration")
     p.add_argument("--epochs", type=int, default=8, help="digits example epochs")
     p.add_argument("--skip-digits", action="store_true")
+    p.add_argument("--dtype", choices=("float16", "bfloat16"), default="float16", help="the half dtype")
+    p.add_argument(
+        "--matmul-size", type=int, default=None, help="half matmul size (default 4096 on cuda, 512 else)"
+    )
+    p.add_argument("--skip-matmul", action="store_true")
     p.add_argument("--out", default=None)
     args = p.parse_args()
 
     import burn
 
+    half = args.dtype
     result: dict[str, Any] = {
         "device": args.device,
+        "dtype": half,
         "mlp": {"width": args.width, "layers": args.layers, "batch": args.batch, "steps": args.steps},
     }
     mlp = result["mlp"]
-    for name, mixed in (("float32", False), ("float16", True)):
+    for name, mixed in (("float32", False), (half, True)):
         mlp[f"burn_{name}"] = _burn(args.device, mixed, args)
-    mlp["burn_speedup"] = round(mlp["burn_float32"]["step_seconds"] / mlp["burn_float16"]["step_seconds"], 3)
+    mlp["burn_speedup"] = round(mlp["burn_float32"]["step_seconds"] / mlp[f"burn_{half}"]["step_seconds"], 3)
     try:
         import torch
 
@@ -193,12 +240,15 @@ def main() -> None:
             mlp["torch_float32"]["step_seconds"] / mlp["torch_amp"]["step_seconds"], 3
         )
         mlp["burn_amp_over_torch_amp"] = round(
-            mlp["burn_float16"]["step_seconds"] / mlp["torch_amp"]["step_seconds"], 3
+            mlp[f"burn_{half}"]["step_seconds"] / mlp["torch_amp"]["step_seconds"], 3
         )
     except ImportError as exc:
         mlp["torch"] = f"unavailable: {exc}"
+    if not args.skip_matmul:
+        size = args.matmul_size or (4096 if args.device == "cuda" else 512)
+        result["matmul"] = _matmul(args.device, size, half, args.min_time)
     if not args.skip_digits:
-        result["digits"] = _digits(args.device, args.epochs)
+        result["digits"] = _digits(args.device, args.epochs, half)
     result["burn_version"] = burn.__version__
     emit_json(result, args.out)
 

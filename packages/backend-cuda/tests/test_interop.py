@@ -44,10 +44,14 @@ def test_dlpack_from_host_copies(cuda):
     np.testing.assert_array_equal(t.numpy(), host)
 
 
-def test_dlpack_rejects_unsupported_dtype(cuda):
+def test_dlpack_imports_bfloat16_and_rejects_unsupported_dtypes(cuda):
     torch = pytest.importorskip("torch")
-    with pytest.raises(TypeError, match="bfloat16|not supported"):
-        burn_cuda.from_dlpack(torch.ones(3, dtype=torch.bfloat16, device="cuda"), cuda)
+    src = torch.arange(4, dtype=torch.float32, device="cuda").div(3).to(torch.bfloat16)
+    t = burn_cuda.from_dlpack(src, cuda)
+    assert t.dtype == burn.bfloat16
+    np.testing.assert_array_equal(t.float().numpy(), src.float().cpu().numpy())  # the same bits
+    with pytest.raises(TypeError, match="not supported"):
+        burn_cuda.from_dlpack(torch.ones(3, dtype=torch.complex64, device="cuda"), cuda)
 
 
 def test_memory_pool_stats_and_cache(cuda):

@@ -151,12 +151,14 @@ def test_reading_a_value_during_capture_is_a_clear_error():
     assert [str(o.kind) for o in g.ops] == ["add"]
 
 
-def test_capture_mirrors_the_target_backend_dtypes():
+def test_capture_mirrors_the_target_backend_dtypes(monkeypatch):
     like = burn.device("cpu")
     g = ir.capture(lambda x: x.argmax(0), {"x": ((3, 2), "float32")}, like=like)
     assert g.outputs[0].dtype is like.backend.default_int
+    assert ir.capture(lambda x: x * 2, {"x": ((2,), "bfloat16")}, like=like).outputs[0].dtype is burn.bfloat16
+    monkeypatch.setattr(like.backend, "dtypes", like.backend.dtypes - {burn.bfloat16})  # no ml_dtypes
     with pytest.raises(burn.DTypeError, match="bfloat16"):
-        ir.capture(lambda x: x, {"x": ((2,), "bfloat16")})
+        ir.capture(lambda x: x, {"x": ((2,), "bfloat16")}, like=like)
 
 
 def test_replay_checks_inputs_and_recorded_types():

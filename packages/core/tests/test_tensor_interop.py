@@ -10,7 +10,11 @@ import numpy as np
 import pytest
 from burn import _dtype as D
 
-CPU_DTYPES = [d for d in D.ALL_DTYPES if d is not D.bfloat16]
+CPU_DTYPES = list(D.ALL_DTYPES)  # bfloat16 through ml_dtypes
+
+
+def _np(dt):
+    return burn.backend.NUMPY_DTYPES[dt]
 
 
 def test_tensor_default_dtypes():
@@ -32,7 +36,7 @@ def test_tensor_default_dtypes():
 
 @pytest.mark.parametrize("dt", CPU_DTYPES)
 def test_from_numpy_round_trip_keeps_dtype_and_copies(dt):
-    arr = np.arange(6).reshape(2, 3).astype(dt.name)
+    arr = np.arange(6).reshape(2, 3).astype(_np(dt))
     x = burn.from_numpy(arr)
     assert x.dtype is dt and x.shape == (2, 3)
     out = x.numpy()
@@ -50,10 +54,7 @@ def test_from_numpy_errors_and_fallbacks():
         burn.from_numpy([1, 2])
     assert burn.from_numpy(np.arange(3, dtype=np.uint16)).dtype is burn.int64  # no uint16: default int
     assert burn.from_numpy(np.zeros(2, np.float32), dtype=burn.float64).dtype is burn.float64
-    with pytest.raises(
-        burn.DTypeError, match=r"tensor: dtype bfloat16 is not supported by backend 'ndarray'"
-    ):
-        burn.from_numpy(np.zeros(2), dtype=burn.bfloat16)
+    assert burn.from_numpy(np.zeros(2), dtype=burn.bfloat16).dtype is burn.bfloat16  # ml_dtypes
 
 
 def test_array_protocol_and_tolist_item():
@@ -82,13 +83,13 @@ def test_repr_shows_values_shape_dtype_device():
 
 @pytest.mark.parametrize("src,dst", list(itertools.product(CPU_DTYPES, CPU_DTYPES)))
 def test_cast_between_all_dtypes(src, dst):
-    values = np.array([0, 1, 2, 3, 100], dtype=src.name)
+    values = np.array([0, 1, 2, 3, 100], dtype=_np(src))
     out = burn.from_numpy(values).cast(dst)
     assert out.dtype is dst
-    np.testing.assert_array_equal(out.numpy(), values.astype(dst.name))
+    np.testing.assert_array_equal(out.numpy(), values.astype(_np(dst)))
 
 
-def test_cast_semantics():
+def test_cast_semantics(monkeypatch):
     x = burn.tensor([-1.7, -0.5, 0.0, 0.5, 1.7])
     assert x.cast(burn.int32).tolist() == [-1, 0, 0, 0, 1]  # truncation toward zero
     assert x.cast(burn.bool).tolist() == [True, True, False, True, True]
@@ -100,6 +101,9 @@ def test_cast_semantics():
         and burn.tensor([1]).float().dtype is burn.float32
     )
     assert x.cast(burn.float32) is x
+    assert x.cast(burn.bfloat16).tolist() == [-1.703125, -0.5, 0.0, 0.5, 1.703125]  # 8 bits
+    cpu = x.device.backend  # as it is without ml_dtypes (Pyodide): no bfloat16
+    monkeypatch.setattr(cpu, "dtypes", cpu.dtypes - {burn.bfloat16})
     with pytest.raises(
         burn.DTypeError,
         match=r"cast: dtype bfloat16 is not supported by backend 'ndarray' \(supported: .*float32",

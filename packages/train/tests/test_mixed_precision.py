@@ -177,7 +177,18 @@ def test_builder_and_fit_reject_bad_mixed_precision(tmp_path):
     with pytest.raises(ValueError, match=r"mixed_precision: GradScaler: init_scale must be > 0"):
         LearnerBuilder(tmp_path).mixed_precision("float16", init_scale=-1.0)
     assert LearnerBuilder(tmp_path).mixed_precision(None)._c.mixed_precision is None
+
+
+def _without_bfloat16(monkeypatch, *devices):
+    """The numpy backend as it is without ml_dtypes (Pyodide): no bfloat16."""
+    for dev in devices:
+        b = dev.backend
+        monkeypatch.setattr(b, "dtypes", b.dtypes - {burn.bfloat16})
+
+
+def test_fit_rejects_bfloat16_on_a_device_without_it(tmp_path, monkeypatch):
     dev = adev()
+    _without_bfloat16(monkeypatch, dev)
     train, _ = loaders(dev)
     out = tmp_path / "never"
     learner = (
@@ -192,20 +203,52 @@ def test_builder_and_fit_reject_bad_mixed_precision(tmp_path):
     assert not out.exists()  # nothing written
 
 
+def test_fit_in_bfloat16_steps_like_autocast_by_hand(tmp_path):
+    """bfloat16 steps (no loss scaling) equal the same SGD steps written with burn.amp by hand."""
+    _SEEN.clear()
+    burn.seed(0)
+    dev = adev()
+    train, valid = loaders(dev)
+    model = _Recorder(dev, dropout=0.0)
+    reference = model.clone()
+    learner = (
+        _builder(tmp_path, 1)
+        .devices([dev])
+        .mixed_precision("bfloat16")
+        .build(model, burn.optim.SgdConfig().init(), 0.1)
+    )
+    trained = learner.fit(train, valid)
+    assert {s[:2] for s in _SEEN} == {("train", burn.bfloat16), ("valid", burn.bfloat16)}
+    assert {s[2:] for s in _SEEN} == {(burn.bfloat16, burn.float32)}  # half logits, float32 loss
+    assert all(p.value.dtype is burn.float32 for p in trained.params())
+    assert learner.scaler.enabled is False and learner.scaler.skipped_steps == 0
+    opt = burn.optim.SgdConfig().init()
+    train.set_epoch(0)
+    for batch in train:
+        with burn.amp.autocast("bfloat16"):
+            loss = reference._output(batch).loss
+        reference = opt.step(0.1, reference, loss.backward())
+    for name, value in reference.record().items():
+        np.testing.assert_allclose(trained.record()[name], value, rtol=1e-6, atol=1e-7)
+
+
 def test_digits_example_mixed_precision_accuracy_within_one_point(tmp_path, capsys):
-    """Same seed, same epochs: float16 mixed precision ends within 1 accuracy point of float32."""
+    """Same seed, same epochs: float16 and bfloat16 mixed precision end within 1 accuracy point of
+    float32 (measured here: 94.17 % float32, 93.61 % bfloat16)."""
     common = ["--renderer", "none", "--epochs", "4", "--seed", "0"]
     acc32 = digits.main([*common, "--artifacts", str(tmp_path / "f32")], prog="train")
-    acc16 = digits.main(
-        [*common, "--artifacts", str(tmp_path / "f16"), "--mixed-precision", "float16"], prog="train"
-    )
-    assert acc32 > 0.85  # both really trained (chance is 0.10)
-    assert abs(acc16 - acc32) <= 0.01, (acc16, acc32)
-    state = json.loads((tmp_path / "f16" / "checkpoint" / "state-4.json").read_text())
-    assert state["amp"]["dtype"] == "float16"
+    assert acc32 > 0.85  # really trained (chance is 0.10)
+    for half in ("float16", "bfloat16"):
+        acc = digits.main(
+            [*common, "--artifacts", str(tmp_path / half), "--mixed-precision", half], prog="train"
+        )
+        assert abs(acc - acc32) <= 0.01, (half, acc, acc32)
+        state = json.loads((tmp_path / half / "checkpoint" / "state-4.json").read_text())
+        assert state["amp"]["dtype"] == half
 
 
-def test_digits_example_bfloat16_on_cpu_is_a_usage_error(tmp_path, capsys):
+def test_digits_example_bfloat16_without_it_is_a_usage_error(tmp_path, capsys, monkeypatch):
+    _without_bfloat16(monkeypatch, burn.device("cpu"), burn.device("cpu", autodiff=True))
     with pytest.raises(SystemExit) as exc:
         digits.main(
             ["--renderer", "none", "--artifacts", str(tmp_path / "a"), "--mixed-precision", "bfloat16"],

@@ -18,8 +18,8 @@ import numpy as np
 from burn import DeviceError, DType
 from burn.backend import ACTIVATION_OPS, Backend, Slices
 
-from . import _kernels, _matmul, _probe, _scan
-from ._dtypes import FROM_NP, TO_NP
+from . import _bf16, _kernels, _matmul, _probe, _scan
+from ._dtypes import BASE_DTYPES, FROM_NP, TO_NP
 from ._fusion import CudaFusion
 from ._index_check import IndexChecker
 from ._matmul import get_matmul_precision, matmul_precision
@@ -33,11 +33,14 @@ _tls = threading.local()  # which backend's device and stream are current in thi
 _SCALARS = (bool, int, float, np.generic)
 
 
+@_bf16.wrap_methods
 class CudaBackend(CudaModuleOps, Backend):
-    """CuPy on one NVIDIA GPU (``cuda:N``). Supports every burn dtype except bfloat16."""
+    """CuPy on one NVIDIA GPU (``cuda:N``). Supports every burn dtype; bfloat16 where CuPy >= 14 and
+    ml_dtypes are installed (``_bf16``: CuPy holds the arrays, burn's kernels compute on their bits)."""
 
     name = "cuda"
-    dtypes = frozenset(TO_NP)
+    dtypes = BASE_DTYPES  # bfloat16 added per instance (``_bf16.probe``)
+    dtype_notes: dict[DType, str] = {}
     default_float = burn.float32
     default_int = burn.int64
     host_memory = False
@@ -63,6 +66,12 @@ class CudaBackend(CudaModuleOps, Backend):
         self.memory_pool = cupy.get_default_memory_pool()
         self._fusion: CudaFusion | None = None
         self._on()
+        bf16, why = _bf16.probe(cupy)
+        self.bf16: Any = bf16  # ml_dtypes' bfloat16 numpy dtype, or None where CuPy cannot hold it
+        if bf16 is not None:
+            self.dtypes = BASE_DTYPES | {burn.bfloat16}
+        else:
+            self.dtype_notes = {burn.bfloat16: f"on device cuda:{index}, {why}"}
 
     # ---- device and stream
     def _on(self) -> ModuleType:
@@ -91,16 +100,19 @@ class CudaBackend(CudaModuleOps, Backend):
     # ---- data
     def from_numpy(self, array: npt.ArrayLike, dtype: DType) -> Prim:
         cp = self._on()
-        return cp.asarray(np.asarray(array, dtype=TO_NP[dtype]))
+        host = np.asarray(array, dtype=TO_NP[dtype])
+        if dtype is burn.bfloat16:  # the bits travel; CuPy only holds the result
+            return cp.asarray(host.view(np.uint16)).view(self.bf16)
+        return cp.asarray(host)
 
     def to_numpy(self, x: Prim) -> np.ndarray:
         return self.read_many([x])[0]
 
     def read_many(self, xs: Sequence[Prim]) -> list[np.ndarray]:
         self._on()
-        out = [x.get(stream=self.stream, blocking=False) for x in xs]
+        out = [_bf16.bits(x).get(stream=self.stream, blocking=False) for x in xs]
         self.sync()  # one sync for the whole batch, which also reports failed index checks
-        return out
+        return [h.view(x.dtype) if x.dtype.kind == "V" else h for h, x in zip(out, xs)]
 
     def counters(self) -> dict[str, int]:
         """``kernels``/``submits`` count ops issued (each goes to the stream on its own); ``syncs`` the
@@ -131,24 +143,43 @@ class CudaBackend(CudaModuleOps, Backend):
         return FROM_NP[x.dtype]
 
     def full(self, shape: tuple[int, ...], value: Scalar, dtype: DType) -> Prim:
-        return self._on().full(shape, value, dtype=TO_NP[dtype])
+        cp = self._on()
+        if dtype is burn.bfloat16:
+            return cp.full(shape, _bf16.scalar_bits(value, self.bf16), dtype=np.uint16).view(self.bf16)
+        return cp.full(shape, value, dtype=TO_NP[dtype])
 
     def cast(self, x: Prim, dtype: DType) -> Prim:
-        self._on()
+        cp = self._on()
+        src_bf16 = x.dtype.kind == "V"
+        if dtype is burn.bfloat16:  # through float32 (exact for every float16; ints round there)
+            return x if src_bf16 else _bf16.down(cp, x.astype(np.float32, copy=False), self.bf16)
+        if src_bf16:
+            return _bf16.up(cp, x).astype(TO_NP[dtype], copy=False)
         return x.astype(TO_NP[dtype], copy=False)
 
     def arange(self, start: int | float, stop: int | float, step: int | float, dtype: DType) -> Prim:
-        return self._on().arange(start, stop, step, dtype=TO_NP[dtype])
+        cp = self._on()
+        if dtype is burn.bfloat16:
+            return _bf16.down(cp, cp.arange(start, stop, step, dtype=np.float32), self.bf16)
+        return cp.arange(start, stop, step, dtype=TO_NP[dtype])
 
     # ---- element-wise: one generated kernel per (op, dtype)
     def unary(self, op: str, x: Prim) -> Prim:
         self._on()
+        if x.dtype.kind == "V":  # bfloat16: the kernel reads and writes the bits
+            y = _kernels.get("unary", op, x.dtype)(x.view(np.uint16))
+            return y.view(x.dtype) if y.dtype == np.uint16 else y
         return _kernels.get("unary", op, x.dtype)(x)
 
     def binary(self, op: str, a: Prim | Scalar, b: Prim | Scalar) -> Prim:
         self._on()
         ref: Prim = a if not isinstance(a, _SCALARS) else b  # one side is a tensor (the contract)
         dt = ref.dtype
+        if dt.kind == "V":  # bfloat16: bits in, bits (or bool) out; a scalar rounds to bfloat16 first
+            a = _bf16.scalar_bits(a, dt) if isinstance(a, _SCALARS) else a.view(np.uint16)
+            b = _bf16.scalar_bits(b, dt) if isinstance(b, _SCALARS) else b.view(np.uint16)
+            y = _kernels.get("binary", op, dt)(a, b)
+            return y.view(dt) if y.dtype == np.uint16 else y
         if isinstance(a, _SCALARS):
             a = dt.type(a)
         elif isinstance(b, _SCALARS):
@@ -163,6 +194,10 @@ class CudaBackend(CudaModuleOps, Backend):
             b = b if not isinstance(b, _SCALARS) else ref.dtype.type(b)
             a = a if not isinstance(a, _SCALARS) else ref.dtype.type(a)
         dt = ref.dtype
+        if dt.kind == "V":  # bfloat16: a selection moves bits
+            a = _bf16.scalar_bits(a, dt) if isinstance(a, _SCALARS) else a.view(np.uint16)
+            b = _bf16.scalar_bits(b, dt) if isinstance(b, _SCALARS) else b.view(np.uint16)
+            return _kernels.where_kernel(np.dtype(np.uint16))(cond, a, b).view(dt)
         a = dt.type(a) if isinstance(a, _SCALARS) else a
         b = dt.type(b) if isinstance(b, _SCALARS) else b
         return _kernels.where_kernel(dt)(cond, a, b)
@@ -227,7 +262,7 @@ class CudaBackend(CudaModuleOps, Backend):
 
     def slice_assign(self, x: Prim, index: Slices, value: Prim) -> Prim:
         self._on()
-        out = x.copy()
+        out = x.copy()  # bfloat16 arrives as its bits (``_bf16.BITS_METHODS``)
         out[tuple(slice(a, b, s) for a, b, s in index)] = value
         return out
 

@@ -3,7 +3,10 @@
 The kernel takes the plan's inputs (CuPy broadcasts and strides them) and scalars and writes its
 outputs. Every op is the expression of the element-wise table (``_kernels``) in its own block with
 ``C`` the op's compute type, so a fused chain computes what the unfused kernels compute (half values
-are carried in float registers between ops and rounded only when stored).
+are carried in float registers between ops and rounded only when stored). bfloat16 arrays travel as their
+bits (uint16 views): loaded with ``burn_bf16_to_f``, each bfloat16 op's value rounded with
+``burn_bf16_round`` as the unfused kernel would store it, stored with ``burn_f_to_bf16``; bfloat16
+scalars come as float32 and are rounded in the kernel.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from burn import DType
 from burn.fusion import FusedKernel
 
 from . import _kernels
-from ._dtypes import C_TYPE, COMPUTE_TYPE, TO_NP
+from ._bf16 import bits
+from ._dtypes import C_TYPE, COMPUTE_TYPE, TO_NP, is_bf16, param_dtype, scalar_dtype
 from ._types import Kernel, Prim
 
 if TYPE_CHECKING:
@@ -45,7 +49,7 @@ class CudaFusion:
             return True
         dt = TO_NP[compute]
         if kind == "clamp":
-            return dt.kind in "fiu"
+            return dt.kind in "fiuV"  # V: bfloat16
         try:
             _kernels.expression(_TABLES[kind], name, dt)
         except KeyError:
@@ -83,10 +87,10 @@ class CudaFusion:
                     )
                     self._kernels[plan.key] = kernel
         plan.cache["cuda"] = kernel
-        outs = [cp.empty(plan.shape, dtype=TO_NP[dt]) for dt in plan.out_dtypes()]
-        args = [*inputs, *(TO_NP[dt].type(v) for dt, v in zip(plan.scalars, scalars)), *outs]
+        outs = [cp.empty(plan.shape, dtype=param_dtype(TO_NP[dt])) for dt in plan.out_dtypes()]
+        args = [*map(bits, inputs), *_scalar_args(plan, scalars), *outs]
         kernel(*args)
-        return outs
+        return _typed(plan, outs)
 
     def _dense(self, cp: Any, plan: FusedKernel, inputs: list[Prim], scalars: list[Any]) -> list[Prim]:
         """Every input of the output's shape and C-contiguous: a RawKernel indexed by the element number
@@ -99,15 +103,24 @@ class CudaFusion:
                     name = f"burn_fused_raw_{len(self._kernels)}"
                     kernel = self._kernels[("raw", plan.key)] = cp.RawKernel(dense_source(plan, name), name)
             plan.cache["raw"] = kernel
-        outs = [cp.empty(plan.shape, dtype=TO_NP[dt]) for dt in plan.out_dtypes()]
+        outs = [cp.empty(plan.shape, dtype=param_dtype(TO_NP[dt])) for dt in plan.out_dtypes()]
         n = outs[0].size
         if n:
-            args = [*inputs, *(TO_NP[dt].type(v) for dt, v in zip(plan.scalars, scalars)), *outs, np.int64(n)]
+            args = [*map(bits, inputs), *_scalar_args(plan, scalars), *outs, np.int64(n)]
             kernel((-(-n // _BLOCK),), (_BLOCK,), tuple(args))
-        return outs
+        return _typed(plan, outs)
 
 
 _BLOCK = 256
+
+
+def _scalar_args(plan: FusedKernel, scalars: list[Any]) -> list[Any]:
+    return [scalar_dtype(TO_NP[dt]).type(v) for dt, v in zip(plan.scalars, scalars)]
+
+
+def _typed(plan: FusedKernel, outs: list[Prim]) -> list[Prim]:
+    """Outputs allocated as kernel parameters (bfloat16 as uint16 bits) viewed as their dtypes."""
+    return [o.view(TO_NP[dt]) if is_bf16(TO_NP[dt]) else o for o, dt in zip(outs, plan.out_dtypes())]
 
 
 def _dense_ok(plan: FusedKernel) -> bool:
@@ -120,10 +133,10 @@ def dense_source(plan: FusedKernel, name: str) -> str:
     """The CUDA C of a RawKernel running ``plan`` over dense inputs and outputs of one shape: the
     ElementwiseKernel body of ``source``, with each input and output indexed by the element number."""
     _, _, body = source(plan)
-    body = re.sub(r"\bl(\d+);", r"l\1[i];", body)
+    body = re.sub(r"\bl(\d+)([;)])", r"l\1[i]\2", body)
     body = re.sub(r"^o(\d+) = ", r"o\1[i] = ", body, flags=re.M)
     params = [f"const {C_TYPE[TO_NP[d]]}* __restrict__ l{k}" for k, d in enumerate(plan.inputs)]
-    params += [f"const {C_TYPE[TO_NP[d]]} s{k}" for k, d in enumerate(plan.scalars)]
+    params += [f"const {C_TYPE[scalar_dtype(TO_NP[d])]} s{k}" for k, d in enumerate(plan.scalars)]
     params += [f"{C_TYPE[TO_NP[d]]}* __restrict__ o{k}" for k, d in enumerate(plan.out_dtypes())]
     params.append("const long long n")
     return (
@@ -140,15 +153,24 @@ def source(plan: FusedKernel) -> tuple[str, str, str]:
     """(in_params, out_params, body) of the ElementwiseKernel running ``plan``."""
     np_in = [TO_NP[d] for d in plan.inputs]
     np_sc = [TO_NP[d] for d in plan.scalars]
-    in_params = [f"{d.name} l{k}" for k, d in enumerate(np_in)] + [
-        f"{d.name} s{k}" for k, d in enumerate(np_sc)
+    in_params = [f"{param_dtype(d).name} l{k}" for k, d in enumerate(np_in)] + [
+        f"{scalar_dtype(d).name} s{k}" for k, d in enumerate(np_sc)
     ]
     out_np = [TO_NP[d] for d in plan.out_dtypes()]
-    out_params = ", ".join(f"{d.name} o{k}" for k, d in enumerate(out_np))
+    out_params = ", ".join(f"{param_dtype(d).name} o{k}" for k, d in enumerate(out_np))
     first = plan.first_op
     ctype: list[str] = [COMPUTE_TYPE[d] for d in np_in] + [COMPUTE_TYPE[d] for d in np_sc]
-    lines = [f"const {ctype[k]} v{k} = ({ctype[k]})l{k};" for k in range(len(np_in))]
-    lines += [f"const {ctype[len(np_in) + k]} v{len(np_in) + k} = s{k};" for k in range(len(np_sc))]
+    lines = [
+        f"const {ctype[k]} v{k} = burn_bf16_to_f(l{k});"
+        if is_bf16(d)
+        else f"const {ctype[k]} v{k} = ({ctype[k]})l{k};"
+        for k, d in enumerate(np_in)
+    ]
+    lines += [
+        f"const {ctype[len(np_in) + k]} v{len(np_in) + k} = "
+        + (f"burn_bf16_round(s{k});" if is_bf16(d) else f"s{k};")
+        for k, d in enumerate(np_sc)
+    ]
     for j, op in enumerate(plan.ops):
         v = first + j
         out_c = COMPUTE_TYPE[TO_NP[op.out]]
@@ -166,10 +188,12 @@ def source(plan: FusedKernel) -> tuple[str, str, str]:
             else:
                 expr = _kernels.expression(_TABLES[op.kind], op.name, comp)
             operands = " ".join(f"const C {'abc'[i]} = (C){n};" for i, n in enumerate(names))
-        if out_c != C_TYPE[TO_NP[op.out]]:  # half: rounded as the unfused op stores it, carried in float
+        if is_bf16(TO_NP[op.out]):  # rounded as the unfused op stores it, carried in float
+            expr = f"burn_bf16_round({expr})"
+        elif out_c != C_TYPE[TO_NP[op.out]]:  # half: rounded as the unfused op stores it, carried in float
             expr = f"({C_TYPE[TO_NP[op.out]]})({expr})"
         lines.append(f"{out_c} v{v}; {{ typedef {c} C; {operands} v{v} = ({out_c})({expr}); }}")
         ctype.append(out_c)
     for k, (value, d) in enumerate(zip(plan.outputs, out_np)):
-        lines.append(f"o{k} = ({C_TYPE[d]})v{value};")
+        lines.append(f"o{k} = burn_f_to_bf16(v{value});" if is_bf16(d) else f"o{k} = ({C_TYPE[d]})v{value};")
     return ", ".join(in_params), out_params, "\n".join(lines)

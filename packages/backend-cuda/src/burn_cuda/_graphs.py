@@ -14,10 +14,11 @@ runtime to capture the program (``CudaFusion.capture_program``); this module doe
 * the program runs once uncaptured (warming kernels, cuBLAS and the memory pool; these are this
   stream's results) and once under relaxed stream capture into a private memory pool, which the graph
   keeps: no buffer it uses is ever handed to other code;
-* CuPy refuses cuBLAS calls and host-to-device copies under capture, so such a call (a matmul, a
-  conv that uploads its index tables) ends the current graph and runs as a plain call between two
-  graphs at each launch, its result copied into the buffer the next graph reads (a
-  training step is then a graph per stretch between matmuls);
+* burn-cuda's GEMMs are captured too (through ``_cublas``: CuPy's own wrapper refuses cuBLAS calls
+  while capturing). A call that still cannot be captured (CuPy's other cuBLAS users, a conv that
+  uploads its index tables: CuPy refuses host-to-device copies under capture) ends the current graph
+  and runs as a plain call between two graphs at each launch, its result copied into the buffer the
+  next graph reads;
 * after a launch, each value a tensor holds is copied out of the graph's buffers (the next launch
   overwrites them), so no tensor ever aliases graph memory.
 
@@ -32,7 +33,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from burn.fusion import FusedKernel
 
-from ._dtypes import TO_NP
+from . import _cublas
+from ._bf16 import bits
+from ._dtypes import TO_NP, param_dtype
 
 if TYPE_CHECKING:
     from ._fusion import CudaFusion
@@ -65,7 +68,7 @@ def _copy_into(cp: Any, dst: Any, src: Any, stream: Any) -> Any:
         if dst.nbytes:
             dst.data.copy_from_device_async(src.data, dst.nbytes, stream)
     else:
-        cp.copyto(dst, src)
+        cp.copyto(bits(dst), bits(src))  # bfloat16 as its bits: CuPy copies those everywhere
     return dst
 
 
@@ -109,7 +112,7 @@ class CudaGraphProgram:
                 _copy_into(cp, buf, leaf.value, self.backend.stream)
         for dt, idx in self.slots.items():
             host = np.array([scalars[i] for i in idx], dtype=dt)
-            self.tables[dt].set(host)
+            self.tables[dt].set(host.view(param_dtype(dt)))  # bfloat16: its bits
         return True
 
     def _kernel(self, i: int, plan: FusedKernel, inputs: list[Any], sidx: tuple[int, ...]) -> list[Any]:
@@ -122,7 +125,7 @@ class CudaGraphProgram:
         program = self.program
         # this stream's results come from an uncaptured run over the inputs themselves (a result that
         # is a view of an input then aliases the input, as it would unfused, never graph memory)
-        self.tables = {dt: cp.empty(len(idx), dtype=dt) for dt, idx in self.slots.items()}
+        self.tables = {dt: cp.empty(len(idx), dtype=param_dtype(dt)) for dt, idx in self.slots.items()}
         self.views = [[self.tables[dt][k : k + 1].reshape(()) for dt, k in mine] for mine in self.step_slots]
         # an input that was the same array at the last two replays (a weight in inference) is read in
         # place, held by the graph (burn's arrays are never written); the others get buffers of the
@@ -173,7 +176,8 @@ class CudaGraphProgram:
 
         captured = False
         try:
-            with cp.cuda.using_allocator(pool.malloc):
+            _cublas.prepare(cp)  # its handle and workspace exist before the capture, outside its pool
+            with cp.cuda.using_allocator(pool.malloc), _cublas.capturing():
                 begin()
                 try:
                     values = program.run_values(self.fusion, stream, leaves, self.inputs, kernel, call)
@@ -206,10 +210,10 @@ class CudaGraphProgram:
             n = stream[seg[1]]
             out = program.run_call(self.fusion, n, index, values, self.inputs)
             if n.twin is None:
-                cp.copyto(values[n.pos], out)
+                cp.copyto(bits(values[n.pos]), bits(out))
             else:
-                cp.copyto(values[n.pos], out[0])
-                cp.copyto(values[n.twin.pos], out[1])
+                cp.copyto(bits(values[n.pos]), bits(out[0]))
+                cp.copyto(bits(values[n.twin.pos]), bits(out[1]))
         s = self.backend.stream
         program.deliver(stream, values, copy=lambda v: _copy_into(cp, cp.empty_like(v), v, s))
         return True

@@ -17,11 +17,13 @@ from types import ModuleType
 
 import numpy as np
 
-from ._dtypes import C_TYPE, COMPUTE_TYPE
+from ._bf16 import PREAMBLE as BF16_PREAMBLE
+from ._dtypes import C_TYPE, COMPUTE_TYPE, is_bf16, param_dtype
 from ._types import Kernel
 
 # device helpers the expressions call; templated so one preamble serves every compute type
-PREAMBLE = r"""
+PREAMBLE = (
+    r"""
 template <typename C> __device__ __forceinline__ C burn_floor_div_f(C a, C b) {
   // numpy's npy_divmod: floor of the exact quotient, with the same rounding fix-ups
   if (b == C(0)) return a / b;
@@ -74,6 +76,8 @@ template <typename C> __device__ __forceinline__ C burn_hard_sigmoid(C a) {
   return v < C(0) ? C(0) : (v > C(1) ? C(1) : v);
 }
 """
+    + BF16_PREAMBLE
+)
 
 UNARY_EXPR: dict[str, str | dict[str, str]] = {
     "neg": "-a",
@@ -148,7 +152,7 @@ def expression(table: dict[str, str | dict[str, str]], op: str, dt: np.dtype) ->
     entry = table[op]
     if isinstance(entry, str):
         return entry
-    kind = dt.kind
+    kind = "f" if is_bf16(dt) else dt.kind
     if kind in entry:
         return entry[kind]
     if kind in "iu" and "int" in entry:
@@ -158,19 +162,33 @@ def expression(table: dict[str, str | dict[str, str]], op: str, dt: np.dtype) ->
     raise KeyError(f"{op} has no kernel for dtype {dt}")
 
 
+def load(var: str, dt: np.dtype) -> str:
+    """C of an element ``var`` of dtype ``dt`` as the compute type ``C`` (bfloat16: from its bits)."""
+    return f"burn_bf16_to_f({var})" if is_bf16(dt) else f"(C){var}"
+
+
+def store(expr: str, dt: np.dtype) -> str:
+    """C storing the compute-type ``expr`` as an element of ``dt`` (bfloat16: rounded to its bits)."""
+    return f"burn_f_to_bf16({expr})" if is_bf16(dt) else f"({C_TYPE[dt]})({expr})"
+
+
 def kernel_source(kind: str, op: str, dt: np.dtype) -> tuple[str, str, str]:
-    """(in_params, out_params, operation) of the kernel for ``op`` on ``dt`` (``kind``: unary|binary)."""
+    """(in_params, out_params, operation) of the kernel for ``op`` on ``dt`` (``kind``: unary|binary).
+    bfloat16 arrays are passed as their bits (uint16 views: ``_bf16``)."""
     table = UNARY_EXPR if kind == "unary" else BINARY_EXPR
     expr = expression(table, op, dt)
     out_dt = np.dtype(np.bool_) if op in BOOL_RESULT else dt
-    ctype, out_ctype = COMPUTE_TYPE[dt], C_TYPE[out_dt]
+    ctype, pname, out_pname = COMPUTE_TYPE[dt], param_dtype(dt).name, param_dtype(out_dt).name
     if kind == "unary":
-        in_params = f"{dt.name} x"
-        body = f"typedef {ctype} C; const C a = (C)x; y = ({out_ctype})({expr});"
+        in_params = f"{pname} x"
+        body = f"typedef {ctype} C; const C a = {load('x', dt)}; y = {store(expr, out_dt)};"
     else:
-        in_params = f"{dt.name} x, {dt.name} z"
-        body = f"typedef {ctype} C; const C a = (C)x; const C b = (C)z; y = ({out_ctype})({expr});"
-    return in_params, f"{out_dt.name} y", body
+        in_params = f"{pname} x, {pname} z"
+        body = (
+            f"typedef {ctype} C; const C a = {load('x', dt)}; const C b = {load('z', dt)};"
+            f" y = {store(expr, out_dt)};"
+        )
+    return in_params, f"{out_pname} y", body
 
 
 def _cached(key: tuple[str, str, np.dtype], build: Callable[[ModuleType], Kernel]) -> Kernel:

@@ -5,15 +5,20 @@ inputs, ``"bf16"`` / ``"fp16"`` tensor cores with inputs rounded to bfloat16 / f
 accumulates in fp32 and reads and writes fp32 arrays (cuBLAS's ``CUBLAS_COMPUTE_32F_FAST_*`` compute
 types do the down-conversion inside the GEMM, so no half copies are made). Float32 matmuls go straight
 to ``cublasGemmStridedBatchedEx`` (CuPy's batched path ignores its own TF32 setting); transposed views
-are passed as transpose flags instead of being copied. Other dtypes use ``cupy.matmul``.
+are passed as transpose flags instead of being copied. float16 and bfloat16 tensors go to the same GEMM
+with ``CUDA_R_16F`` / ``CUDA_R_16BF`` operands and result and ``CUBLAS_COMPUTE_32F`` (tensor cores,
+float32 accumulation, one rounding of the result: PyTorch's default for half); bfloat16 arrays are
+handed over as their bits (uint16 views: ``_bf16``). Other dtypes use ``cupy.matmul``.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from . import _cublas
 from ._types import Prim
 
 if TYPE_CHECKING:
@@ -32,6 +37,7 @@ _COMPUTE_FALLBACK = {
 PRECISIONS = tuple(_COMPUTE_FALLBACK)
 _CUDA_R_32F = 0
 _CUDA_R_16F = 2
+_CUDA_R_16BF = 14  # cudaDataType_t (library_types.h)
 _GEMM_DEFAULT_TENSOR_OP = 99
 
 _state: dict[str, str] = {"precision": "fp32"}
@@ -132,6 +138,14 @@ def gemm_f16(cupy: ModuleType, a: Prim, b: Prim) -> Prim:
     return _gemm(cupy, a, b, compute_type("fp32"), _CUDA_R_16F)
 
 
+def gemm_bf16(cupy: ModuleType, a: Prim, b: Prim) -> Prim:
+    """bfloat16 ``a @ b`` on tensor cores with float32 accumulation; a and b are bfloat16 arrays."""
+    import numpy as np
+
+    out = _gemm(cupy, a.view(np.uint16), b.view(np.uint16), compute_type("fp32"), _CUDA_R_16BF)
+    return out.view(a.dtype)
+
+
 def _gemm(cupy: ModuleType, a: Prim, b: Prim, compute: int, data_type: int) -> Prim:
     """``a @ b`` through cublasGemmStridedBatchedEx: operands and result of ``data_type`` (a's dtype),
     ``compute`` the cublasComputeType_t (float32 alpha and beta: every compute type used here is a
@@ -165,10 +179,14 @@ def _gemm(cupy: ModuleType, a: Prim, b: Prim, compute: int, data_type: int) -> P
     # reads as its transpose in column-major (op N); a column-major one needs op T.
     # The handle is shared per thread and device and keeps the last stream set on it: its default is the
     # legacy null stream, which does not wait for the device's non-blocking stream. Set it every call.
-    handle = cupy.cuda.device.get_cublas_handle()
-    cublas.setStream(handle, cupy.cuda.get_current_stream().ptr)
-    cublas.gemmStridedBatchedEx(
-        handle,
+    stream = cupy.cuda.get_current_stream().ptr
+    if _cublas.capturing_now():  # CuPy refuses cuBLAS calls under capture: ctypes, same library
+        gemm: Any = functools.partial(_cublas.gemm_strided_batched, cupy, stream)
+    else:
+        handle = cupy.cuda.device.get_cublas_handle()
+        cublas.setStream(handle, stream)
+        gemm = functools.partial(cublas.gemmStridedBatchedEx, handle)
+    gemm(
         0 if b_rows else 1,
         0 if a_rows else 1,
         n,
@@ -203,4 +221,6 @@ def matmul(cupy: ModuleType, a: Prim, b: Prim) -> Prim:
         return gemm_f32(cupy, a, b, get_matmul_precision())
     if a.dtype == np.float16:
         return gemm_f16(cupy, a, b)
+    if a.dtype.kind == "V":  # bfloat16 (ml_dtypes)
+        return gemm_bf16(cupy, a, b)
     return cupy.matmul(a, b)

@@ -58,8 +58,8 @@ def leave(saved: D.DType | None) -> None:
 
 
 def check_device(op: str, dtype: D.DType, backend: Any) -> None:
-    """A clear error when ``backend`` cannot hold ``dtype`` (bfloat16 on numpy or CuPy, float16 on a
-    wgpu adapter without ``shader-f16``)."""
+    """A clear error when ``backend`` cannot hold ``dtype`` (bfloat16 on wgpu, on numpy without
+    ml_dtypes or on CuPy < 14; float16 on a wgpu adapter without ``shader-f16``)."""
     if dtype in backend.dtypes:
         return
     from ._errors import DTypeError
@@ -69,9 +69,14 @@ def check_device(op: str, dtype: D.DType, backend: Any) -> None:
         hint = "use burn.amp.autocast('float16') (mixed_precision('float16')) instead"
     else:
         hint = "this device has no half dtype: train in float32 (no mixed precision)"
+    from .backend._base import dtype_note
+
+    note = dtype_note(backend, dtype)
     raise DTypeError(
         f"{op}: autocast dtype {dtype.name} is not supported on device {backend.device} "
-        f"(backend {backend.name!r}; its float dtypes: {', '.join(floats)}); {hint}"
+        f"(backend {backend.name!r}; its float dtypes: {', '.join(floats)}"
+        + (f"; {note}" if note else "")
+        + f"); {hint}"
     )
 
 

@@ -586,7 +586,13 @@ def _op_dtype(op: str, dt: D.DType, b: Backend) -> D.DType:
 def _check_supported(op: str, b: Backend, dt: D.DType) -> None:
     if dt not in b.dtypes:
         names = ", ".join(sorted(d.name for d in b.dtypes))
-        raise DTypeError(f"{op}: dtype {dt.name} is not supported by backend {b.name!r} (supported: {names})")
+        from .backend._base import dtype_note
+
+        note = dtype_note(b, dt)
+        raise DTypeError(
+            f"{op}: dtype {dt.name} is not supported by backend {b.name!r} (supported: {names})"
+            + (f": {note}" if note else "")
+        )
 
 
 def _fallback_dtype(dt: D.DType, b: Backend) -> D.DType:

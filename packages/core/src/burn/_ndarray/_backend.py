@@ -11,8 +11,13 @@ import numpy as np
 
 from .. import _dtype as D
 from ..backend import ACTIVATION_OPS, Backend, Slices
-from ..backend._numpy_dtypes import FROM_NUMPY, NUMPY_DTYPES  # public as burn.backend.NUMPY_DTYPES
+from ..backend._numpy_dtypes import (  # public as burn.backend.NUMPY_DTYPES
+    FROM_NUMPY,
+    NUMPY_DTYPES,
+    SUPPORTED,
+)
 from . import _module, _ops
+from ._half import BF16_KIND, compute_in_float32
 from ._ops import Prim, Scalar
 
 if TYPE_CHECKING:
@@ -23,11 +28,20 @@ def np_dtype(dtype: D.DType) -> np.dtype:
     return NUMPY_DTYPES[dtype]
 
 
+@compute_in_float32
 class NdArrayBackend(_module.NdArrayModuleOps, Backend):
-    """numpy on the CPU. Supports every burn dtype except bfloat16 (numpy has none)."""
+    """numpy on the CPU. Supports every burn dtype; bfloat16 through ml_dtypes where it is installed
+    (stored as bfloat16, computed in float32 and rounded once per op: ``_half``)."""
 
     name = "ndarray"
-    dtypes = frozenset(NUMPY_DTYPES)
+    dtypes = SUPPORTED
+    dtype_notes = (
+        {}
+        if D.bfloat16 in SUPPORTED
+        else {
+            D.bfloat16: "numpy's bfloat16 comes from ml_dtypes, which is not installed (pip install ml_dtypes)"
+        }
+    )
     default_float = D.float32
     default_int = D.int64
     xp = np  # the array namespace; a CuPy-based backend can reuse these formulations with cupy
@@ -55,13 +69,25 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
         return x.astype(NUMPY_DTYPES[dtype], copy=False)
 
     def arange(self, start: int | float, stop: int | float, step: int | float, dtype: D.DType) -> Prim:
+        if dtype is D.bfloat16:  # the float32 sequence rounded once (no bfloat16 running sum)
+            return np.arange(start, stop, step, dtype=np.float32).astype(NUMPY_DTYPES[dtype])
         return np.arange(start, stop, step, dtype=NUMPY_DTYPES[dtype])
 
     # ---- element-wise
     def unary(self, op: str, x: Prim) -> Prim:
+        if x.dtype.kind == BF16_KIND:  # bfloat16: float32 arithmetic, one rounding (_half)
+            out = _ops.UNARY[op](x.astype(np.float32))
+            return out.astype(x.dtype) if out.dtype.kind == "f" else out
         return _ops.UNARY[op](x)
 
     def binary(self, op: str, a: Prim | Scalar, b: Prim | Scalar) -> Prim:
+        ref = a if isinstance(a, _ops._ARRAY) else b
+        if ref.dtype.kind == BF16_KIND:  # type: ignore[union-attr]  # one side is an array
+            bf16 = ref.dtype  # type: ignore[union-attr]
+            a = a.astype(np.float32) if isinstance(a, _ops._ARRAY) else a
+            b = b.astype(np.float32) if isinstance(b, _ops._ARRAY) else b
+            out = _ops.BINARY[op](a, b)
+            return out.astype(bf16) if out.dtype.kind == "f" else out
         return _ops.BINARY[op](a, b)
 
     def where(self, cond: Prim, a: Prim | Scalar, b: Prim | Scalar) -> Prim:
@@ -80,6 +106,9 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
 
     # ---- reductions and linear algebra
     def reduce(self, op: str, x: Prim, dims: tuple[int, ...], keepdim: bool) -> Prim:
+        if x.dtype.kind == BF16_KIND:  # float32 accumulation, one rounding
+            out = _ops.REDUCE[op](x.astype(np.float32), dims, keepdim)
+            return np.asarray(out.astype(x.dtype)) if out.dtype.kind == "f" else out
         return _ops.REDUCE[op](x, dims, keepdim)
 
     def arg_reduce(self, op: str, x: Prim, dim: int, keepdim: bool) -> Prim:
@@ -95,6 +124,8 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
             return np.var(x, axis=dims, ddof=ddof, keepdims=keepdim, dtype=x.dtype)
 
     def matmul(self, a: Prim, b: Prim) -> Prim:
+        if a.dtype.kind == BF16_KIND:  # float32 BLAS (tensor-core style accumulation), one rounding
+            return (a.astype(np.float32) @ b.astype(np.float32)).astype(a.dtype)
         return a @ b  # the operator slot: cheaper than np.matmul's argument parsing on small inputs
 
     def quantized_matmul(self, a: Prim, w: Prim) -> Prim:
@@ -244,7 +275,7 @@ _BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _select_bits(cond: Prim, a: Prim | Scalar, b: Prim | Scalar, dtype: np.dtype) -> Prim | None:
-    if dtype.kind != "f" or getattr(cond, "dtype", None) != np.bool_:
+    if dtype.kind not in "fV" or getattr(cond, "dtype", None) != np.bool_:  # V: bfloat16
         return None
     shape = np.broadcast_shapes(cond.shape, np.shape(a), np.shape(b))
     if math.prod(shape) < _SELECT_MIN_SIZE:

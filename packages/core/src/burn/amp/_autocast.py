@@ -45,8 +45,8 @@ def _half_dtype(op: str, dtype: Any) -> D.DType:
 class autocast:
     """Mixed precision for the ops run inside: matmul-heavy ops in ``dtype``, sensitive ops in float32.
 
-    ``dtype``: ``"float16"`` (numpy, CUDA, wgpu with ``shader-f16``) or ``"bfloat16"`` (where a backend
-    has it). ``device``: check now that it supports ``dtype`` (otherwise the first op on a device that
+    ``dtype``: ``"float16"`` (numpy, CUDA, wgpu with ``shader-f16``) or ``"bfloat16"`` (numpy with
+    ml_dtypes, CUDA with CuPy >= 14; not wgpu: WGSL has no bfloat16). ``device``: check now that it supports ``dtype`` (otherwise the first op on a device that
     lacks it raises ``burn.DTypeError``). ``enabled=False`` turns autocast off inside (nesting).
     Also a decorator. The setting is per thread and restored on exit.
 
@@ -56,10 +56,9 @@ class autocast:
     ...     p = burn.nn.functional.softmax(y, dim=1)    # runs in float32
     >>> y.dtype, p.dtype, (y + x.sum()).dtype          # mixed operands promote
     (burn.float16, burn.float32, burn.float32)
-    >>> burn.amp.autocast("bfloat16", device="cpu")
-    Traceback (most recent call last):
-    ...
-    burn._errors.DTypeError: autocast: autocast dtype bfloat16 is not supported on device cpu ...
+    >>> with burn.amp.autocast("bfloat16", device="cpu"):   # float32 accumulation, bfloat16 result
+    ...     (x @ w).dtype
+    burn.bfloat16
     """
 
     def __init__(self, dtype: D.DTypeLike = "float16", *, enabled: bool = True, device: Any = None) -> None:

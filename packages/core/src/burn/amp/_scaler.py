@@ -6,6 +6,10 @@ float32 gradients by it again before the optimizer, and adapts: a step whose gra
 NaN (the scale was too large) is skipped and the scale multiplied by ``backoff_factor``; after
 ``growth_interval`` good steps in a row it is multiplied by ``growth_factor``. Scales are powers of two
 by default, so scaling and unscaling are exact.
+
+bfloat16 has float32's exponent range, so its gradients do not underflow where float32's would not:
+as in PyTorch, bfloat16 training needs no scaler (``LearnerBuilder.mixed_precision("bfloat16")``
+turns it off by default); one still works with it (``enabled=True``) and changes nothing but cost.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ never burn-core's private modules.
   ``ARG_REDUCE_OPS``: the op tables every backend shares (op name -> dtype class it accepts).
 - ``DType``, ``ALL_DTYPES``, ``DEFAULT_FLOAT``, ``DEFAULT_INT``: dtype tables (the dtypes themselves
   are ``burn.float32`` and friends). ``NUMPY_DTYPES`` / ``FROM_NUMPY``: burn dtype <-> numpy dtype for
-  every burn dtype numpy has (all but bfloat16); they import numpy on first use.
+  every burn dtype (bfloat16 as ml_dtypes' numpy dtype, where ml_dtypes is installed, imported on first
+  lookup of it); they import numpy on first use.
 - ``broadcast_shape(*shapes)``: NumPy broadcasting of shapes, the one rule the frontend checks with.
 - ``from_primitive``: a ``burn.Tensor`` around a backend primitive (``tensor.primitive`` is the inverse).
 - ``Gradients``: what a decorator's ``backward`` returns (``burn.Gradients``).

@@ -16,8 +16,9 @@ transaction ops.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._dtype import DType, bool_, float32, int64
@@ -35,6 +36,17 @@ Slices = tuple[tuple[int, int, int], ...]  # (start, stop, step) per dim, 0 <= s
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def dtype_note(backend: Any, dt: DType) -> str:
+    """``backend.dtype_notes[dt]``, looking through decorators (``inner``) too: '' when none."""
+    seen = 0
+    while backend is not None and seen < 8:
+        note = getattr(backend, "dtype_notes", {}).get(dt)
+        if note:
+            return str(note)
+        backend, seen = getattr(backend, "inner", None), seen + 1
+    return ""
 
 
 def required(fn: _F) -> _F:
@@ -66,6 +78,9 @@ class Backend(_module_ops.ModuleOps, HostRandom):
     host_memory: bool = False
     # Activations ``unary`` runs with its own kernels; the others use ``activation``'s core compositions.
     native_activations: frozenset[str] = frozenset()
+    # Why a dtype outside ``dtypes`` is missing here, where it depends on the install (bfloat16 on an old
+    # CuPy): appended to the DTypeError of a request for it.
+    dtype_notes: Mapping[DType, str] = MappingProxyType({})
 
     if TYPE_CHECKING:
         # The autodiff decorator's surface: present only where ``is_autodiff`` is True (burn_autodiff's

@@ -139,11 +139,16 @@ class Graph:
         blobs, consts, offset = [], [], 0
         for cid, arr in self.constants.items():
             data = np.ascontiguousarray(arr)
-            raw = data.astype(data.dtype.newbyteorder("<"), copy=False).tobytes()
+            bf16 = data.dtype.name == "bfloat16"  # ml_dtypes' (kind 'V'): its bits as little-endian u2
+            raw = (
+                (data.view(np.uint16) if bf16 else data)
+                .astype((np.dtype(np.uint16) if bf16 else data.dtype).newbyteorder("<"), copy=False)
+                .tobytes()
+            )
             consts.append(
                 {
                     "id": cid,
-                    "dtype": data.dtype.str.lstrip("<>|="),
+                    "dtype": "bfloat16" if bf16 else data.dtype.str.lstrip("<>|="),
                     "shape": list(data.shape),
                     "offset": offset,
                     "nbytes": len(raw),
@@ -189,9 +194,15 @@ class Graph:
                 start, n = body + int(c["offset"]), int(c["nbytes"])
                 if start + n > len(data):
                     raise IrError(f"burn.ir: constant {c['id']} runs past the end of the data")
-                dt = np.dtype(c["dtype"]).newbyteorder("<")
+                bf16 = c["dtype"] == "bfloat16"
+                dt = np.dtype("u2" if bf16 else c["dtype"]).newbyteorder("<")
                 arr = np.frombuffer(data[start : start + n], dtype=dt).reshape(tuple(c["shape"]))
-                graph.constants[int(c["id"])] = arr.astype(dt.newbyteorder("="))
+                arr = arr.astype(dt.newbyteorder("="))
+                if bf16:
+                    from ..backend._numpy_dtypes import bfloat16_dtype
+
+                    arr = arr.view(bfloat16_dtype())
+                graph.constants[int(c["id"])] = arr
             for kind, args, outs in header["ops"]:
                 op_def(kind)  # an unknown kind is an error here, not at replay
                 graph.ops.append(

@@ -222,6 +222,8 @@ def _map_module(module: Module, fn: Callable, constants: Callable) -> Module:
 
 
 def _kind(np_dtype: Any) -> str:
+    if getattr(np_dtype, "name", None) == "bfloat16":  # ml_dtypes' bfloat16 is numpy kind 'V'
+        return "float"
     return {"f": "float", "i": "int", "u": "int", "b": "bool"}.get(
         getattr(np_dtype, "kind", "?"), str(np_dtype)
     )

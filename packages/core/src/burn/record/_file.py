@@ -4,6 +4,12 @@ and the module's dtype (so a half-precision save loads back at the module's prec
 
 Loading checks every name, shape and dtype before touching the module and reports all mismatches in one
 ``burn.RecordError``; a truncated or foreign file is a RecordError too, never a crash half-way.
+
+bfloat16 tensors are stored with safetensors' ``BF16`` tag (what PyTorch and others write and read).
+safetensors' numpy API does not read that tag back (0.8 writes it for an ml_dtypes array, then fails
+with ``KeyError: 'BF16'`` on load), so burn carries the bits itself: it saves them as a ``U16`` view
+and retags the header ``BF16``, and on load retags ``BF16`` as ``U16`` and views the bits as ml_dtypes'
+bfloat16 (``_retag``). The round trip is exact.
 """
 
 from __future__ import annotations
@@ -35,8 +41,6 @@ def to_bytes(module: Any, dtype: Any = None) -> bytes:
     save_dt = None if dtype is None else D.dtype(dtype)
     if save_dt is not None and not save_dt.is_float:
         raise ValueError(f"record: dtype must be a float dtype, got {save_dt.name}")
-    if save_dt is D.bfloat16:
-        raise ValueError("record: bfloat16 records are not supported (numpy has no bfloat16); use float16")
     arrays: dict[str, Any] = {}
     entries: dict[str, dict[str, str]] = {}
     named = list(module.named_entries())
@@ -45,7 +49,7 @@ def to_bytes(module: Any, dtype: Any = None) -> bytes:
         read.register(entry.value)
     for (name, entry), arr in zip(named, read.execute()):
         if save_dt is not None and entry.dtype.is_float:
-            arr = arr.astype(save_dt.name)
+            arr = arr.astype(_np_dtype(save_dt))
         arrays[name] = arr
         kind = "param" if type(entry).__name__ == "Param" else "state"
         entries[name] = {"id": entry.id, "dtype": entry.dtype.name, "kind": kind}
@@ -60,7 +64,31 @@ def to_bytes(module: Any, dtype: Any = None) -> bytes:
         "save_dtype": save_dt.name if save_dt is not None else "",
         "entries": json.dumps(entries),
     }
-    return st_save(arrays, metadata=metadata)
+    bf16 = {n for n, a in arrays.items() if a.dtype.name == "bfloat16"}
+    for n in bf16:  # the bits, tagged BF16 below (see the module docstring)
+        arrays[n] = arrays[n].view("uint16")
+    data = st_save(arrays, metadata=metadata)
+    return _retag(data, bf16, "U16", "BF16") if bf16 else data
+
+
+def _np_dtype(dt: D.DType) -> Any:
+    from ..backend._numpy_dtypes import NUMPY_DTYPES
+
+    return NUMPY_DTYPES[dt]
+
+
+def _retag(data: bytes, names: set[str] | None, old: str, new: str) -> bytes:
+    """``data`` with the safetensors dtype tag of tensors ``names`` (None: every one tagged ``old``)
+    changed from ``old`` to ``new``. Offsets count from the end of the header, so only the header
+    (re-padded to 8 bytes, as safetensors writes it) changes."""
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + n].decode("utf-8"))
+    for name, info in header.items():
+        if name != "__metadata__" and (names is None or name in names) and info.get("dtype") == old:
+            info["dtype"] = new
+    raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    raw += b" " * (-len(raw) % 8)
+    return len(raw).to_bytes(8, "little") + raw + data[8 + n :]
 
 
 def save(module: Any, path: str | os.PathLike, dtype: Any = None) -> str:
@@ -142,10 +170,26 @@ def read_arrays(data: bytes, source: str = "<bytes>") -> dict[str, Any]:
     from safetensors.numpy import load as st_load
 
     read_metadata(data, source)
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + n].decode("utf-8"))
+    bf16 = {k for k, v in header.items() if isinstance(v, dict) and v.get("dtype") == "BF16"}
+    if bf16:  # safetensors' numpy API cannot read BF16: load the bits as U16 (module docstring)
+        data = _retag(data, bf16, "BF16", "U16")
     try:
-        return st_load(data)
+        arrays = st_load(data)
     except Exception as exc:  # safetensors raises its own error types for every kind of damage
         raise RecordError(f"{source}: corrupted safetensors data: {exc}") from None
+    if bf16:
+        from ..backend._numpy_dtypes import has_bfloat16
+
+        if not has_bfloat16():
+            raise RecordError(
+                f"{source}: the record holds bfloat16 tensors, which need ml_dtypes (not installed)"
+            )
+        bf16_dtype = _np_dtype(D.bfloat16)
+        for k in bf16:
+            arrays[k] = arrays[k].view(bf16_dtype)
+    return arrays
 
 
 def from_bytes(module: Any, data: bytes, source: str = "<bytes>") -> Any:

@@ -20,8 +20,9 @@ import numpy as np
 
 import burn
 
-F16, F32, F64 = "float16", "float32", "float64"
-FLOATS = (F32, F64, F16)
+F16, F32, F64, BF16 = "float16", "float32", "float64", "bfloat16"
+# bfloat16 rows compare with the numpy backend's float32 result on the same (bfloat16) inputs
+FLOATS = (F32, F64, F16, BF16)
 INTS = ("int32", "int64")
 NUM = (*FLOATS, *INTS)
 ALL = (*NUM, "int8", "uint8", "bool")
@@ -64,7 +65,12 @@ def _values(rng: np.random.Generator, dtype: str, shape: tuple[int, ...], kind: 
         "pos": lambda s: rng.random(s) + 0.1,
         "unit": lambda s: rng.random(s) * 1.8 - 0.9,
     }
-    return np.asarray(draw[kind](shape)).astype(dtype)
+    return np.asarray(draw[kind](shape)).astype(np_dtype(dtype))
+
+
+def np_dtype(name: str) -> np.dtype:
+    """The numpy dtype of a dtype name; ``"bfloat16"`` is ml_dtypes' (imported here, on first use)."""
+    return burn.backend.NUMPY_DTYPES[burn.dtype(name)]
 
 
 def gen(*shapes: tuple[int, ...], kind: str = "normal") -> Inputs:
@@ -370,7 +376,7 @@ def _matmul_rows() -> list[OpSpec]:
 
 def _cast_rows() -> list[OpSpec]:
     rows = []
-    for target in ("float32", "float64", "float16", "int32", "int64", "int8", "uint8", "bool"):
+    for target in ("float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8", "bool"):
         rows.append(
             OpSpec(
                 f"cast_to_{target}",

@@ -261,7 +261,7 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
         choices=("float16", "bfloat16"),
         default=None,
         help="train in mixed precision: conv/linear in this dtype, float32 master weights, "
-        "dynamic loss scaling for float16 (off: float32)",
+        "dynamic loss scaling for float16 (none for bfloat16; off: float32)",
     )
     return p.parse_args(argv)
 

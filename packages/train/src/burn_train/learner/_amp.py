@@ -50,8 +50,8 @@ class MixedPrecision:
         self._window_inf = False  # an inf/NaN gradient in the current accumulation window
 
     def check_devices(self, devices: list[Any]) -> None:
-        """A clear error before training when a device lacks the dtype (bfloat16 on numpy/CUDA, float16
-        on a wgpu adapter without shader-f16)."""
+        """A clear error before training when a device lacks the dtype (bfloat16 on wgpu, numpy without
+        ml_dtypes or CuPy < 14; float16 on a wgpu adapter without shader-f16)."""
         import burn
 
         for dev in devices:

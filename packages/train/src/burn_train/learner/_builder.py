@@ -202,8 +202,8 @@ class LearnerBuilder:
         ``dtype``: ``"float16"`` or ``"bfloat16"`` (None: off). ``loss_scaling`` defaults to on for
         float16 and off for bfloat16 (float32's range). The scaler's other arguments are
         ``GradScaler``'s; its state is saved in every checkpoint and restored on resume. A device
-        without ``dtype`` (bfloat16 on numpy or CUDA, float16 on a wgpu adapter without
-        ``shader-f16``) is an error when ``fit`` starts.
+        without ``dtype`` (bfloat16 on wgpu, on numpy without ml_dtypes or CuPy < 14; float16 on a
+        wgpu adapter without ``shader-f16``) is an error when ``fit`` starts.
         """
         from ._amp import DTYPES, AmpOptions
 

@@ -10,7 +10,7 @@ import numpy as np
 
 import burn
 
-from .._specs import F16, F32, F64, FLOATS, OpSpec, _module_fn, _values, gen
+from .._specs import BF16, F16, F32, F64, FLOATS, OpSpec, _module_fn, _values, gen
 
 
 def _deform_inputs(rng: np.random.Generator, dtype: str) -> list[np.ndarray]:
@@ -55,7 +55,8 @@ def _quant_linear(c: Any, x: burn.Tensor, w: burn.Tensor) -> burn.Tensor:
 
 
 def rows() -> list[OpSpec]:
-    tol = {F32: (1e-4, 1e-4), F64: (1e-9, 1e-9), F16: (3e-2, 8e-2)}
+    # bfloat16: a backend composing these from its core (core-only) rounds every bilinear tap to 8 bits
+    tol = {F32: (1e-4, 1e-4), F64: (1e-9, 1e-9), F16: (3e-2, 8e-2), BF16: (6e-2, 1.5e-1)}
     # quantized values may round one step apart where backends' float reciprocals differ in the last bit
     qtol = {F32: (0.0, 0.05), F64: (0.0, 1e-9)}
     return [
