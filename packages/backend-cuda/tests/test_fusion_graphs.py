@@ -88,3 +88,48 @@ def test_an_inference_loop_reads_its_weights_in_place_and_survives_new_weights(c
         np.testing.assert_allclose(y.numpy(), np.maximum(x_np @ w_np * 0.5, 0).sum(1), rtol=1e-4, atol=1e-4)
     assert fb.stats["graphs"] - before["graphs"] >= 1, fb.runtime.capture_failures
     assert fb.stats["graph_launches"] - before["graph_launches"] >= 4
+
+
+def _fresh(fb, monkeypatch):
+    for name in ("_programs", "_lengths"):  # plan and capture anew for this case
+        monkeypatch.setattr(fb, name, type(getattr(fb, name))())
+
+
+def test_results_are_lent_without_copies_and_kept_values_survive_later_launches(cuda, monkeypatch):
+    """After a launch the weights and moments are the graph's own buffers (lent, not copied); the next
+    launch copies out only what a tensor still holds (here each step's loss, read at the end) and
+    declines nothing: every step after the capture is one graph launch."""
+    steps = 14
+    plain = _losses(burn.device("cuda:0", autodiff=True, fusion=False), steps, 0.0, 0)
+    dev = burn.device("cuda:0", autodiff=True)
+    fb = dev.backend.inner
+    _fresh(fb, monkeypatch)
+    before = dict(fb.stats)
+    got = _losses(dev, steps, 0.0, 0)
+    np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-6)
+    assert fb.stats["graphs"] - before["graphs"] == 1, fb.runtime.capture_failures  # never declined
+    assert fb.stats["graph_launches"] - before["graph_launches"] >= steps - 4
+    (program,) = [p for ps in fb._programs.values() for p in ps if p.graph]
+    assert program.graph.lendable and program.graph.lent  # lent buffers exist and were handed out
+
+
+def test_a_view_of_a_lent_buffer_makes_the_next_launch_decline(cuda, monkeypatch):
+    """A reshape of a weight is a view of the graph's buffer: the next launch would overwrite it, so it
+    declines (the step replays without the graph) and the view keeps the values it had."""
+    dev = burn.device("cuda:0", autodiff=True)
+    fb = dev.backend.inner
+    _fresh(fb, monkeypatch)
+    burn.seed(1)
+    model = nn.LinearConfig(8, 4).init(dev)
+    opt = burn.optim.AdamConfig().init()
+    x = burn.ones((3, 8), device=dev)
+    views, expected = [], []
+    for i in range(12):
+        model = opt.step(1e-2, model, model(x).square().mean().backward())
+        if i in (6, 9):
+            v = model.weight.val().reshape(-1)
+            expected.append(v.numpy().copy())
+            views.append(v)
+    for v, e in zip(views, expected):
+        np.testing.assert_array_equal(v.numpy(), e)
+    assert not np.array_equal(expected[0], expected[1])  # training moved on between the two

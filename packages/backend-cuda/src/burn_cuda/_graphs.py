@@ -19,8 +19,14 @@ runtime to capture the program (``CudaFusion.capture_program``); this module doe
   uploads its index tables: CuPy refuses host-to-device copies under capture) ends the current graph
   and runs as a plain call between two graphs at each launch, its result copied into the buffer the
   next graph reads;
-* after a launch, each value a tensor holds is copied out of the graph's buffers (the next launch
-  overwrites them), so no tensor ever aliases graph memory.
+* after a launch, the values tensors hold are *lent*: their nodes hold the graph's own buffers, with no
+  copy. Before the next launch overwrites them, every lent value still held (a loss kept for later,
+  a weight an autodiff graph saved) is copied out and its node re-pointed at the copy; values nobody
+  holds any more (the last step's weights and moments, once the optimizer replaced them) cost
+  nothing. A lent buffer that something else references directly (a view of it, an exported
+  array: its reference count says so) makes the launch decline, so graph memory is never
+  overwritten under a reader. Values that are views, or that are input buffers, are copied out at
+  once as before.
 
 A program whose capture fails (an op that synchronises with the host, an API call capture refuses)
 keeps replaying step by step; the failure is not an error.
@@ -28,6 +34,8 @@ keeps replaying step by step; the failure is not an error.
 
 from __future__ import annotations
 
+import sys
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -99,6 +107,9 @@ class CudaGraphProgram:
         self.tables: dict[Any, Any] = {}
         self.views: list[list[Any]] = []
         self.values: dict[int, Any] = {}
+        self.lendable: frozenset[int] = frozenset()  # positions whose buffers may be lent (``_lend``)
+        self.lent: list[tuple[Any, int]] = []  # (weak reference to the node, position) of the last launch
+        self.refs: dict[int, int] = {}  # a lendable buffer's references when nothing outside holds it
 
     # ------------------------------------------------------------------ the tables and inputs
     def _fill(self, cp: Any, leaves: list[Any], scalars: list[Any]) -> bool:
@@ -185,6 +196,8 @@ class CudaGraphProgram:
                     if state["open"]:
                         close()
             self.segments, self.pool, self.values = segments, pool, values
+            self.lendable = _lendable(values, self.inputs)
+            self.refs = {p: _refs(values, p) for p in self.lendable}  # views inside the graph count
             captured = any(seg[0] == GRAPH for seg in segments)
         except Exception as exc:  # not capturable (a host sync, an API call capture refuses): step by step
             failures = self.runtime.capture_failures
@@ -198,7 +211,7 @@ class CudaGraphProgram:
         copied into the buffers the later graphs read); then copy out what tensors hold. False (nothing
         run) when an input the graph reads in place changed."""
         cp = self.backend._on()
-        if not self._fill(cp, leaves, scalars):
+        if not self._fill(cp, leaves, scalars) or not self._reclaim(cp):
             return False
         s = self.backend.stream
         program, values = self.program, self.values
@@ -214,6 +227,68 @@ class CudaGraphProgram:
             else:
                 cp.copyto(bits(values[n.pos]), bits(out[0]))
                 cp.copyto(bits(values[n.twin.pos]), bits(out[1]))
-        s = self.backend.stream
-        program.deliver(stream, values, copy=lambda v: _copy_into(cp, cp.empty_like(v), v, s))
+        self._lend(cp, stream, values)
         return True
+
+    # ------------------------------------------------------------------ lending the results
+    def _lend(self, cp: Any, stream: list[Any], values: dict[int, Any]) -> None:
+        """Hand the values tensors hold to their nodes: lendable buffers as they are (remembered in
+        ``lent``), the others through a copy."""
+        s = self.backend.stream
+        lendable, lent = self.lendable, self.lent
+        for p in self.program.written:
+            n = stream[p]
+            if not wanted(n):
+                continue
+            if p in lendable:
+                n.done(values[p])
+                lent.append((weakref.ref(n), p))
+            else:
+                n.done(_copy_into(cp, cp.empty_like(values[p]), values[p], s))
+
+    def _reclaim(self, cp: Any) -> bool:
+        """Before a launch overwrites the buffers the last one lent (after ``_fill`` read this stream's
+        inputs): copy out each one a tensor still holds, re-pointing its node, and drop it from the
+        nodes no tensor holds (nothing reads them again: an input of this stream was read by
+        ``_fill``, and no later stream can reach a node without a tensor). False, changing nothing,
+        when a buffer has a holder no node accounts for: a view of it or an array handed out of burn,
+        which the launch would overwrite."""
+        values, refs = self.values, self.refs
+        holders = []
+        for ref, p in self.lent:
+            node = ref()
+            held = node is not None and node.value is values[p]
+            if _refs(values, p) > refs[p] + held:
+                return False
+            if held:
+                holders.append((node, p))
+        s = self.backend.stream
+        for node, p in holders:
+            node.value = _copy_into(cp, cp.empty_like(values[p]), values[p], s) if wanted(node) else None
+        self.lent = []
+        return True
+
+
+def _lendable(values: dict[int, Any], inputs: list[Any]) -> frozenset[int]:
+    """Positions whose value is a buffer of the graph's own that nothing else is: it owns its memory
+    (not a view), no other position has it, and it is not one of the graph's input buffers."""
+    seen: dict[int, int] = {}
+    for v in values.values():
+        seen[id(v)] = seen.get(id(v), 0) + 1
+    taken = {id(v) for v in inputs}
+    return frozenset(
+        p for p, v in values.items() if v.base is None and seen[id(v)] == 1 and id(v) not in taken
+    )
+
+
+def wanted(node: Any) -> bool:
+    """Whether a tensor holds fusion's ``node`` (its handle, which the node watches weakly, is alive)."""
+    h = node.handle
+    return h is not None and h() is not None
+
+
+def _refs(values: dict[int, Any], p: int) -> int:
+    """The reference count of ``values[p]`` as seen from here (one function, so always counted alike:
+    ``values``, views of it inside the graph's values, ``arr`` and getrefcount's argument)."""
+    arr = values[p]
+    return sys.getrefcount(arr)

@@ -44,6 +44,7 @@ class Node:
         "pos",
         "sbase",
         "twin",
+        "__weakref__",  # a CUDA graph runtime lends its buffers to nodes and watches them weakly
     )
 
     def __init__(
