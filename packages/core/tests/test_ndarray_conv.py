@@ -2,7 +2,9 @@
 its im2col + GEMM), on every path it takes: 1x1 at unit stride on one image (no window copy); window
 views, one image per GEMM (the bias as a row of the GEMM) or several (the batched layout and its
 transposed copy, bias fused into it); chunks cut by the workspace budget; non-contiguous inputs; the
-workspace reused across calls and shapes; groups, dilation, 1-d and 3-d, float64.
+workspace reused across calls and shapes; groups, dilation, 1-d and 3-d, float64. Then ``conv_fused``'s
+2-d runs (rows with stride phases, column shifts, channels-last) with every epilogue (bias, residual,
+ReLU, max pool), workspace chunks, the weights' cache, non-contiguous inputs and fresh results.
 
 Tolerances: float32 1e-4 relative to the output scale (sums of up to a few hundred products in a
 different order than the reference's), float64 1e-10.
@@ -66,11 +68,15 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("path", ["dispatch", "im2col"])
 @pytest.mark.parametrize("bias", [True, False], ids=["bias", "nobias"])
 @pytest.mark.parametrize(
     "case", CASES, ids=lambda c: "x".join(map(str, c[0])) + f"-w{'x'.join(map(str, c[1]))}"
 )
-def test_conv_matches_tap_sum(case, bias):
+def test_conv_matches_tap_sum(monkeypatch, case, bias, path):
+    """Each case as the backend dispatches it (2-d runs below) and through im2col alone."""
+    if path == "im2col":
+        monkeypatch.setattr(_module, "_rows_run", lambda *args: None)
     xs, ws, stride, padding, dilation, groups = case
     x = rng.standard_normal(xs).astype(np.float32)
     w = rng.standard_normal(ws).astype(np.float32)
@@ -127,3 +133,143 @@ def test_conv_workspace_reuse_does_not_leak_between_calls():
         rtol=1e-4,
         atol=1e-4 * math.sqrt(27),
     )
+
+
+# ------------------------------------------------------------------ conv_fused: the 2-d runs and epilogue
+# Each case names the run ``_rows_run`` must pick for it (checked, so every formulation is exercised):
+# "rows" (taps copied as rows of ho * wq, phases for strides), "shifts" (kw column shifts, kh GEMMs),
+# "hwc" (channels-last windows, small planes), "im2col" (no run: the windows path above).
+FUSED_CASES = [
+    # (x shape, weight shape, stride, padding, dilation, run)
+    ((2, 3, 20, 22), (5, 3, 3, 3), (1, 1), (1, 1), (1, 1), "rows"),  # C * kw < 48
+    ((2, 16, 18, 17), (6, 16, 3, 3), (1, 1), (1, 1), (1, 1), "shifts"),
+    ((2, 16, 18, 17), (6, 16, 3, 3), (1, 1), (2, 1), (2, 1), "shifts"),  # dilated, asymmetric pads
+    ((1, 24, 20, 15), (4, 24, 2, 2), (1, 1), (0, 0), (1, 1), "shifts"),  # unpadded, even kernel
+    ((2, 4, 40, 41), (5, 4, 3, 3), (2, 2), (1, 1), (1, 1), "rows"),  # 4 phases
+    ((2, 4, 30, 33), (5, 4, 3, 2), (2, 3), (1, 2), (2, 1), "rows"),  # strided and dilated
+    ((3, 8, 20, 20), (6, 8, 1, 1), (2, 2), (0, 0), (1, 1), "rows"),  # 1x1 strided: GEMM into y
+    ((2, 8, 9, 11), (6, 8, 3, 3), (1, 1), (1, 1), (1, 1), "hwc"),
+    ((2, 8, 12, 13), (6, 8, 3, 2), (2, 1), (1, 0), (1, 2), "hwc"),
+    ((2, 4, 30, 30), (5, 4, 5, 5), (1, 1), (2, 2), (1, 1), "im2col"),  # junk columns: 34 / 30
+]
+
+
+def _run_kind(x, w, stride, padding, dilation, pool=None, bias=True):
+    run = _module._rows_run(np, x, w.shape, stride, padding, dilation, pool, bias)
+    if run is None:
+        return "im2col"
+    if isinstance(run, _module._HwcRun):
+        return "hwc"
+    return "shifts" if run.shifts else "rows"
+
+
+def _max_pool_ref(y, pool):
+    n, c, h, w = y.shape
+    ho, wo = h // pool[0], w // pool[1]
+    return y[:, :, : ho * pool[0], : wo * pool[1]].reshape(n, c, ho, pool[0], wo, pool[1]).max(axis=(3, 5))
+
+
+def _fused_case(case, dtype, bias=True):
+    xs, ws, stride, padding, dilation, kind = case
+    x = rng.standard_normal(xs).astype(dtype)
+    w = rng.standard_normal(ws).astype(dtype)
+    b = rng.standard_normal(ws[0]).astype(dtype) if bias else None
+    assert _run_kind(x, w, stride, padding, dilation, bias=bias) == kind
+    return x, w, b, stride, padding, dilation
+
+
+def _close(got, want, dtype):
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    assert got.dtype == dtype and got.shape == want.shape and got.flags.c_contiguous
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * max(1.0, np.abs(want).max()))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("epilogue", ["none", "relu", "residual", "residual-relu"])
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "nobias"])
+@pytest.mark.parametrize("case", FUSED_CASES, ids=lambda c: f"{c[5]}-" + "x".join(map(str, c[0])))
+def test_conv_fused_matches_tap_sum(case, bias, epilogue, dtype):
+    """conv_fused = relu(conv + bias + residual) as asked, on every run; conv itself goes the same way."""
+    x, w, b, stride, padding, dilation = _fused_case(case, dtype, bias)
+    want = ref_conv(x, w, b, stride, padding, dilation, 1)
+    _close(B.conv(x, w, b, stride, padding, dilation, 1), want, dtype)
+    residual = rng.standard_normal(want.shape).astype(dtype) if "residual" in epilogue else None
+    if residual is not None:
+        want = want + residual
+    relu = "relu" in epilogue
+    if relu:
+        want = np.maximum(want, 0)
+    got = B.conv_fused(x, w, b, stride, padding, dilation, 1, residual=residual, relu=relu, weight_cache={})
+    _close(got, want, dtype)
+
+
+@pytest.mark.parametrize("pool", [(2, 2), (3, 2)])
+@pytest.mark.parametrize("case", FUSED_CASES, ids=lambda c: f"{c[5]}-" + "x".join(map(str, c[0])))
+def test_conv_fused_max_pool(case, pool):
+    """conv + bias, ReLU, then a max pool of kernel = stride (floor mode) read from the GEMM's result
+    (the rows run; im2col pools its output)."""
+    x, w, b, stride, padding, dilation = _fused_case(case, np.float32)
+    want = _max_pool_ref(np.maximum(ref_conv(x, w, b, stride, padding, dilation, 1), 0), pool)
+    got = B.conv_fused(x, w, b, stride, padding, dilation, 1, relu=True, pool=pool)
+    _close(got, want, np.float32)
+    if case[5] != "im2col":
+        assert _run_kind(x, w, stride, padding, dilation, pool=pool) in ("rows", "shifts")
+
+
+@pytest.mark.parametrize("split", ["one-per-chunk", "two-then-one"])
+@pytest.mark.parametrize("kind", ["rows", "shifts", "hwc"])
+def test_conv_fused_chunks(monkeypatch, kind, split):
+    """One image per GEMM chunk, and chunks of two with a last one of one, agree with the tap sum."""
+    case = next(c for c in FUSED_CASES if c[5] == kind)
+    x = rng.standard_normal((3,) + case[0][1:])
+    w = rng.standard_normal(case[1])
+    b = rng.standard_normal(case[1][0])
+    want = [[1, 1, 1]] if split == "one-per-chunk" else [[2, 1]]
+    for chunk in sorted({int(1.1**k) for k in range(200)}):  # a workspace size that cuts as wanted
+        monkeypatch.setattr(_module, "_ROWS_CHUNK", chunk)
+        run = _module._rows_run(np, x, w.shape, *case[2:5], None, True)
+        if [size for _, size in run.chunks] in want:
+            break
+    else:
+        pytest.fail(f"no workspace size gives chunks {want}")
+    assert _run_kind(x, w, *case[2:5]) == kind
+    got = B.conv_fused(x, w, b, *case[2:5], 1, relu=True)
+    _close(got, np.maximum(ref_conv(x, w, b, *case[2:5], 1), 0), np.float64)
+
+
+@pytest.mark.parametrize("kind", ["rows", "shifts", "hwc"])
+def test_conv_fused_weight_cache_follows_the_weights(kind):
+    """The re-laid-out weights are kept for the very same weight and bias arrays only."""
+    case = next(c for c in FUSED_CASES if c[5] == kind)
+    x, w, b, stride, padding, dilation = _fused_case(case, np.float32)
+    cache: dict = {}
+    for weight, bias in [(w, b), (w, b), (w * 2, b), (w, b + 1), (w, None)]:
+        got = B.conv_fused(x, weight, bias, stride, padding, dilation, 1, weight_cache=cache)
+        _close(got, ref_conv(x, weight, bias, stride, padding, dilation, 1), np.float32)
+
+
+@pytest.mark.parametrize("kind", ["rows", "shifts", "hwc"])
+def test_conv_fused_non_contiguous_input_and_fresh_results(kind):
+    """A transposed input view; a result is never a view of the kept buffers: the next call on the
+    same signature leaves it as it was."""
+    case = next(c for c in FUSED_CASES if c[5] == kind)
+    xs = case[0]
+    x = rng.standard_normal((xs[0], xs[1], xs[3], xs[2])).astype(np.float32).transpose(0, 1, 3, 2)
+    w = rng.standard_normal(case[1]).astype(np.float32)
+    assert _run_kind(x, w, *case[2:5], bias=False) == kind
+    y1 = B.conv_fused(x, w, None, *case[2:5], 1, relu=True)
+    keep = y1.copy()
+    _close(y1, np.maximum(ref_conv(x, w, None, *case[2:5], 1), 0), np.float32)
+    B.conv_fused(rng.standard_normal(xs).astype(np.float32), w, None, *case[2:5], 1, relu=True)
+    np.testing.assert_array_equal(y1, keep)
+
+
+def test_conv_fused_empty_batch_and_bad_arguments():
+    x = np.zeros((0, 16, 18, 17), np.float32)
+    w = rng.standard_normal((6, 16, 3, 3)).astype(np.float32)
+    assert B.conv_fused(x, w, None, (1, 1), (1, 1), (1, 1), 1, relu=True).shape == (0, 6, 18, 17)
+    x = rng.standard_normal((1, 16, 18, 17)).astype(np.float32)
+    with pytest.raises(ValueError, match="pool"):
+        B.conv_fused(
+            x, w, None, (1, 1), (1, 1), (1, 1), 1, residual=np.zeros((1, 6, 18, 17), np.float32), pool=(2, 2)
+        )

@@ -1,8 +1,8 @@
 """The inference passes of ``burn_onnx.load(optimize=True)``: Conv/ConvTranspose/Gemm + BatchNormalization
-folding, Conv/Add + Relu fusion, Identity/Dropout removal, constant folding, the per-signature plans,
-and the values-only MaxPool; each against onnxruntime (the reference) and against the same model loaded
-with ``optimize=False``. Fine-tuning through a folded node is checked against the unfolded graph's
-gradients and a finite difference.
+folding, Conv/Add + Relu fusion, residual Add + Relu and tiling MaxPool into the conv, Identity/Dropout
+removal, constant folding, the per-signature plans, and the values-only MaxPool; each against
+onnxruntime (the reference) and against the same model loaded with ``optimize=False``. Fine-tuning
+through a folded node is checked against the unfolded graph's gradients and a finite difference.
 
 Tolerances: float32 results 1e-4 relative / 1e-5 absolute (1e-3 / 1e-4 on GPU backends), as test_ops;
 gradients 1e-4 relative between the folded and unfolded graphs (the same math in another order), the
@@ -140,7 +140,89 @@ def test_the_resnet_model_fuses_every_bn_and_relu(device):
     feeds = {"x": _f(2, 3, 16, 16)}
     m = _compare(B.resnet(17), feeds, device)
     assert "BatchNormalization" not in _ops(m) and "Relu" not in _ops(m)
-    assert m.optimized["batch_norm"] == 6 and _ops(m).count("AddRelu") == 2
+    assert m.optimized["batch_norm"] == 6 and m.optimized["residual"] == 2 and "AddRelu" not in _ops(m)
+
+
+# ------------------------------------------------------------------ conv epilogues: residual add, max pool
+
+
+@pytest.mark.parametrize(
+    "pool, fused",
+    [
+        ({"kernel_shape": [2, 2], "strides": [2, 2]}, True),
+        ({"kernel_shape": [3, 2], "strides": [3, 2]}, True),  # floor mode drops a row
+        ({"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}, False),
+        ({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, False),  # overlapping
+    ],
+    ids=["2x2", "3x2-floor", "ceil", "3x3s2p1"],
+)
+def test_conv_relu_max_pool_fuses_when_the_windows_tile(device, pool, fused):
+    """Conv + BN + Relu + MaxPool: one node when the pool's windows tile the conv's output (the numpy
+    backend pools the GEMM's result), and on every call of the plan (the second replays it)."""
+    inits = {"w": _f(6, 3, 3, 3, scale=0.3), "cb": _f(6), **_bn(6, "bn")}
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "cb"], ["c"], pads=[1, 1, 1, 1]),
+        _bn_node("c", "bn", "n"),
+        helper.make_node("Relu", ["n"], ["r"]),
+        helper.make_node("MaxPool", ["r"], ["y"], **pool),
+    ]
+    feeds = {"x": _f(2, 3, 20, 19)}
+    m = _compare(make_model(nodes, feeds, ["y"], inits), feeds, device)
+    assert m.optimized["pool"] == int(fused)
+    assert _ops(m) == (["FusedConv"] if fused else ["FusedConv", "MaxPool"])
+
+
+def test_a_conv_output_read_twice_keeps_its_max_pool_and_add(device):
+    """The conv's result is also a graph output: neither the pool nor the add may take it over."""
+    inits = {"w": _f(4, 4, 3, 3, scale=0.3)}
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Add", ["c", "x"], ["s"]),
+        helper.make_node("Relu", ["s"], ["y"]),
+    ]
+    feeds = {"x": _f(2, 4, 18, 18)}
+    m = _compare(make_model(nodes, feeds, ["c", "p", "y"], inits), feeds, device)
+    assert m.optimized["pool"] == 0 and m.optimized["residual"] == 0
+
+
+@pytest.mark.parametrize("other", [(2, 6, 18, 18), (1, 6, 1, 1), (6, 1, 1)], ids=["same", "bcast", "bcast3"])
+def test_residual_add_relu_goes_into_the_conv(device, other):
+    """relu(conv(x) + r): the add moves into the conv's node; an r that broadcasts (another shape than
+    the conv's output) takes the plain add there, with numpy's broadcasting."""
+    inits = {"w": _f(6, 6, 3, 3, scale=0.3), "cb": _f(6), **_bn(6, "bn")}
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "cb"], ["c"], pads=[1, 1, 1, 1]),
+        _bn_node("c", "bn", "n"),
+        helper.make_node("Add", ["r", "n"], ["s"]),
+        helper.make_node("Relu", ["s"], ["y"]),
+    ]
+    feeds = {"x": _f(2, 6, 18, 18), "r": _f(*other)}
+    m = _compare(make_model(nodes, feeds, ["y"], inits), feeds, device)
+    assert m.optimized["residual"] == 1 and _ops(m) == ["FusedConv"]
+
+
+def test_fine_tuning_through_fused_epilogues_matches_the_plain_graph():
+    """A block with BN folding, a residual add and a max pool fused: on an autodiff device the node
+    takes the plain ops, so loss and gradients match the unoptimised graph."""
+    inits = {"w": _f(4, 4, 3, 3, scale=0.3), "cb": _f(4), **_bn(4, "bn"), "w2": _f(4, 4, 3, 3, scale=0.3)}
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "cb"], ["c"], pads=[1, 1, 1, 1]),
+        _bn_node("c", "bn", "n"),
+        helper.make_node("Add", ["n", "x"], ["s"]),
+        helper.make_node("Relu", ["s"], ["r"]),
+        helper.make_node("Conv", ["r", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("MaxPool", ["r2"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
+    ]
+    x = _f(2, 4, 18, 18)
+    model = make_model(nodes, {"x": x}, ["y"], inits)
+    assert burn_onnx.load(model, device="cpu").optimized["pool"] == 1
+    loss, fast = _grads(model, x, True, names=("w", "cb", "bn_s", "w2"))
+    plain_loss, plain = _grads(model, x, False, names=("w", "cb", "bn_s", "w2"))
+    assert loss == pytest.approx(plain_loss, rel=1e-5)
+    for name in fast:
+        np.testing.assert_allclose(fast[name], plain[name], rtol=1e-4, atol=1e-6, err_msg=name)
 
 
 # ------------------------------------------------------------------ passthrough, constants, plans
@@ -216,13 +298,15 @@ def _conv_bn_model() -> tuple[bytes, dict[str, np.ndarray]]:
     return make_model(nodes, {"x": _f(2, 2, 5, 5)}, ["y"], inits), inits
 
 
-def _grads(model: bytes, x: np.ndarray, optimize: bool) -> tuple[float, dict[str, np.ndarray]]:
+def _grads(
+    model: bytes, x: np.ndarray, optimize: bool, names: tuple[str, ...] = ("w", "cb", "bn_s", "bn_b")
+) -> tuple[float, dict[str, np.ndarray]]:
     dev = burn.device("cpu", autodiff=True)
     m = burn_onnx.load(model, device=dev, optimize=optimize)
     for _ in range(2):  # the second pass replays the plan: the fold must be recomputed, not reused
         loss = (m(burn.tensor(x, device=dev)) ** 2).mean()
         grads = loss.backward()
-    found = {name: m.weights[name].value.grad(grads) for name in ("w", "cb", "bn_s", "bn_b")}
+    found = {name: m.weights[name].value.grad(grads) for name in names}
     assert all(g is not None for g in found.values())
     return loss.item(), {name: g.numpy() for name, g in found.items()}
 
@@ -276,6 +360,7 @@ def test_add_relu_writes_only_into_a_dead_conv_result(device):
     feeds = {"x": _f(2, 3, 6, 6)}
     x_before = feeds["x"].copy()
     m = _compare(make_model(nodes, feeds, ["y", "c2"], inits), feeds, device)
-    relus = [n for n in m._runner.graph.nodes if n.op_type == "AddRelu"]
-    assert len(relus) == 1 and relus[0].attrs["inplace"] == 0
+    # the add went into conv1's node (conv1's result is dead): conv2's result is only read
+    fused = [n for n in m._runner.graph.nodes if n.attrs.get("residual")]
+    assert len(fused) == 1 and fused[0].inputs[7] == "c2" and m.optimized["residual"] == 1
     np.testing.assert_array_equal(feeds["x"], x_before)

@@ -1,5 +1,10 @@
 """Converters of the internal nodes that ``_optimize`` writes: ``FusedConv`` / ``FusedGemm`` (a Conv,
-ConvTranspose or Gemm with a BatchNormalization folded in and an optional Relu) and ``AddRelu``.
+ConvTranspose or Gemm with a BatchNormalization folded in and an optional Relu; a Conv also with a
+residual add before the Relu, input 7, or a tiling max pool after it) and ``AddRelu``.
+
+On the numpy backend a fused Conv is one ``conv_fused`` call from its second run with the same shapes
+on (the first runs the Conv converter, whose checks give the errors); anywhere else (autodiff,
+GPU backends, a residual that broadcasts) the node runs the plain ops in order.
 
 A fused node keeps every input of the nodes it replaces, so the fold runs on the current params:
 ``w' = w * s`` and ``b' = (b - mean) * s + shift`` with ``s = scale / sqrt(var + eps)``, per output
@@ -9,6 +14,7 @@ else its result is kept and reused as long as the node reads the very same weigh
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import burn
@@ -58,12 +64,12 @@ def _tracked(ts: tuple[Any, ...]) -> bool:
 def _folded(ctx: Any, node: Node, w: burn.Tensor, b: burn.Tensor | None, bn: tuple) -> tuple:
     """The folded weights, computed once per set of weight tensors (every call when they need grads)."""
     ins = (w, b, *bn)
-    if _tracked(ins):
-        return _fold(node, w, b, bn)
     memo = ctx.runner.memo
     hit = memo.get(id(node))
-    if hit is not None and all(p is q for p, q in zip(hit[0], ins)):
-        return hit[1]
+    if hit is not None and all(map(operator.is_, hit[0], ins)):
+        return hit[1]  # the memo only keeps untracked tensors, so these are untracked too
+    if _tracked(ins):
+        return _fold(node, w, b, bn)
     out = _fold(node, w, b, bn)
     memo[id(node)] = (ins, out)  # the very tensors the fold read (kept alive, so never mistaken)
     return out
@@ -91,8 +97,9 @@ def fused_conv(
     x: burn.Tensor,
     w: burn.Tensor,
     b: burn.Tensor | None = None,
-    *bn: burn.Tensor | None,
+    *rest: burn.Tensor | None,
 ) -> burn.Tensor:
+    bn, residual = rest[:4], (rest[4] if len(rest) > 4 else None)
     if bn and bn[0] is not None:
         w, b = _folded(ctx, node, w, b, tuple(bn))
     base = node.attrs["base"]
@@ -103,10 +110,76 @@ def fused_conv(
             gemm.attrs.update(alpha=node.attrs.get("alpha", 1.0), beta=node.attrs.get("beta", 1.0))
         y = _nn.gemm(ctx, gemm, x, w, b)
     elif base == "Conv":
+        fast = _conv_fused(ctx, node, x, w, b, residual)
+        if fast is not None:
+            return fast
         y = _conv(ctx, node, x, w, b)
+        if residual is not None:
+            y = y + residual
     else:
         y = _BASES[base](ctx, node, x, w, b)
-    return _activate(y, node.attrs.get("activation", ""))
+    y = _activate(y, node.attrs.get("activation", ""))
+    pool = node.attrs.get("pool_node")
+    return y if pool is None else _nn.max_pool(ctx, pool, y)
+
+
+def _conv_fused(
+    ctx: Any, node: Node, x: burn.Tensor, w: burn.Tensor, b: burn.Tensor | None, residual: burn.Tensor | None
+) -> burn.Tensor | None:
+    """The whole node (conv, bias, residual, ReLU, pool) as one ``conv_fused`` call of the numpy backend,
+    once the Conv converter resolved its arguments for these shapes (``_conv``); None where that does
+    not apply. Checked on the primitives: this runs once per conv and forward."""
+    memo = ctx.runner.memo
+    fast = memo.get(("conv_fused", id(node)))
+    prim, wp = x.primitive, w.primitive
+    if type(prim) is not np.ndarray or type(wp) is not np.ndarray:
+        return None  # not the numpy backend (an autodiff device's primitives are its own)
+    bp = None if b is None else b.primitive
+    backend = x.backend
+    key = (prim.shape, prim.dtype, wp.shape, wp.dtype, None if bp is None else bp.shape, backend, w.backend)
+    if fast is None or fast[0] != key:
+        fast = None
+        seen = memo.get(("conv", id(node)))
+        fused = getattr(backend, "conv_fused", None)
+        slow = (
+            x.shape,
+            x.dtype,
+            w.shape,
+            w.dtype,
+            None if b is None else b.shape,
+            id(backend),
+            id(w.backend),
+        )
+        if (
+            seen is not None
+            and seen[1] is not None
+            and seen[0] == slow
+            and fused is not None
+            and not backend.is_autodiff
+            and prim.dtype.kind == "f"
+        ):
+            # the args the converter resolved, the conv's output shape, and the weights' cache
+            fast = memo[("conv_fused", id(node))] = (key, fused, seen[1], seen[2], {})
+        if fast is None:
+            return None
+    res = None
+    if residual is not None:
+        res = residual.primitive
+        if type(res) is not np.ndarray or res.shape != fast[3] or res.dtype != prim.dtype:
+            return None
+    attrs = node.attrs
+    out = fast[1](
+        prim,
+        wp,
+        bp,
+        *fast[2],
+        residual=res,
+        relu=attrs.get("activation") == "Relu",
+        pool=attrs.get("pool"),
+        # the weights' re-laid-out copy, kept while they are the same arrays (as ``_folded`` keeps)
+        weight_cache=fast[4],
+    )
+    return from_primitive(out, backend, x.dtype)
 
 
 def _conv(ctx: Any, node: Node, x: burn.Tensor, w: burn.Tensor, b: burn.Tensor | None) -> burn.Tensor:
@@ -122,7 +195,7 @@ def _conv(ctx: Any, node: Node, x: burn.Tensor, w: burn.Tensor, b: burn.Tensor |
         stride, dilation = _nn._spatial_attrs(node, nd)
         begin, end = _nn._window_pads(node, tuple(x.shape[2:]), tuple(w.shape[2:]), stride, dilation)
         args = (tuple(stride), tuple(begin), tuple(dilation), int(node.attrs.get("group", 1)))
-        memo[slot] = (key, args if begin == end and x.backend is w.backend else None)
+        memo[slot] = (key, args if begin == end and x.backend is w.backend else None, tuple(y.shape))
         return y
     args = seen[1]
     if args is None:

@@ -12,6 +12,9 @@ same function from the same parameters, in fewer and cheaper nodes.
 - A Relu that is the only reader of a Conv (fused or not) or of an Add becomes part of that node
   (``FusedConv`` with ``activation="Relu"``, ``AddRelu``), so the numpy backend rectifies the fresh
   result in place instead of allocating another tensor.
+- Then what reads a 2-d conv's result alone goes into the conv's node (``fuse_epilogues``): an
+  ``AddRelu`` (a residual add) and a MaxPool whose windows tile its input, so the numpy backend's
+  ``conv_fused`` runs bias, residual, ReLU and pool on the GEMM's result while it is in cache.
 
 Constant subgraphs are folded by the runner (``Runner.fold_constants``), which owns the converters.
 Fused nodes are internal: they are never written to files and ``supported_ops`` does not list them.
@@ -174,4 +177,81 @@ def fuse(graph: Graph, initializers: set[str]) -> dict[str, int]:
         removed.add(id(relu))
         counts["relu"] += 1
     graph.nodes = [n for n in nodes if id(n) not in removed]
+    counts.update(fuse_epilogues(graph))
+    return counts
+
+
+def _as_fused_conv(node: Node) -> Node | None:
+    """``node`` as a ``FusedConv`` of base Conv with all seven inputs (x, w, b, BN x4; '' where absent)
+    when it is a Conv or such a FusedConv with nothing fused after the conv yet; else None."""
+    if node.op_type == "Conv" and not node.domain:
+        attrs = dict(node.attrs, base="Conv", epsilon=0.0, activation="")
+    elif node.op_type == "FusedConv" and node.attrs.get("base") == "Conv":
+        if node.attrs.get("residual") or node.attrs.get("pool"):
+            return None
+        attrs = dict(node.attrs)
+    else:
+        return None
+    ins = list(node.inputs) + [""] * (7 - len(node.inputs))
+    return Node("FusedConv", FUSED_DOMAIN, node.opset, node.name, ins, list(node.outputs), attrs)
+
+
+def _poolable(pool: Node) -> bool:
+    """A 2-d MaxPool whose windows tile its input: kernel = stride, no padding or dilation, floor mode,
+    values only."""
+    a = pool.attrs
+    kernel = list(a.get("kernel_shape", []))
+    return (
+        pool.op_type == "MaxPool"
+        and not pool.domain
+        and len(kernel) == 2
+        and not any(pool.outputs[1:])
+        and list(a.get("strides", [1, 1])) == kernel
+        and not any(a.get("pads", []))
+        and all(d == 1 for d in a.get("dilations", []))
+        and not a.get("ceil_mode", 0)
+        and a.get("auto_pad", "NOTSET") in ("NOTSET", "VALID")
+    )
+
+
+def fuse_epilogues(graph: Graph) -> dict[str, int]:
+    """Fold what follows a conv into its node, in place, where the conv's result has no other reader:
+    ``AddRelu`` of that result and another value (``FusedConv`` with ``residual``: the other value is
+    input 7, the node moves to the add's place) and a tiling 2-d ``MaxPool`` (``pool``: the kernel;
+    ``pool_node`` keeps the MaxPool for backends without the fused kernel). The numpy backend then
+    runs bias, residual, ReLU and pool on the GEMM's result in one pass (``NdArrayModuleOps.conv_fused``).
+    """
+    counts = {"residual": 0, "pool": 0}
+    pinned = _pinned(graph)
+    readers = _readers(graph)
+    producer = {o: n for n in graph.nodes for o in n.outputs if o}
+    nodes = list(graph.nodes)
+    moved: dict[int, Node] = {}  # the node at a reader's place <- its conv, now merged
+    removed: set[int] = set()
+    for node in nodes:
+        if node.op_type == "AddRelu" and node.attrs.get("inplace", -1) >= 0 and len(node.inputs) == 2:
+            slot = node.attrs["inplace"]
+            kind, other = "residual", node.inputs[1 - slot]
+        elif _poolable(node):
+            slot, kind, other = 0, "pool", ""
+        else:
+            continue
+        src = producer.get(node.inputs[slot])
+        if src is None or id(src) in removed or _only_reader(node.inputs[slot], readers, pinned) is not node:
+            continue
+        conv = _as_fused_conv(src)
+        if conv is None or (kind == "pool" and conv.attrs.get("activation") not in ("", "Relu")):
+            continue
+        if kind == "residual":
+            if conv.attrs.get("activation"):
+                continue
+            conv.inputs.append(other)
+            conv.attrs.update(activation="Relu", residual=True)
+        else:
+            conv.attrs.update(pool=tuple(node.attrs["kernel_shape"]), pool_node=node)
+        conv.outputs = list(node.outputs[:1])
+        moved[id(node)] = conv
+        removed.add(id(src))
+        counts[kind] += 1
+    graph.nodes = [moved.get(id(n), n) for n in nodes if id(n) not in removed]
     return counts

@@ -1,4 +1,7 @@
-"""numpy overrides of the module ops: conv via im2col (a strided window view copied into a reused
+"""numpy overrides of the module ops: 2-d conv (``conv_fused``, which ``conv`` calls) through a run
+made once per signature (``_rows_run``): rows of whole padded planes with stride phases, kw column
+shifts with kh GEMMs, or a channels-last window matrix for small planes, with bias, residual, ReLU and
+max pool in the epilogue; other convs via im2col (a strided window view copied into a reused
 workspace, padding in kept zero-bordered buffers) + a few large BLAS matmuls per batch,
 conv_transpose via matmul + col2im (shifted whole-plane adds at unit stride), max pool as element-wise
 ops over the kernel's taps (strided views), avg pool as a sum of taps.
@@ -13,6 +16,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import operator
 import threading
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -128,7 +132,7 @@ def _conv_plan(
     )
 
 
-_PADDED_KEPT = 8  # zero-bordered buffers kept per thread, one per padded shape (least recently used out)
+_PADDED_KEPT = 12  # zero-bordered buffers kept per thread, one per padded shape (least recently used out)
 _PADDED_MAX_BYTES = 1 << 24  # a larger padded input is built fresh each call
 
 
@@ -165,6 +169,504 @@ def _conv_windows(xp: ModuleType, src: Array, plan: _ConvPlan, stride: Ints, dil
     view = xp.ndarray(plan.view_shape, src.dtype, src, 0, strides)  # as_strided, without its overhead
     view.flags.writeable = False  # the windows overlap
     return view
+
+
+# The 2-d conv runs (numpy, no groups; measured on the ResNet-like benchmark, one BLAS thread). The "rows"
+# formulation computes the output on a grid ``wq`` columns wide (the padded width, over the stride), so
+# every kernel tap's window over a whole image is ONE contiguous run of the (phase-split, zero-bordered)
+# input: the window matrix is copied as rows of ho * wq values instead of runs of wo, and the GEMM per
+# image writes (C_out, ho, wq); the epilogue (crop, residual, ReLU, max pool) reads that while it is in
+# cache, the bias rides in the GEMM. The columns past wo are junk (wq / wo more GEMM work), so plain rows
+# only for wide outputs (``_ROWS_MAX_WASTE``). A stride s splits the padded input into s*s phases
+# (x[p::s, q::s]); a tap then reads one phase at unit stride. "shifts" (unit stride, deep enough) copies
+# kw shifted planes instead of kh * kw taps: 32x32x32 3x3 at batch 32 12.5 ms (im2col 14.1). Planes of
+# at most ``_HWC_MAX_PLANE`` go channels-last (``_HwcRun``): no junk, long runs (8x8x128 3x3 at batch 1
+# 0.27 ms, shifts 0.35, im2col 0.36); on 32x32 planes its transposed copy costs more than it saves.
+_ROWS_MAX_WASTE = 1.1  # wq / wo at most for plain rows ("shifts" has no limit): batch 32, 9 / 8 lost 15%
+_SHIFTS_MIN_DEPTH = 48  # C * kw at least for "shifts" (the stem's 3 * 3 runs better as rows)
+_HWC_MAX_PLANE = 256  # input planes up to 16 x 16 go channels-last (``_HwcRun``)
+_ROWS_CHUNK = 1 << 19  # window-matrix elements per GEMM chunk (2 MiB of float32)
+
+
+class _Phase(NamedTuple):
+    fill_dst: tuple[slice, ...]  # where this phase's interior sits in the (N, C, phases, hq, wq) buffer
+    fill_src: tuple[slice, ...]  # the input samples it holds
+    offset: int  # element offset of the phase's first tap in an image's first channel
+    shape: Ints  # (C, taps along h, taps along w, L) of its tap view
+    strides: Ints  # element strides of that view (channel, tap h, tap w, column)
+    cols: tuple[slice, ...]  # where those taps sit in the window matrix (C, kh, kw, L)
+
+
+class _RowsPlan(NamedTuple):
+    out: Ints  # (ho, wo)
+    grid: Ints  # (hq, wq): the phase planes; outputs are computed on ho x wq
+    phases: tuple[_Phase, ...]
+    image: int  # elements per image in the phase buffer
+    size: int  # phase buffer elements (slack past the end: the junk columns' overrun)
+    depth: int  # C * kh * kw
+    per: int  # images per GEMM chunk
+    key: tuple[Any, ...]  # what decides the buffer's layout (hashable: slices are not, before 3.12)
+
+
+@functools.lru_cache(maxsize=256)
+def _rows_plan(
+    xshape: Ints, wshape: Ints, stride: Ints, padding: Ints, dilation: Ints, chunk: int
+) -> _RowsPlan:
+    n, c, h, w = xshape
+    kernel = tuple(wshape[2:])
+    out = _out_sizes((h, w), kernel, stride, padding, dilation)
+    # per axis: phase -> (first tap, tap step, taps, offset in the phase, offset step)
+    axes: list[dict[int, tuple[int, int, int, int, int]]] = []
+    for k, s, d in zip(kernel, stride, dilation):
+        g = math.gcd(s, d)
+        phases: dict[int, tuple[int, int, int, int, int]] = {}
+        for t in range(k):
+            p, a = (t * d) % s, (t * d) // s
+            if p not in phases:
+                count = len(range(t, k, s // g))
+                phases[p] = (t, s // g, count, a, d // g)
+        axes.append(phases)
+    reach = [max(a + (cnt - 1) * da for _, _, cnt, a, da in ax.values()) for ax in axes]
+    hq, wq = out[0] + reach[0], out[1] + reach[1]
+    keys = [(p, q) for p in sorted(axes[0]) for q in sorted(axes[1])]
+    plane, length = hq * wq, out[0] * wq
+    image = c * len(keys) * plane
+    built = []
+    for k, (p, q) in enumerate(keys):
+        ti, si, ni, ai, dai = axes[0][p]
+        tj, sj, nj, aj, daj = axes[1][q]
+        # phase (p, q) holds padded sample (p + i * sh, q + j * sw) at (i, j): rows of x from r0 on
+        bounds = []
+        for ph, pad, s, size, lim in ((p, padding[0], stride[0], h, hq), (q, padding[1], stride[1], w, wq)):
+            lo = max(0, -(-(pad - ph) // s))
+            hi = min(lim, (pad + size - 1 - ph) // s + 1)
+            start = ph + lo * s - pad
+            bounds.append((lo, hi, start, s))
+        fill_dst = (slice(None), slice(None), slice(k, k + 1)) + tuple(
+            slice(lo, max(lo, hi)) for lo, hi, _, _ in bounds
+        )
+        fill_src = (slice(None), slice(None), None) + tuple(
+            slice(st, st + (hi - lo - 1) * s + 1, s) if hi > lo else slice(0, 0) for lo, hi, st, s in bounds
+        )
+        built.append(
+            _Phase(
+                fill_dst,
+                fill_src,
+                k * plane + ai * wq + aj,
+                (c, ni, nj, length),
+                (len(keys) * plane, dai * wq, daj, 1),
+                (slice(None), slice(ti, None, si), slice(tj, None, sj), slice(None)),
+            )
+        )
+    depth = c * math.prod(kernel)
+    per = max(1, min(n, chunk // max(1, depth * length)))
+    key = (xshape, kernel, stride, padding, dilation)
+    return _RowsPlan(out, (hq, wq), tuple(built), image, n * image + reach[1], depth, per, key)
+
+
+def _max_pool_into(xp: ModuleType, src: Array, pool: Ints, dst: Array) -> None:
+    """dst = the (kh, kw) max pool at stride (kh, kw), floor mode, of src (..., H, W): the max of the
+    kh rows of each window first (whole rows: long runs), then of the kw columns."""
+    kh, kw = pool
+    ho, wo = dst.shape[-2:]
+    rows = [src[..., i : i + ho * kh : kh, :] for i in range(kh)]
+    if kh > 1:
+        acc = xp.maximum(rows[0], rows[1])
+        for r in rows[2:]:
+            xp.maximum(acc, r, out=acc)
+    else:
+        acc = rows[0]
+    cols = [acc[..., j : j + wo * kw : kw] for j in range(kw)]
+    if kw == 1:
+        xp.copyto(dst, cols[0])
+        return
+    xp.maximum(cols[0], cols[1], out=dst)
+    for col in cols[2:]:
+        xp.maximum(dst, col, out=dst)
+
+
+def _epilogue(xp: ModuleType, y: Array, bias: Array | None, residual: Array | None, relu: bool) -> None:
+    """y += bias; y += residual; y = max(y, 0), in place, as asked."""
+    if bias is not None:
+        y += bias.reshape((-1,) + (1,) * (y.ndim - 2))
+    if residual is not None:
+        y += residual
+    if relu:
+        xp.maximum(y, 0, out=y)
+
+
+def _kept_zeros(xp: ModuleType, key: tuple[Any, ...], size: int, dtype: Any) -> tuple[Array, dict[Any, Any]]:
+    """A flat buffer of ``size`` elements, zeroed when made and kept per thread under ``key`` (the
+    ``_PADDED_KEPT`` most recent, each at most ``_PADDED_MAX_BYTES``; larger: fresh each call), so
+    what its owner never writes (a padded buffer's borders) stays zero; and a dict kept (and dropped)
+    with it, for views into it."""
+    if size * xp.dtype(dtype).itemsize > _PADDED_MAX_BYTES or xp.__name__ != "numpy":
+        return xp.zeros(size, dtype=dtype), {}
+    kept = getattr(_scratch_local, "padded", None)
+    if kept is None:
+        kept = _scratch_local.padded = {}
+    entry = kept.pop(key, None)
+    if entry is None:
+        entry = (xp.zeros(size, dtype=dtype), {})
+        while len(kept) >= _PADDED_KEPT:
+            kept.pop(next(iter(kept)))
+    kept[key] = entry  # most recently used last
+    return entry
+
+
+def _scratch_base(xp: ModuleType, name: str, nbytes: int) -> Array:
+    """The raw (uint8) buffer behind ``_scratch(name)``, at least ``nbytes`` long: the same object
+    between calls until a larger request replaces it, so views into it can be kept."""
+    pool = getattr(_scratch_local, "pool", None)
+    base = None if pool is None else pool.get(name)
+    if base is not None and base.nbytes >= nbytes:
+        return base
+    _scratch(xp, name, nbytes, xp.uint8)
+    base = getattr(_scratch_local, "pool", {}).get(name)
+    if base is None or base.nbytes < nbytes:  # served fresh (too large, or not numpy)
+        return xp.empty(nbytes, dtype=xp.uint8)
+    return base
+
+
+def _view(xp: ModuleType, base: Array, dtype: Any, offset: int, shape: Ints, strides: Ints) -> Array:
+    """A view of ``base`` (element offset and strides in elements of ``dtype``)."""
+    item = xp.dtype(dtype).itemsize
+    return xp.ndarray(shape, dtype, base, offset * item, tuple(s * item for s in strides))
+
+
+class _Run:
+    """What a 2-d numpy conv's shapes decide, worked out once per signature (``_rows_run``), and the
+    views into its kept input buffer and the shared scratch buffers: made again only when one of
+    those buffers is replaced, and kept with the input buffer (so dropped with it)."""
+
+    buf_key: tuple[Any, ...]
+    buf_size: int
+    scratch: tuple[tuple[str, int], ...]  # (name, bytes) of the scratch buffers it uses
+
+    def _build(self, xp: ModuleType, buf: Array, bases: tuple[Array, ...]) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def _state(self, xp: ModuleType, x: Array) -> tuple[Any, ...]:
+        buf, memo = _kept_zeros(xp, self.buf_key, self.buf_size, x.dtype)
+        bases = tuple(_scratch_base(xp, name, nbytes) for name, nbytes in self.scratch)
+        state = memo.get(self)
+        if state is None or not all(map(operator.is_, bases, state[0])):
+            state = memo[self] = (bases, *self._build(xp, buf, bases))
+        return state
+
+
+class _RowsRun(_Run):
+    """A 2-d numpy conv in the rows formulation for one signature: what the shapes decide, worked out
+    once, and the views into the phase buffer and the shared scratch buffers, made again only when
+    one of those buffers is replaced. Two ways to build the GEMM operand:
+
+    - ``shifts`` (unit stride): the padded input's kw column shifts are copied once (rows (c, dj),
+      each a whole plane: kw copies of x, not kh * kw), and kernel row di reads those rows from
+      column di * wq on, a strided view: kh GEMMs of depth C * kw per image (one stacked matmul
+      call), whose partial products are summed in place;
+    - else each phase's taps are copied as rows of ho * wq (the window matrix, depth C * kh * kw).
+
+    With a bias the operand gets one more row of ones and the weights the bias as one more column
+    (zero for di > 0): the GEMM adds it, and the epilogue is one pass (crop + ReLU, or + residual).
+    """
+
+    def __init__(
+        self,
+        xp: ModuleType,
+        xshape: Ints,
+        wshape: Ints,
+        dtype: Any,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        shifts: bool,
+        pool: Ints | None,
+        bias: bool,
+    ) -> None:
+        n, c = xshape[:2]
+        c_out, _, kh, kw = wshape
+        plan = _rows_plan(xshape, wshape, stride, padding, dilation, _ROWS_CHUNK)
+        (ho, wo), (hq, wq) = plan.out, plan.grid
+        self.plan, self.shifts, self.pool, self.dtype = plan, shifts, pool, dtype
+        self.c_out, self.kh, self.dilation, self.ones = c_out, kh, dilation, int(bias)
+        self.plane, self.length = hq * wq, ho * wq
+        self.depth = c * kw if shifts else plan.depth  # weight columns, without the bias's
+        rows = self.depth + self.ones
+        if shifts:
+            per = max(1, min(n, _ROWS_CHUNK // (rows * self.plane)))
+            scratch = {"cols": per * rows * self.plane, "part": per * kh * c_out * self.length}
+        else:
+            per = plan.per
+            scratch = {"cols": per * rows * self.length, "prod": per * c_out * self.length}
+        item = xp.dtype(dtype).itemsize
+        self.scratch = tuple((name, size * item) for name, size in scratch.items())
+        self.chunks = tuple((s, min(per, n - s)) for s in range(0, n, per))
+        self.y_shape = (n, c_out) + ((ho // pool[0], wo // pool[1]) if pool else (ho, wo))
+        self.direct = not shifts and wq == wo and pool is None  # the GEMM writes y itself
+        self.buf_key, self.buf_size = ("rows", plan.key, xp.dtype(dtype).str), plan.size
+
+    def _build(self, xp: ModuleType, buf: Array, bases: tuple[Array, ...]) -> tuple[Any, ...]:
+        """(fills, steps): the phase interiors with the input samples they take, and per chunk its
+        copies, ones row, GEMM operands, partial products and output crop."""
+        plan, dt = self.plan, self.dtype
+        bases = (buf, *bases)
+        n, c = plan.key[0][:2]
+        kh, kw = plan.key[1]
+        image, plane, length, c_out = plan.image, self.plane, self.length, self.c_out
+        depth, rows = self.depth, self.depth + self.ones
+        wo, wq = plan.out[1], plan.grid[1]
+        grid = buf[: n * image].reshape((n, c, len(plan.phases)) + plan.grid)
+        fills = [(grid[ph.fill_dst], ph.fill_src) for ph in plan.phases]
+        steps: list[tuple[Any, ...]] = []
+        for start, b in self.chunks:
+            copies = []
+            if self.shifts:
+                dh, dw = self.dilation
+                src = _view(xp, buf, dt, 0, (n, c, kw, plane), (image, plane, dw, 1))
+                block = _view(xp, bases[1], dt, 0, (b, rows, plane), (rows * plane, plane, 1))
+                copies.append((block[:, :depth].reshape(b, c, kw, plane), src[start : start + b]))
+                ones = block[:, depth:]
+                gemm_in = _view(xp, bases[1], dt, 0, (b, kh, rows, length), (rows * plane, dh * wq, plane, 1))
+                gemm_out = _view(
+                    xp,
+                    bases[2],
+                    dt,
+                    0,
+                    (b, kh, c_out, length),
+                    (kh * c_out * length, c_out * length, length, 1),
+                )
+                acc, partials = gemm_out[:, 0], [gemm_out[:, i] for i in range(1, kh)]
+            else:
+                gemm_in = _view(xp, bases[1], dt, 0, (b, rows, length), (rows * length, length, 1))
+                cols5 = gemm_in[:, :depth].reshape((b, c, kh, kw, length))
+                for ph in plan.phases:
+                    src = _view(xp, buf, dt, ph.offset, (n,) + ph.shape, (image,) + ph.strides)
+                    copies.append((cols5[(slice(None),) + ph.cols], src[start : start + b]))
+                ones = gemm_in[:, depth:]
+                gemm_out = acc = None
+                if not self.direct:
+                    gemm_out = acc = _view(
+                        xp, bases[2], dt, 0, (b, c_out, length), (c_out * length, length, 1)
+                    )
+                partials = []
+            wide = None if acc is None else acc.reshape(b, c_out, plan.out[0], wq)
+            crop = None if wide is None else wide[..., :wo]
+            steps.append((start, b, copies, ones, gemm_in, gemm_out, acc, partials, wide, crop))
+        return fills, steps
+
+    def _weights(
+        self, xp: ModuleType, weight: Array, bias: Array | None, cache: dict[str, Any] | None
+    ) -> Array:
+        """The GEMM's weights: (C_out, depth [+ 1]), or per kernel row (kh, C_out, C * kw [+ 1])."""
+        if cache is not None and cache.get("rows_w") is weight and cache.get("rows_b") is bias:
+            return cache["rows"]
+        c_out, kh = self.c_out, self.kh
+        if self.shifts:  # (di, C_out, (c, dj)): a copy with runs of kw elements, slow enough to keep
+            w = xp.zeros((kh, c_out, self.depth + self.ones), dtype=weight.dtype)
+            w[:, :, : self.depth] = weight.transpose(2, 0, 1, 3).reshape(kh, c_out, self.depth)
+            if bias is not None:
+                w[0, :, self.depth] = bias
+        elif bias is not None:
+            w = xp.concatenate([weight.reshape(c_out, self.depth), bias.reshape(c_out, 1)], axis=1)
+        else:
+            w = weight.reshape(c_out, self.depth)
+        if cache is not None:
+            cache.update(rows_w=weight, rows_b=bias, rows=w)
+        return w
+
+    def __call__(
+        self,
+        xp: ModuleType,
+        x: Array,
+        weight: Array,
+        bias: Array | None,
+        residual: Array | None,
+        relu: bool,
+        weight_cache: dict[str, Any] | None,
+    ) -> Array:
+        _, fills, steps = self._state(xp, x)
+        for dst, src in fills:
+            xp.copyto(dst, x[src])
+        w = self._weights(xp, weight, bias, weight_cache)
+        y = xp.empty(self.y_shape, dtype=x.dtype)
+        for start, b, copies, ones, gemm_in, gemm_out, acc, partials, wide, crop in steps:
+            for dst, src in copies:
+                xp.copyto(dst, src)
+            if self.ones:
+                ones.fill(1)
+            dst = y[start : start + b]
+            res = None if residual is None else residual[start : start + b]
+            if self.direct:
+                xp.matmul(w, gemm_in, out=dst.reshape(b, self.c_out, self.length))
+                _epilogue(xp, dst, None, res, relu)
+                continue
+            xp.matmul(w, gemm_in, out=gemm_out)
+            for p in partials:
+                xp.add(acc, p, out=acc)
+            if self.pool is not None:  # ReLU commutes with the max: it runs on the pooled output
+                _max_pool_into(xp, wide, self.pool, dst)
+                if relu:
+                    xp.maximum(dst, 0, out=dst)
+            elif res is not None:
+                xp.add(crop, res, out=dst)
+                if relu:
+                    xp.maximum(dst, 0, out=dst)
+            elif relu:
+                xp.maximum(crop, 0, out=dst)
+            else:
+                xp.copyto(dst, crop)
+        return y
+
+
+class _HwcRun(_Run):
+    """A small 2-d numpy conv (planes of at most ``_HWC_MAX_PLANE`` inputs) for one signature, through
+    a channels-last copy: in a zero-bordered (N, Hp, Wp, C) buffer every window is kh runs of kw * C
+    contiguous values, so the window matrix (N * L, K) is copied in long runs with no junk columns
+    (what NCHW windows cost on small planes: runs of wo values, or rows' junk), the GEMM is
+    (B * L, K) @ (K, C_out), and the epilogue reads its transpose into the NCHW output. With a bias
+    the window matrix gets a column of ones and the weights the bias as one more row."""
+
+    def __init__(
+        self,
+        xp: ModuleType,
+        xshape: Ints,
+        wshape: Ints,
+        dtype: Any,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        bias: bool,
+    ) -> None:
+        n, c, h, w = xshape
+        c_out, _, kh, kw = wshape
+        ho, wo = _out_sizes((h, w), (kh, kw), stride, padding, dilation)
+        self.out, self.c_out, self.ones, self.dtype = (ho, wo), c_out, int(bias), dtype
+        self.depth = c * kh * kw
+        self.padded = (n, h + 2 * padding[0], w + 2 * padding[1], c)
+        self.interior = (slice(None), slice(padding[0], padding[0] + h), slice(padding[1], padding[1] + w))
+        self.buf_key = ("hwc", xshape, padding, xp.dtype(dtype).str)
+        self.geometry = (kh, kw, stride, dilation)
+        length, rows = ho * wo, self.depth + self.ones
+        per = max(1, min(n, _ROWS_CHUNK // (rows * length)))
+        item = xp.dtype(dtype).itemsize
+        self.scratch = (("cols", per * length * rows * item), ("prod", per * length * c_out * item))
+        self.chunks = tuple((s, min(per, n - s)) for s in range(0, n, per))
+        self.buf_size = math.prod(self.padded)
+
+    def _build(self, xp: ModuleType, buf: Array, bases: tuple[Array, ...]) -> tuple[Any, ...]:
+        """(fill, steps): the padded buffer's interior, and per chunk its window copy, ones column,
+        GEMM operands and the GEMM result read in NCHW order."""
+        bases = (buf, *bases)
+        n, hp, wp, c = self.padded
+        kh, kw, (sh, sw), (dh, dw) = self.geometry
+        (ho, wo), dt, c_out = self.out, self.dtype, self.c_out
+        length, depth, rows = ho * wo, self.depth, self.depth + self.ones
+        fill = buf.reshape(self.padded)[self.interior]
+        windows = _view(
+            xp, buf, dt, 0, (n, ho, wo, kh, kw, c), (hp * wp * c, sh * wp * c, sw * c, dh * wp * c, dw * c, 1)
+        )
+        steps = []
+        for start, b in self.chunks:
+            cols = _view(xp, bases[1], dt, 0, (b * length, rows), (rows, 1))
+            dst = cols[:, :depth].reshape(b, ho, wo, kh, kw, c)
+            prod = _view(xp, bases[2], dt, 0, (b * length, c_out), (c_out, 1))
+            # the GEMM's (B * L, C_out) result read as (B, C_out, ho, wo): the NCHW order
+            result = _view(xp, bases[2], dt, 0, (b, c_out, ho, wo), (length * c_out, 1, wo * c_out, c_out))
+            steps.append((start, b, dst, windows[start : start + b], cols[:, depth:], cols, prod, result))
+        return fill, steps
+
+    def __call__(
+        self,
+        xp: ModuleType,
+        x: Array,
+        weight: Array,
+        bias: Array | None,
+        residual: Array | None,
+        relu: bool,
+        weight_cache: dict[str, Any] | None,
+    ) -> Array:
+        _, fill, steps = self._state(xp, x)
+        xp.copyto(fill, x.transpose(0, 2, 3, 1))
+        if (
+            weight_cache is not None
+            and weight_cache.get("hwc_w") is weight
+            and weight_cache.get("hwc_b") is bias
+        ):
+            w = weight_cache["hwc"]
+        else:  # ((di, dj, c) [+ bias], C_out)
+            w = xp.empty((self.depth + self.ones, self.c_out), dtype=weight.dtype)
+            w[: self.depth] = weight.transpose(2, 3, 1, 0).reshape(self.depth, self.c_out)
+            if bias is not None:
+                w[self.depth] = bias
+            if weight_cache is not None:
+                weight_cache.update(hwc_w=weight, hwc_b=bias, hwc=w)
+        y = xp.empty((x.shape[0], self.c_out) + self.out, dtype=x.dtype)
+        for start, b, dst, src, ones, cols, prod, result in steps:
+            xp.copyto(dst, src)
+            if self.ones:
+                ones.fill(1)
+            xp.matmul(cols, w, out=prod)
+            out = y[start : start + b]
+            if residual is not None:
+                xp.add(result, residual[start : start + b], out=out)
+                if relu:
+                    xp.maximum(out, 0, out=out)
+            elif relu:
+                xp.maximum(result, 0, out=out)
+            else:
+                xp.copyto(out, result)
+        return y
+
+
+_RUNS_KEPT = 64  # per thread, least recently used out
+
+
+def _rows_run(
+    xp: ModuleType,
+    x: Array,
+    wshape: Ints,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    pool: Ints | None,
+    bias: bool,
+) -> _RowsRun | _HwcRun | None:
+    """The rows (or channels-last) conv for this signature (made once per thread, the ``_RUNS_KEPT`` most recent kept),
+    or None where im2col serves it better: a 1x1 unit-stride conv (no window copy at all), or junk
+    columns past ``_ROWS_MAX_WASTE`` without ``shifts`` or a pool to pay for them."""
+    key = (
+        x.shape,
+        wshape,
+        x.dtype,
+        stride,
+        padding,
+        dilation,
+        pool,
+        bias,
+        (_ROWS_MAX_WASTE, _SHIFTS_MIN_DEPTH, _ROWS_CHUNK, _HWC_MAX_PLANE),  # tests change these
+    )
+    runs = getattr(_scratch_local, "runs", None)
+    if runs is None:
+        runs = _scratch_local.runs = {}
+    run: _RowsRun | _HwcRun | None
+    if key in runs:
+        run = runs.pop(key)
+    else:
+        plan = _rows_plan(tuple(x.shape), tuple(wshape), stride, padding, dilation, _ROWS_CHUNK)
+        pointwise = tuple(wshape[2:]) == (1, 1) and stride == (1, 1) and not any(padding)
+        narrow = plan.grid[1] <= _ROWS_MAX_WASTE * plan.out[1]
+        shifts = not pointwise and stride == (1, 1) and x.shape[1] * wshape[3] >= _SHIFTS_MIN_DEPTH
+        run = None
+        if 0 in x.shape or 0 in tuple(wshape) or min(plan.out) <= 0:
+            pass  # nothing to compute, or no window fits: im2col's checks and empty results
+        elif pool is None and x.shape[2] * x.shape[3] <= _HWC_MAX_PLANE and tuple(wshape[2:]) != (1, 1):
+            run = _HwcRun(xp, x.shape, wshape, x.dtype, stride, padding, dilation, bias)
+        elif shifts or pool is not None or (narrow and not pointwise):
+            run = _RowsRun(xp, x.shape, wshape, x.dtype, stride, padding, dilation, shifts, pool, bias)
+        while len(runs) >= _RUNS_KEPT:
+            runs.pop(next(iter(runs)))
+    runs[key] = run
+    return run
 
 
 def _out_sizes(spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints) -> Ints:
@@ -266,6 +768,56 @@ class NdArrayModuleOps(Backend):  # NdArrayBackend(NdArrayModuleOps, Backend): a
     xp: ModuleType  # the array namespace: numpy (or cupy)
 
     def conv(
+        self,
+        x: Array,
+        weight: Array,
+        bias: Array | None,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        groups: int,
+    ) -> Array:
+        return self.conv_fused(x, weight, bias, stride, padding, dilation, groups)
+
+    def conv_fused(
+        self,
+        x: Array,
+        weight: Array,
+        bias: Array | None,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        groups: int,
+        residual: Array | None = None,
+        relu: bool = False,
+        pool: Ints | None = None,
+        weight_cache: dict[str, Any] | None = None,
+    ) -> Array:
+        """``conv`` with an epilogue on its fresh result, in this order: ``+ residual`` (an array of the
+        output's shape), ``max(., 0)`` when ``relu``, and a max pool of kernel = stride ``pool``
+        (floor mode, unpadded; 2-d only, not with ``residual``). One pass over the output instead of
+        one per op, and the pool reads the GEMM's result while it is in cache.
+
+        ``weight_cache``: a dict the caller keeps for this weight, where a re-laid-out copy of it is
+        kept while ``weight`` is the very same array; only for weights never modified in place."""
+        xp = self.xp
+        if pool is not None and (residual is not None or x.ndim != 4):
+            raise ValueError(f"conv_fused: pool={pool} needs a 2-d conv and no residual")
+        if xp.__name__ == "numpy" and x.ndim == 4 and groups == 1 and x.dtype.kind == "f":
+            run = _rows_run(
+                xp, x, weight.shape, tuple(stride), tuple(padding), tuple(dilation), pool, bias is not None
+            )
+            if run is not None:
+                return run(xp, x, weight, bias, residual, relu, weight_cache)
+        y = self._conv_im2col(x, weight, bias, stride, padding, dilation, groups)
+        _epilogue(xp, y, None, residual, relu)
+        if pool is not None:
+            pooled = xp.empty(y.shape[:2] + (y.shape[2] // pool[0], y.shape[3] // pool[1]), dtype=y.dtype)
+            _max_pool_into(xp, y, pool, pooled)
+            return pooled
+        return y
+
+    def _conv_im2col(
         self,
         x: Array,
         weight: Array,

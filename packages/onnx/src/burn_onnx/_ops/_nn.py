@@ -249,9 +249,23 @@ def average_pool(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
     return total / share
 
 
+def _numpy_float(*ts: burn.Tensor | None) -> bool:
+    """Every given tensor is a float32/float64 numpy array off autodiff: converters may then call numpy
+    directly (the per-op dispatch costs more than the arithmetic on small tensors)."""
+    return all(
+        t is None
+        or (type(t.primitive) is np.ndarray and t.primitive.dtype.char in "fd" and not t.backend.is_autodiff)
+        for t in ts
+    )
+
+
 @op("GlobalAveragePool")
 def global_average_pool(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
-    return x.mean(tuple(range(2, x.ndim)), keepdim=True)
+    axes = tuple(range(2, x.ndim))
+    if _numpy_float(x):
+        prim = x.primitive
+        return from_primitive(prim.mean(axis=axes, keepdims=True, dtype=prim.dtype), x.backend, x.dtype)
+    return x.mean(axes, keepdim=True)
 
 
 @op("GlobalMaxPool")
@@ -370,6 +384,17 @@ def matmul(ctx: Any, node: Node, a: burn.Tensor, b: burn.Tensor) -> burn.Tensor:
 @op("Gemm")
 def gemm(ctx: Any, node: Node, a: burn.Tensor, b: burn.Tensor, c: burn.Tensor | None = None) -> burn.Tensor:
     alpha, beta = float(node.attrs.get("alpha", 1.0)), float(node.attrs.get("beta", 1.0))
+    if _numpy_float(a, b, c) and a.ndim == 2 and b.ndim == 2 and a.dtype == b.dtype:
+        pa, pb = a.primitive, b.primitive
+        y = np.matmul(
+            pa.T if node.attrs.get("transA", 0) else pa, pb.T if node.attrs.get("transB", 0) else pb
+        )
+        if alpha != 1.0:
+            y *= alpha
+        if c is not None and beta != 0.0:
+            pc = c.primitive.astype(y.dtype, copy=False)
+            y = y + (pc * beta if beta != 1.0 else pc)  # C broadcasts (unidirectionally) to y
+        return from_primitive(y, a.backend, a.dtype)
     if node.attrs.get("transA", 0):
         a = a.transpose(0, 1)
     if node.attrs.get("transB", 0):
