@@ -283,7 +283,9 @@ class Fusion(Backend):
                     mark: list[Any] = []
                     self._operand(n, mark)
                     marks.append(tuple(mark))
-            elif (t is tuple or t is list) and any(type(v) is FPrim or isinstance(v, (list, tuple)) for v in a):
+            elif (t is tuple or t is list) and any(
+                type(v) is FPrim or isinstance(v, (list, tuple)) for v in a
+            ):
                 m = _mapped([a], FPrim, _node_of)[0]
                 operands.append(m)
                 marks.append(self._signature_args((m,))[0])
