@@ -73,6 +73,20 @@ def test_large_tensor_round_trip_in_chunks(remote):
     assert burn.tensor(7.5, device=remote).item() == 7.5
 
 
+def test_bfloat16_crosses_the_wire_in_chunks_and_as_op_arguments(remote):
+    """bfloat16 (ml_dtypes on both sides) travels under its own wire name: its numpy ``str`` ('<V2')
+    would lose the dtype."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    big = np.random.default_rng(2).standard_normal((1200, 1000)).astype(ml_dtypes.bfloat16)  # 2.4 MB
+    t = burn.from_numpy(big, device=remote)
+    assert t.dtype == burn.bfloat16
+    back = t.numpy()
+    assert back.dtype == big.dtype
+    np.testing.assert_array_equal(back.view(np.uint16), big.view(np.uint16))  # the same bits
+    small = burn.tensor(np.array([1.5, -2.0], dtype=ml_dtypes.bfloat16), device=remote)
+    assert (small * 2).float().tolist() == [3.0, -4.0]
+
+
 def test_random_numbers_follow_burn_seed(remote):
     burn.seed(3)
     a = burn.randn((5,), device=remote).numpy()

@@ -65,6 +65,9 @@ class IndexChecker:
         with stream:
             self._err = cupy.zeros(2, dtype=np.uint64)
         self._host = cupyx.empty_pinned((2,), dtype=np.uint64)  # async copies need pinned memory
+        # zeroed: CuPy's pinned pool hands out used blocks, and a sync reads this before any fetch (a
+        # stale record there raised an error no check of this device made)
+        self._host[:] = 0
         self._messages: dict[int, str] = {}
         self._next_id = 1
         self._fetched_upto = 0  # checks issued before the last fetch: the copied record covers them

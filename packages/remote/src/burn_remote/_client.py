@@ -37,7 +37,10 @@ from ._protocol import (
     WELCOME,
     encode_arg,
     frame,
+    numpy_dtype,
+    raw_bytes,
     unframe,
+    wire_dtype,
 )
 from ._version import __version__
 
@@ -232,7 +235,7 @@ class Connection:
 
     def upload(self, tid: int, shape: tuple[int, ...], dtype: burn.DType, array: Any) -> None:
         """Send a large host array in frames of ``self.chunk`` bytes as tensor ``tid``."""
-        data = memoryview(array.reshape(-1)).cast("B") if array.size else memoryview(b"")
+        data = raw_bytes(array)
         total = len(data)
         chunk = self.chunk
         with self._lock:
@@ -241,7 +244,7 @@ class Connection:
             offset = 0
             while True:
                 n = min(chunk, total - offset)
-                meta = (tid, dtype.name, array.dtype.str, list(shape), total, offset)
+                meta = (tid, dtype.name, wire_dtype(array.dtype), list(shape), total, offset)
                 self._send(frame(UPLOAD, meta, data[offset : offset + n]))
                 offset += n
                 if offset >= total:
@@ -298,7 +301,7 @@ class Connection:
         out = []
         for i in range(len(ids)):
             np_dtype, shape = meta_of[i]
-            out.append(buffers[i].view(np.dtype(np_dtype)).reshape(shape))
+            out.append(buffers[i].view(numpy_dtype(np_dtype)).reshape(shape))
         return out
 
     def sync(self) -> None:

@@ -126,7 +126,7 @@ def encode_arg(a: Any) -> Any:
         import numpy as np
 
         arr = np.asarray(a, order="C")
-        return {"a": (arr.dtype.str, list(arr.shape), arr.tobytes())}
+        return {"a": (wire_dtype(arr.dtype), list(arr.shape), arr.tobytes())}
     raise ProtocolError(f"cannot send an op argument of type {type(a).__name__}")
 
 
@@ -162,15 +162,52 @@ def _array(value: Any) -> Any:
 
     try:
         dtype, shape, data = value
-        dt = np.dtype(dtype)
+        dt = numpy_dtype(dtype)
         shape = tuple(int(s) for s in shape)
     except Exception:
         raise ProtocolError(f"malformed array argument {value!r:.80}") from None
-    if dt.kind not in "biuf" or any(s < 0 for s in shape):
+    if not allowed(dt) or any(s < 0 for s in shape):
         raise ProtocolError(f"array argument of dtype {dt} and shape {shape} is not allowed")
     if not isinstance(data, bytes) or len(data) != dt.itemsize * _prod(shape):
         raise ProtocolError(f"array argument of {dt}{list(shape)} does not match its {len(data)} data bytes")
     return np.frombuffer(data, dtype=dt).reshape(shape)
+
+
+BFLOAT16 = "bfloat16"  # the wire name of ml_dtypes' bfloat16, whose numpy ``str`` ('<V2') loses it
+
+
+def wire_dtype(dt: Any) -> str:
+    """A numpy dtype's name on the wire: its ``str`` (byte order and size), or ``"bfloat16"``."""
+    return BFLOAT16 if dt.kind == "V" and dt.name == BFLOAT16 else str(dt.str)
+
+
+def numpy_dtype(name: str) -> Any:
+    """The numpy dtype a wire name stands for (bfloat16: ml_dtypes', as burn's numpy tables give it)."""
+    import numpy as np
+
+    if name == BFLOAT16:
+        import burn
+        from burn.backend import NUMPY_DTYPES
+
+        return NUMPY_DTYPES[burn.bfloat16]  # KeyError without ml_dtypes: the caller's protocol error
+    return np.dtype(name)
+
+
+def allowed(dt: Any) -> bool:
+    """Whether arrays of numpy dtype ``dt`` may cross the wire: numbers, bools and bfloat16."""
+    return dt.kind in "biuf" or (dt.kind == "V" and dt.name == BFLOAT16)
+
+
+def raw_bytes(arr: Any) -> memoryview:
+    """The bytes of a C-contiguous array (bfloat16 through its 16-bit view: it has no buffer format)."""
+    import numpy as np
+
+    if not arr.size:
+        return memoryview(b"")
+    flat = arr.reshape(-1)
+    if flat.dtype.kind == "V":
+        flat = flat.view(np.uint16)
+    return memoryview(flat).cast("B")
 
 
 def _prod(shape: tuple[int, ...]) -> int:

@@ -43,10 +43,14 @@ from ._protocol import (
     UPLOAD,
     VAR_FLOAT_METHODS,
     WireRef,
+    allowed,
     frame,
+    numpy_dtype,
     plain_tuple,
+    raw_bytes,
     signature_size,
     unframe,
+    wire_dtype,
 )
 
 _ALLOWED = frozenset({OPS, UPLOAD, READ, SYNC})
@@ -867,8 +871,8 @@ class Session:
         try:
             tid, dtype_name, np_name, shape, total, offset = meta
             shape = tuple(shape)
-            np_dtype = np.dtype(np_name)
-            ok = type(tid) is int and type(total) is int and type(offset) is int and np_dtype.kind in "biuf"
+            np_dtype = numpy_dtype(np_name)
+            ok = type(tid) is int and type(total) is int and type(offset) is int and allowed(np_dtype)
         except Exception:
             raise ProtocolError(
                 "UPLOAD frame: expected (id, dtype, numpy dtype, shape, total, offset)"
@@ -995,12 +999,12 @@ def _data_frames(arrays: list[Any]) -> Iterator[bytes]:
     raws: list[memoryview] = []
     size = 0
     for i, arr in enumerate(arrays):
-        data = memoryview(arr.reshape(-1)).cast("B") if arr.size else memoryview(b"")
+        data = raw_bytes(arr)
         total = len(data)
         offset = 0
         while True:
             n = min(CHUNK - size, total - offset)
-            pieces.append((i, arr.dtype.str, list(arr.shape), total, offset, n))
+            pieces.append((i, wire_dtype(arr.dtype), list(arr.shape), total, offset, n))
             raws.append(data[offset : offset + n])
             size += n
             offset += n
