@@ -8,6 +8,7 @@ from burn_wgpu._kernels import conv as KC
 from burn_wgpu._kernels import elementwise as EW
 from burn_wgpu._kernels import index as KI
 from burn_wgpu._kernels import matmul as KM
+from burn_wgpu._kernels import pool as KP
 from burn_wgpu._kernels import quant as KQ
 from burn_wgpu._kernels import reduce as KR
 from burn_wgpu._kernels import scan as KS
@@ -112,4 +113,9 @@ def catalog() -> dict[str, str]:
         out[f"scatter_add/{dt.name}"] = KI.render_scatter_add(dt, burn.int32, 2, 0).source
     for nb, packed in ((0, False), (1, False), (1, True)):  # int8 matmul: unpacked and dot4I8Packed
         out[f"quantized_matmul/{nb}b{'/dp4' if packed else ''}"] = KQ.render(nb, packed).source
+    for px in KP.PER_INVOCATION:  # the tuned pool family: every op and dtype, each outputs-per-invocation
+        for dt in (burn.float32, burn.float16, burn.int32, burn.uint32):
+            out[f"pool/max/{dt.name}/w128p{px}"] = KP.render("max", dt, 128, px).source
+        for dt in (burn.float32, burn.float16):
+            out[f"pool/avg/{dt.name}/w128p{px}"] = KP.render("avg", dt, 128, px).source
     return out

@@ -214,6 +214,13 @@ class CudaBackend(CudaModuleOps, Backend):
 
     # ---- reductions and linear algebra
     def reduce(self, op: str, x: Prim, dims: tuple[int, ...], keepdim: bool) -> Prim:
+        """Large float reductions over the trailing dims (the last, or all) through the tuned tree
+        kernels (``_tuned.REDUCE``); everything else through CuPy's reductions."""
+        from ._tuned import reduce_trailing
+
+        tuned = reduce_trailing(self, op, x, dims, keepdim)
+        if tuned is not None:
+            return tuned
         cp = self._on()
         if op in ("sum", "prod", "mean"):
             fn = {"sum": cp.sum, "prod": cp.prod, "mean": cp.mean}[op]

@@ -5,8 +5,9 @@ gathers each image's columns as (C*K, H_out*W_out) with one generated kernel (co
 output row) and multiplies W (C_out, C*K) into them as one batched GEMM whose result is already NCHW (a
 1x1 convolution with stride 1 and no padding multiplies W into the input itself); ``rows`` gathers a
 strided window view into one (N*L, C*K) matrix for one large GEMM (any rank). CuPy 14 ships no cuDNN bindings (``cupy.cuda.cudnn`` is gone), so convolution is
-implicit-GEMM style everywhere. Everything else (adaptive pools, interpolate, embedding) uses the
-contract's defaults, which run on this backend's core ops.
+implicit-GEMM style everywhere. 1-d and 2-d max/avg pools run direct kernels (``_tuned_kernels``,
+tuned per shape by ``_tuned.POOL``); 3-d pools the strided window view. Everything else (adaptive
+pools, interpolate, embedding) uses the contract's defaults, which run on this backend's core ops.
 """
 
 from __future__ import annotations
@@ -306,9 +307,103 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
         xp_ = cp.pad(x, pads, mode="constant", constant_values=fill) if any(map(any, pads)) else x
         return _windows(cp, xp_, out_sp, kernel, stride, dilation), out_sp, right
 
+    # ---- pools: the direct kernels of the tuned pool family (``_tuned.POOL``) for 1-d and 2-d pools
+    # of the dtypes they take; 3-d and other dtypes (and the family's reference) the window paths
+    def _pool(
+        self,
+        op: str,
+        x: Prim,
+        kernel: Ints,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        ceil_mode: bool,
+        count_include_pad: bool,
+    ) -> Prim | tuple[Prim, Prim] | None:
+        from . import _tuned
+        from ._tuned_kernels import POOL_DTYPES
+
+        if len(kernel) not in (1, 2) or x.dtype not in POOL_DTYPES[op] or x.ndim != 2 + len(kernel):
+            return None
+        if len(kernel) == 2:
+            return _tuned.pool2d(self, op, x, kernel, stride, padding, dilation, ceil_mode, count_include_pad)
+        n, c, length = x.shape
+        y = _tuned.pool2d(
+            self,
+            op,
+            x.reshape(n, c, 1, length),
+            (1, *kernel),
+            (1, *stride),
+            (0, *padding),
+            (1, *dilation),
+            ceil_mode,
+            count_include_pad,
+        )
+        if isinstance(y, tuple):
+            return y[0][:, :, 0], y[1][:, :, 0]
+        return y[:, :, 0]
+
+    def _pool_direct(
+        self,
+        op: str,
+        x: Prim,
+        kernel: Ints,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        ceil_mode: bool,
+        count_include_pad: bool,
+        block: int = 256,
+        px: int = 1,
+    ) -> Prim | tuple[Prim, Prim]:
+        """A 2-d pool of x (N, C, H, W) with the direct kernel (``_tuned_kernels.pool_source``):
+        ``block`` threads per block, ``px`` outputs per thread along the output row; max returns
+        (values, int64 indices)."""
+        from ._tuned_kernels import pool_kernel
+
+        cp = self._on()
+        x = cp.ascontiguousarray(x)
+        n, c, h, w = x.shape
+        oh, ow = (
+            _pool_out(s, k, st, p, d, ceil_mode)
+            for s, k, st, p, d in zip((h, w), kernel, stride, padding, dilation)
+        )
+        y = cp.empty((n, c, oh, ow), dtype=x.dtype)
+        idx = cp.empty((n, c, oh, ow), dtype=np.int64) if op == "max" else None
+        pb = -(-ow // px)
+        total = n * c * oh * pb
+        if y.size:
+            i32 = np.int32
+            params = (
+                np.int64(total),
+                *(i32(v) for v in (pb, oh, ow, h, w, *kernel, *stride, *padding, *dilation)),
+                i32(int(count_include_pad)),
+            )
+            outs = (y, idx) if idx is not None else (y,)
+            pool_kernel(op, x.dtype, px)((-(-total // block),), (block,), (x, *outs, *params))
+        return (y, idx) if idx is not None else y
+
     def max_pool(
         self, x: Prim, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool
     ) -> tuple[Prim, Prim]:
+        out = self._pool("max", x, kernel, stride, padding, dilation, ceil_mode, False)
+        if isinstance(out, tuple):
+            return out
+        return self._max_pool_windows(x, kernel, stride, padding, dilation, ceil_mode)
+
+    def avg_pool(
+        self, x: Prim, kernel: Ints, stride: Ints, padding: Ints, count_include_pad: bool, ceil_mode: bool
+    ) -> Prim:
+        ones = (1,) * len(kernel)
+        out = self._pool("avg", x, kernel, stride, padding, ones, ceil_mode, count_include_pad)
+        if out is not None and not isinstance(out, tuple):
+            return out
+        return self._avg_pool_windows(x, kernel, stride, padding, count_include_pad, ceil_mode)
+
+    def _max_pool_windows(
+        self, x: Prim, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool
+    ) -> tuple[Prim, Prim]:
+        """Max pool over a padded strided window view (CuPy argmax): any rank, any dtype."""
         cp = self._on()
         nd = len(kernel)
         dt = x.dtype
@@ -329,9 +424,10 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
             index = index + pos * math.prod(spatial[d + 1 :])
         return values, index
 
-    def avg_pool(
+    def _avg_pool_windows(
         self, x: Prim, kernel: Ints, stride: Ints, padding: Ints, count_include_pad: bool, ceil_mode: bool
     ) -> Prim:
+        """Average pool over a padded strided window view (CuPy sums): any rank."""
         cp = self._on()
         nd = len(kernel)
         ones = (1,) * nd

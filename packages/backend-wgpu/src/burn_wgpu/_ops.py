@@ -1,10 +1,10 @@
-"""Reductions, matmul, indexing, sort and scans of ``WgpuBackend`` (a mixin over its data and
-element-wise methods)."""
+"""Reductions, matmul, conv, pools, indexing, sort and scans of ``WgpuBackend`` (a mixin over its
+data and element-wise methods)."""
 
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import burn
 from burn.backend import Backend, broadcast_shape
@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 
 _EMPTY_REDUCE = {"sum": 0, "prod": 1, "all": True, "any": False, "mean": float("nan")}
 _SHORT_ROW = 64  # rows up to this long reduce one per thread; longer ones one per workgroup
+# dtypes the direct pool kernels take (others: the contract's default)
+_POOL_DTYPES = {
+    "max": frozenset({burn.float32, burn.float16, burn.int32, burn.uint32}),
+    "avg": frozenset({burn.float32, burn.float16}),
+}
 
 
 def _pack(*words: int) -> bytes:
@@ -181,6 +186,79 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
         if len(x.shape) == 4 and x.dtype.is_float and weight.dtype is x.dtype:
             return _tuned.conv2d(self, x, weight, bias, stride, padding, dilation, groups)
         return super().conv(x, weight, bias, stride, padding, dilation, groups)
+
+    # ------------------------------------------------------------------ pooling
+    def _pool(
+        self,
+        op: str,
+        x: WgpuTensor,
+        kernel: tuple[int, ...],
+        stride: tuple[int, ...],
+        padding: tuple[int, ...],
+        dilation: tuple[int, ...],
+        **flags: bool,
+    ) -> Any:
+        """1-d and 2-d pools through the tuned direct kernels (``_tuned.POOL``), a 1-d pool as a
+        2-d one of height 1; None where the direct kernels do not apply (3-d, other dtypes)."""
+        if len(kernel) not in (1, 2) or x.dtype not in _POOL_DTYPES[op]:
+            return None
+        if len(kernel) == 2:
+            return _tuned.pool2d(self, op, x, kernel, stride, padding, dilation, **flags)
+        n, c, length = x.shape
+        y = _tuned.pool2d(
+            self,
+            op,
+            self.reshape(x, (n, c, 1, length)),
+            (1, *kernel),
+            (1, *stride),
+            (0, *padding),
+            (1, *dilation),
+            **flags,
+        )
+        if op == "max":
+            values, index = y
+            return self.reshape(values, values.shape[:2] + values.shape[3:]), self.reshape(
+                index, index.shape[:2] + index.shape[3:]
+            )
+        return self.reshape(y, y.shape[:2] + y.shape[3:])
+
+    def max_pool(
+        self,
+        x: WgpuTensor,
+        kernel: tuple[int, ...],
+        stride: tuple[int, ...],
+        padding: tuple[int, ...],
+        dilation: tuple[int, ...],
+        ceil_mode: bool,
+    ) -> tuple[WgpuTensor, WgpuTensor]:
+        """1-d/2-d max pools with the tuned direct kernel (values and int32 indices: the first
+        maximum in window order, flattened over the input's spatial dims); 3-d: the default."""
+        out = self._pool(
+            "max", x, kernel, stride, padding, dilation, ceil_mode=ceil_mode, count_include_pad=False
+        )
+        if out is None:
+            return super().max_pool(x, kernel, stride, padding, dilation, ceil_mode)
+        values, index = out
+        return values, index
+
+    def avg_pool(
+        self,
+        x: WgpuTensor,
+        kernel: tuple[int, ...],
+        stride: tuple[int, ...],
+        padding: tuple[int, ...],
+        count_include_pad: bool,
+        ceil_mode: bool,
+    ) -> WgpuTensor:
+        """1-d/2-d float average pools with the tuned direct kernel; 3-d: the default."""
+        ones = (1,) * len(kernel)
+        out = self._pool(
+            "avg", x, kernel, stride, padding, ones, ceil_mode=ceil_mode, count_include_pad=count_include_pad
+        )
+        if out is None:
+            return super().avg_pool(x, kernel, stride, padding, count_include_pad, ceil_mode)
+        result: WgpuTensor = out
+        return result
 
     @staticmethod
     def _batch_view(x: WgpuTensor, nb: int) -> WgpuTensor:

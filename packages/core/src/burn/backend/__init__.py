@@ -20,6 +20,7 @@ never burn-core's private modules.
 - ``from_primitive``: a ``burn.Tensor`` around a backend primitive (``tensor.primitive`` is the inverse).
 - ``Gradients``: what a decorator's ``backward`` returns (``burn.Gradients``).
 - ``host_rng``: the process-wide numpy Generator ``burn.seed`` resets, for host-side random ops.
+- ``pool_out_size(size, kernel, stride, padding, dilation, ceil_mode)``: PyTorch's pooling output size.
 - ``deform_conv2d_backward(b, ...)`` / ``roi_align_backward(b, ...)``: the gradients of those module ops
   composed from ``b``'s core, for decorators' backward rules.
 
@@ -43,6 +44,7 @@ from ._optable import (
     UNARY_BOOL_RESULT,
     UNARY_OPS,
 )
+from ._pool_defaults import pool_out_size
 from ._random import host_rng
 from ._tensors import from_primitive
 from ._vision_defaults import deform_conv2d_backward, roi_align_backward
@@ -81,6 +83,7 @@ __all__ = [
     "deform_conv2d_backward",
     "from_primitive",
     "host_rng",
+    "pool_out_size",
     "required",
     "roi_align_backward",
 ]

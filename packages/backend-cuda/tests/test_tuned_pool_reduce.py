@@ -1,0 +1,252 @@
+"""The tuned pool and reduction families of burn-cuda (``_tuned.POOL``, ``_tuned.REDUCE``): every
+candidate against the numpy backend (pools: 1-d and 2-d, strides, padding, dilation, ceil_mode,
+count_include_pad, float16/32/64 and int64, max-pool indices exactly equal; reductions: sum, mean,
+prod, max, min in one and two passes, float16/32/64), bfloat16 through its float32 detour, and one
+tuning run per family end to end (tuned, the winner cached, a second backend only reads the cache).
+The GPU tests skip cleanly without CuPy or a GPU; the kernel-source checks run everywhere."""
+
+from __future__ import annotations
+
+import burn
+import numpy as np
+import pytest
+from burn_cuda import _tuned, _tuned_kernels
+
+RNG = np.random.default_rng(5)
+BURN = {np.float16: burn.float16, np.float32: burn.float32, np.float64: burn.float64, np.int64: burn.int64}
+
+# (x shape, kernel, stride, padding, dilation, ceil_mode)
+CASES = [
+    ((2, 3, 9, 11), (3, 3), (2, 2), (1, 1), (1, 1), False),
+    ((1, 4, 10, 7), (2, 3), (1, 2), (0, 1), (2, 1), True),
+    ((2, 2, 8, 8), (2, 2), (2, 2), (0, 0), (1, 1), False),
+    ((1, 3, 7, 13), (3, 2), (3, 3), (1, 1), (1, 2), True),  # ceil mode: the last window overhangs
+    ((1, 2, 5, 6), (5, 6), (1, 1), (2, 3), (1, 1), False),
+    ((2, 3, 17), (3,), (2,), (1,), (1,), True),  # 1-d
+    ((1, 2, 10), (4,), (3,), (2,), (2,), False),
+]
+CASE_IDS = [f"case{i}" for i in range(len(CASES))]
+
+
+@pytest.fixture(scope="module")
+def ref():
+    return burn.device("cpu").backend
+
+
+@pytest.fixture
+def raw(cuda):
+    """The CUDA backend itself (under the fusion decorator)."""
+    b = cuda.backend
+    return getattr(b, "inner", b)
+
+
+def _lift(x, case):
+    shape, k, s, p, d, ceil = case
+    if len(k) == 2:
+        return x, k, s, p, d
+    return x.reshape(shape[:2] + (1,) + shape[2:]), (1, *k), (1, *s), (0, *p), (1, *d)
+
+
+def _data(shape, dt):
+    if dt is np.int64:
+        return RNG.integers(-4, 5, shape).astype(np.int64)  # many ties: the first maximum wins
+    x = RNG.standard_normal(shape)
+    x[..., ::3] = np.round(x[..., ::3])
+    return x.astype(dt)
+
+
+# ---------------------------------------------------------------------- kernel sources (no GPU)
+def test_kernel_sources_check_their_arguments():
+    with pytest.raises(TypeError, match="not supported"):
+        _tuned_kernels.pool_source("avg", np.dtype(np.int32), 1)
+    with pytest.raises(ValueError, match="outputs per thread"):
+        _tuned_kernels.pool_source("max", np.dtype(np.float32), 0)
+    with pytest.raises(ValueError, match="op must be one of"):
+        _tuned_kernels.reduce_source("argmax", np.dtype(np.float32), np.dtype(np.float32), 4)
+    with pytest.raises(TypeError, match="float dtypes"):
+        _tuned_kernels.reduce_source("sum", np.dtype(np.int32), np.dtype(np.int32), 4)
+    with pytest.raises(ValueError, match="elements per thread"):
+        _tuned_kernels.reduce_source("sum", np.dtype(np.float32), np.dtype(np.float32), 0)
+
+
+def test_families_are_well_formed():
+    assert _tuned.POOL.reference == "windows" and _tuned.POOL.default != "windows"
+    assert {c.name for c in _tuned.POOL.candidates} >= {"b128p1", "b256p2", "b512p4"}
+    assert _tuned.REDUCE.reference == "cupy" and _tuned.REDUCE.default.startswith("tree")
+    assert not _tuned.should_tune_reduce(64, 1024) and _tuned.should_tune_reduce(4096, 16384)
+
+
+# ---------------------------------------------------------------------- pools on the GPU
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", [np.float32, np.float16, np.float64, np.int64], ids=lambda d: d.__name__)
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_pool_candidates_match_numpy(raw, ref, case, dt):
+    shape, k, s, p, d, ceil = case
+    x = _data(shape, dt)
+    want_v, want_i = (ref.to_numpy(t) for t in ref.max_pool(ref.from_numpy(x, BURN[dt]), k, s, p, d, ceil))
+    gx = raw.from_numpy(x, BURN[dt])
+    lx, lk, ls, lp, ld = _lift(gx, case)
+    for cand in _tuned.POOL.candidates:
+        values, index = cand.fn(raw, "max", lx, lk, ls, lp, ld, ceil, False)
+        np.testing.assert_array_equal(raw.to_numpy(values).reshape(want_v.shape), want_v, err_msg=cand.name)
+        np.testing.assert_array_equal(raw.to_numpy(index).reshape(want_i.shape), want_i, err_msg=cand.name)
+    if dt is np.int64:
+        return
+    ones = (1,) * len(lk)
+    for cip in (False, True):
+        want = ref.to_numpy(ref.avg_pool(ref.from_numpy(x, BURN[dt]), k, s, p, cip, ceil)).astype(np.float64)
+        # float32: summation order only; float16: the numpy backend sums in float16, the kernels in float
+        tol = 2e-3 if dt is np.float16 else 1e-6
+        for cand in _tuned.POOL.candidates:
+            got = raw.to_numpy(cand.fn(raw, "avg", lx, lk, ls, lp, ones, ceil, cip)).reshape(want.shape)
+            np.testing.assert_allclose(
+                got.astype(np.float64), want, rtol=tol, atol=4 * tol, err_msg=cand.name
+            )
+
+
+@pytest.mark.gpu
+def test_max_pool_nan_takes_the_first_nan(raw, ref):
+    x = RNG.standard_normal((1, 2, 6, 7)).astype(np.float32)
+    x[0, 0, 1, 2] = x[0, 0, 2, 1] = x[0, 1, 4, 4] = np.nan
+    args = ((3, 3), (2, 2), (1, 1), (1, 1), True)
+    want_v, want_i = (ref.to_numpy(t) for t in ref.max_pool(ref.from_numpy(x, burn.float32), *args))
+    for cand in _tuned.POOL.candidates:
+        values, index = cand.fn(raw, "max", raw.from_numpy(x, burn.float32), *args, False)
+        np.testing.assert_array_equal(raw.to_numpy(values), want_v, err_msg=cand.name)
+        np.testing.assert_array_equal(raw.to_numpy(index), want_i, err_msg=cand.name)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_backend_pools_and_bfloat16(raw, ref, case):
+    """The backend methods (the default direct kernel, strided input), and bfloat16 through float32."""
+    shape, k, s, p, d, ceil = case
+    b = raw
+    x = RNG.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(np.float32)
+    xs = np.ascontiguousarray(x[..., ::2])
+    strided = b.slice(
+        b.from_numpy(x, burn.float32), tuple((0, n, 1) for n in shape[:-1]) + ((0, x.shape[-1], 2),)
+    )
+    want_v, want_i = (
+        ref.to_numpy(t) for t in ref.max_pool(ref.from_numpy(xs, burn.float32), k, s, p, d, ceil)
+    )
+    values, index = b.max_pool(strided, k, s, p, d, ceil)
+    np.testing.assert_array_equal(b.to_numpy(values), want_v)
+    np.testing.assert_array_equal(b.to_numpy(index), want_i)
+    want = ref.to_numpy(ref.avg_pool(ref.from_numpy(xs, burn.float32), k, s, p, True, ceil))
+    np.testing.assert_allclose(
+        b.to_numpy(b.avg_pool(strided, k, s, p, True, ceil)), want, rtol=1e-6, atol=1e-6
+    )
+    if burn.bfloat16 not in b.dtypes:
+        return
+    xb = b.from_numpy(xs, burn.bfloat16)
+    exact = b.to_numpy(xb).astype(np.float32)  # the values bfloat16 holds
+    want_v, want_i = (
+        ref.to_numpy(t) for t in ref.max_pool(ref.from_numpy(exact, burn.float32), k, s, p, d, ceil)
+    )
+    values, index = b.max_pool(xb, k, s, p, d, ceil)
+    np.testing.assert_array_equal(b.to_numpy(values).astype(np.float32), want_v)
+    np.testing.assert_array_equal(b.to_numpy(index), want_i)
+
+
+# ---------------------------------------------------------------------- reductions on the GPU
+_NUMPY = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", [np.float32, np.float16, np.float64], ids=lambda d: d.__name__)
+@pytest.mark.parametrize(
+    "rows,n", [(3, 5000), (1, 1 << 20), (700, 4099), (2048, 64)]
+)  # few rows: chunks and a second pass; many rows: one pass
+def test_reduce_candidates_match_numpy(raw, dt, rows, n):
+    x = RNG.standard_normal((rows, n)).astype(dt)
+    x[0, 7] = 40.0  # a clear maximum
+    gx = raw.from_numpy(x, BURN[dt])
+    for op in _tuned_kernels.REDUCE_OPS:
+        data, g = x, gx
+        if op == "prod":  # signs, eight 2s and four halves: an exact product (16 or -16) in every order
+            data = np.where(x < 0, -1.0, 1.0).astype(dt)
+            data[:, :8], data[:, 8:12] = 2.0, 0.5
+            g = raw.from_numpy(data, BURN[dt])
+        want = _NUMPY[op](data.astype(np.float64), axis=1)
+        rtol, atol = (5e-3, 0.5) if dt is np.float16 else (1e-5, 1e-3)
+        for cand in _tuned.REDUCE.candidates:
+            got = raw.to_numpy(cand.fn(raw, op, g, rows, n))
+            assert got.shape == (rows,) and got.dtype == dt, (cand.name, got.shape, got.dtype)
+            np.testing.assert_allclose(
+                got.astype(np.float64), want, rtol=rtol, atol=atol, err_msg=f"{op} {cand.name}"
+            )
+
+
+@pytest.mark.gpu
+def test_reduce_nan_propagates(raw):
+    x = RNG.standard_normal((2, 9000)).astype(np.float32)
+    x[1, 5000] = np.nan
+    gx = raw.from_numpy(x, burn.float32)
+    for cand in _tuned.REDUCE.candidates:
+        for op in ("max", "min", "sum"):
+            got = raw.to_numpy(cand.fn(raw, op, gx, 2, 9000))
+            assert np.isfinite(got[0]) and np.isnan(got[1]), (cand.name, op, got)
+
+
+@pytest.mark.gpu
+def test_backend_reduce_routes_trailing_dims(cuda):
+    """Large trailing-dim reductions take the tuned family; others (leading dims, small) CuPy's."""
+    b = getattr(cuda.backend, "inner", cuda.backend)
+    x = RNG.standard_normal((8, 1024, 1024)).astype(np.float32)
+    g = b.from_numpy(x, burn.float32)
+    x64 = x.astype(np.float64)
+    for dims, keep in (((2,), False), ((1, 2), True), ((0, 1, 2), False), ((0,), False), ((1,), True)):
+        for op in ("sum", "mean", "max"):
+            got = b.to_numpy(b.reduce(op, g, dims, keep))
+            want = _NUMPY[op](x64, axis=dims, keepdims=keep)
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-2, err_msg=f"{op} {dims}")
+
+
+# ---------------------------------------------------------------------- tuning end to end
+def _fresh(monkeypatch, tmp_path):
+    from burn_cuda._backend import CudaBackend
+
+    monkeypatch.setenv("BURN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("BURN_AUTOTUNE", "full")
+    backend = CudaBackend(0)
+    backend.device = "cuda:test"
+    return backend
+
+
+@pytest.mark.gpu
+def test_pool_and_reduce_tune_and_cache(cuda, ref, tmp_path, monkeypatch):
+    from burn import autotune
+
+    seen: list[autotune.AutotuneEvent] = []
+    unsubscribe = autotune.subscribe(seen.append)
+    try:
+        b = _fresh(monkeypatch, tmp_path)
+        x = RNG.standard_normal((4, 8, 128, 128)).astype(np.float32)  # 4.7M outputs x taps: tuned
+        args = ((3, 3), (1, 1), (1, 1), (1, 1), False)
+        values, index = b.max_pool(b.from_numpy(x, burn.float32), *args)
+        want_v, want_i = (ref.to_numpy(t) for t in ref.max_pool(ref.from_numpy(x, burn.float32), *args))
+        np.testing.assert_array_equal(b.to_numpy(values), want_v)
+        np.testing.assert_array_equal(b.to_numpy(index), want_i)
+        r = RNG.standard_normal((64, 65536)).astype(np.float32)
+        got = b.to_numpy(b.reduce("sum", b.from_numpy(r, burn.float32), (1,), False))
+        np.testing.assert_allclose(got, r.astype(np.float64).sum(1), rtol=1e-4, atol=1e-2)
+        keys = {
+            "pool": "max float32 nc32 h128 w128 k3x3 s1x1 p1x1 d1x1",
+            "reduce": "sum float32 r64 n65536",
+        }
+        for family, key in keys.items():
+            entry = b._autotuner.cache.get(f"{family}|{key}")
+            assert entry is not None and entry["dropped"] == {}, (family, entry)
+            fam = _tuned.POOL if family == "pool" else _tuned.REDUCE
+            assert set(entry["seconds"]) == {c.name for c in fam.candidates}
+            done = [e for e in seen if e.kind == "autotune" and e.done and e.key == key]
+            assert len(done) == 1 and done[0].best == entry["best"]
+        seen.clear()
+        again = _fresh(monkeypatch, tmp_path)  # another process's view: the cache answers
+        values, index = again.max_pool(again.from_numpy(x, burn.float32), *args)
+        np.testing.assert_array_equal(again.to_numpy(index), want_i)
+        again.reduce("sum", again.from_numpy(r, burn.float32), (1,), False)
+        assert sorted(e.kind for e in seen if e.key in keys.values()) == ["cache", "cache"]
+    finally:
+        unsubscribe()
