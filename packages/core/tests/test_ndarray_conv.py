@@ -273,3 +273,168 @@ def test_conv_fused_empty_batch_and_bad_arguments():
         B.conv_fused(
             x, w, None, (1, 1), (1, 1), (1, 1), 1, residual=np.zeros((1, 6, 18, 17), np.float32), pool=(2, 2)
         )
+
+
+# ------------------------------------------------------------------ conv_fused across threads
+# With more than one BLAS thread a batch is split into slices run at once (``_conv_split``), each on its
+# own thread; forced on here with the work threshold at one multiply-add and a fake BLAS count, they
+# must give the one-thread result (the same GEMMs per image: 1e-6 relative) and the tap-sum reference.
+# One image stays on the plain path (its GEMMs on BLAS's threads).
+
+
+@pytest.fixture
+def threads(monkeypatch):
+    """Set the BLAS thread count the conv sees (the parallel paths taken whatever the work)."""
+    monkeypatch.setattr(_module, "_PARALLEL_MIN_MACS", 1)
+    count = [1]
+    local = _module._parallel.local
+    monkeypatch.setattr(
+        _module._parallel, "threads", lambda: 1 if getattr(local, "inside", False) else count[0]
+    )
+
+    regions = []
+    real_map = _module._parallel.map
+    monkeypatch.setattr(_module._parallel, "map", lambda tasks: (regions.append(len(tasks)), real_map(tasks)))
+
+    def set_threads(n):
+        count[0] = n
+        return regions
+
+    return set_threads
+
+
+def _fused_call(x, w, b, case, residual, relu, pool, cache):
+    return B.conv_fused(x, w, b, *case[2:5], 1, residual=residual, relu=relu, pool=pool, weight_cache=cache)
+
+
+@pytest.mark.parametrize("batch", [1, 2, 5])  # 1: the plain path, 5: uneven slices
+@pytest.mark.parametrize("epilogue", ["none", "relu", "residual-relu", "pool-relu"])
+@pytest.mark.parametrize("case", FUSED_CASES[:-1], ids=lambda c: f"{c[5]}-" + "x".join(map(str, c[0])))
+def test_conv_fused_threads_match_one_thread(threads, case, epilogue, batch):
+    xs, ws = case[0], case[1]
+    x = rng.standard_normal((batch,) + xs[1:]).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(ws[0]).astype(np.float32)
+    pool = (2, 2) if "pool" in epilogue else None
+    want = ref_conv(x, w, b, *case[2:5], 1)
+    residual = rng.standard_normal(want.shape).astype(np.float32) if "residual" in epilogue else None
+    if residual is not None:
+        want = want + residual
+    if "relu" in epilogue:
+        want = np.maximum(want, 0)
+    if pool is not None:
+        want = _max_pool_ref(want, pool)
+    threads(1)
+    one = _fused_call(x, w, b, case, residual, "relu" in epilogue, pool, {})
+    cache: dict = {}
+    for count in (2, 3, 7):  # 7: more threads than bands or images
+        regions = threads(count)
+        got = _fused_call(x, w, b, case, residual, "relu" in epilogue, pool, cache)
+        if batch == 1:
+            assert not regions
+        else:  # the parallel path ran, on no more threads than it may use
+            assert regions and regions[-1] == min(count, batch)
+        _close(got, want, np.float32)
+        np.testing.assert_allclose(got, one, rtol=1e-6, atol=1e-6 * np.abs(one).max())
+
+
+def test_conv_fused_threads_share_the_weight_cache_and_keep_workspaces_apart(threads):
+    """Slices on several threads at once, one weight cache between them; each thread's runs and
+    buffers are its own, and a later one-thread call on the same signature is unaffected."""
+    threads(4)
+    case = FUSED_CASES[1]  # shifts
+    x = rng.standard_normal((8,) + case[0][1:]).astype(np.float32)
+    w = rng.standard_normal(case[1]).astype(np.float32)
+    b = rng.standard_normal(case[1][0]).astype(np.float32)
+    cache: dict = {}
+    ys = [_fused_call(x, w, b, case, None, True, None, cache) for _ in range(3)]
+    want = np.maximum(ref_conv(x, w, b, *case[2:5], 1), 0)
+    for y in ys:
+        _close(y, want, np.float32)
+    assert cache["rows"][0] is w and cache["rows"][1] is b
+    threads(1)
+    _close(_fused_call(x[:3], w, b, case, None, True, None, cache), want[:3], np.float32)
+
+
+def test_parallel_map_restores_blas_and_raises_the_first_error(monkeypatch):
+    """BLAS is held at one thread while a region runs and set back after, also when a task fails;
+    a task sees one thread (no nested regions)."""
+
+    class FakeBlas:
+        def __init__(self):
+            self.count = 3
+
+        def get_num_threads(self):
+            return self.count
+
+        def set_num_threads(self, n):
+            self.count = n
+
+    par = _module._Parallel()
+    lib = FakeBlas()
+    par.blas = [lib]
+    assert par.threads() == 3
+    seen = []
+
+    def task(i):
+        seen.append((i, lib.count, par.threads()))
+        if i == 1:
+            raise RuntimeError("task 1 failed")
+
+    with pytest.raises(RuntimeError, match="task 1 failed"):
+        par.map([lambda i=i: task(i) for i in range(3)])
+    assert sorted(seen) == [(0, 1, 1), (1, 1, 1), (2, 1, 1)]
+    assert lib.count == 3 and par.open == 0 and par.threads() == 3
+    par.map([lambda: None, lambda: None])
+    assert lib.count == 3
+    par.map([lambda: seen.append(lib.count)])  # one task: on this thread, BLAS still at one thread
+    assert seen[-1] == 1 and lib.count == 3
+
+
+def test_parallel_without_threadpoolctl_is_one_thread(monkeypatch):
+    """No threadpoolctl (or no BLAS it can drive): one thread, the conv's plain path."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_threadpoolctl(name, *args, **kwargs):
+        if name == "threadpoolctl":
+            raise ImportError("no threadpoolctl")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_threadpoolctl)
+    par = _module._Parallel()
+    assert par.threads() == 1 and par.blas == []
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="os.fork: POSIX only")
+def test_conv_split_after_fork(threads):
+    """A forked child gets a fresh pool (the parent's threads are not in it) and still splits."""
+    import os
+
+    threads(2)
+    case = FUSED_CASES[0]
+    x = rng.standard_normal((4,) + case[0][1:]).astype(np.float32)
+    w = rng.standard_normal(case[1]).astype(np.float32)
+    want = ref_conv(x, w, None, *case[2:5], 1)
+    _close(B.conv_fused(x, w, None, *case[2:5], 1), want, np.float32)  # the parent's pool exists now
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 only when the split conv is right
+        code = 1
+        try:
+            assert _module._parallel.workers == 0  # a fresh pool
+            _module._parallel.threads = lambda: 2  # the child's own instance: split it
+            got = B.conv_fused(x, w, None, *case[2:5], 1)
+            code = 0 if np.allclose(got, want, rtol=1e-4, atol=1e-3) else 2
+        finally:
+            os._exit(code)
+    import time
+
+    deadline = time.monotonic() + 60  # the parent's dead pool would hang the child: kill it then
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if done[0] == 0:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the conv hung in the forked child")
+    assert os.waitstatus_to_exitcode(done[1]) == 0

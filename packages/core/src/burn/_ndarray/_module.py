@@ -1,7 +1,8 @@
 """numpy overrides of the module ops: 2-d conv (``conv_fused``, which ``conv`` calls) through a run
 made once per signature (``_rows_run``): rows of whole padded planes with stride phases, kw column
 shifts with kh GEMMs, or a channels-last window matrix for small planes, with bias, residual, ReLU and
-max pool in the epilogue; other convs via im2col (a strided window view copied into a reused
+max pool in the epilogue (with more than one BLAS thread, a batch split over a small thread pool:
+``_Parallel``); other convs via im2col (a strided window view copied into a reused
 workspace, padding in kept zero-bordered buffers) + a few large BLAS matmuls per batch,
 conv_transpose via matmul + col2im (shifted whole-plane adds at unit stride), max pool as element-wise
 ops over the kernel's taps (strided views), avg pool as a sum of taps.
@@ -17,6 +18,7 @@ import functools
 import itertools
 import math
 import operator
+import os
 import threading
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -342,6 +344,7 @@ class _Run:
     buf_key: tuple[Any, ...]
     buf_size: int
     scratch: tuple[tuple[str, int], ...]  # (name, bytes) of the scratch buffers it uses
+    y_shape: Ints  # the output's shape
 
     def _build(self, xp: ModuleType, buf: Array, bases: tuple[Array, ...]) -> tuple[Any, ...]:
         raise NotImplementedError
@@ -458,8 +461,10 @@ class _RowsRun(_Run):
         self, xp: ModuleType, weight: Array, bias: Array | None, cache: dict[str, Any] | None
     ) -> Array:
         """The GEMM's weights: (C_out, depth [+ 1]), or per kernel row (kh, C_out, C * kw [+ 1])."""
-        if cache is not None and cache.get("rows_w") is weight and cache.get("rows_b") is bias:
-            return cache["rows"]
+        # one (weight, bias, relaid) entry, set in one store: threads of a split batch share the cache
+        entry = None if cache is None else cache.get("rows")
+        if entry is not None and entry[0] is weight and entry[1] is bias:
+            return entry[2]
         c_out, kh = self.c_out, self.kh
         if self.shifts:  # (di, C_out, (c, dj)): a copy with runs of kw elements, slow enough to keep
             w = xp.zeros((kh, c_out, self.depth + self.ones), dtype=weight.dtype)
@@ -471,7 +476,7 @@ class _RowsRun(_Run):
         else:
             w = weight.reshape(c_out, self.depth)
         if cache is not None:
-            cache.update(rows_w=weight, rows_b=bias, rows=w)
+            cache["rows"] = (weight, bias, w)
         return w
 
     def __call__(
@@ -483,12 +488,13 @@ class _RowsRun(_Run):
         residual: Array | None,
         relu: bool,
         weight_cache: dict[str, Any] | None,
+        out: Array | None = None,
     ) -> Array:
         _, fills, steps = self._state(xp, x)
         for dst, src in fills:
             xp.copyto(dst, x[src])
         w = self._weights(xp, weight, bias, weight_cache)
-        y = xp.empty(self.y_shape, dtype=x.dtype)
+        y = xp.empty(self.y_shape, dtype=x.dtype) if out is None else out
         for start, b, copies, ones, gemm_in, gemm_out, acc, partials, wide, crop in steps:
             for dst, src in copies:
                 xp.copyto(dst, src)
@@ -541,6 +547,7 @@ class _HwcRun(_Run):
         c_out, _, kh, kw = wshape
         ho, wo = _out_sizes((h, w), (kh, kw), stride, padding, dilation)
         self.out, self.c_out, self.ones, self.dtype = (ho, wo), c_out, int(bias), dtype
+        self.y_shape = (n, c_out, ho, wo)
         self.depth = c * kh * kw
         self.padded = (n, h + 2 * padding[0], w + 2 * padding[1], c)
         self.interior = (slice(None), slice(padding[0], padding[0] + h), slice(padding[1], padding[1] + w))
@@ -575,6 +582,21 @@ class _HwcRun(_Run):
             steps.append((start, b, dst, windows[start : start + b], cols[:, depth:], cols, prod, result))
         return fill, steps
 
+    def _weights(
+        self, xp: ModuleType, weight: Array, bias: Array | None, cache: dict[str, Any] | None
+    ) -> Array:
+        """The GEMM's weights: ((di, dj, c) [+ bias], C_out)."""
+        entry = None if cache is None else cache.get("hwc")
+        if entry is not None and entry[0] is weight and entry[1] is bias:
+            return entry[2]
+        w = xp.empty((self.depth + self.ones, self.c_out), dtype=weight.dtype)
+        w[: self.depth] = weight.transpose(2, 3, 1, 0).reshape(self.depth, self.c_out)
+        if bias is not None:
+            w[self.depth] = bias
+        if cache is not None:
+            cache["hwc"] = (weight, bias, w)  # one store (see ``_RowsRun._weights``)
+        return w
+
     def __call__(
         self,
         xp: ModuleType,
@@ -584,23 +606,12 @@ class _HwcRun(_Run):
         residual: Array | None,
         relu: bool,
         weight_cache: dict[str, Any] | None,
+        out: Array | None = None,
     ) -> Array:
         _, fill, steps = self._state(xp, x)
         xp.copyto(fill, x.transpose(0, 2, 3, 1))
-        if (
-            weight_cache is not None
-            and weight_cache.get("hwc_w") is weight
-            and weight_cache.get("hwc_b") is bias
-        ):
-            w = weight_cache["hwc"]
-        else:  # ((di, dj, c) [+ bias], C_out)
-            w = xp.empty((self.depth + self.ones, self.c_out), dtype=weight.dtype)
-            w[: self.depth] = weight.transpose(2, 3, 1, 0).reshape(self.depth, self.c_out)
-            if bias is not None:
-                w[self.depth] = bias
-            if weight_cache is not None:
-                weight_cache.update(hwc_w=weight, hwc_b=bias, hwc=w)
-        y = xp.empty((x.shape[0], self.c_out) + self.out, dtype=x.dtype)
+        w = self._weights(xp, weight, bias, weight_cache)
+        y = xp.empty((x.shape[0], self.c_out) + self.out, dtype=x.dtype) if out is None else out
         for start, b, dst, src, ones, cols, prod, result in steps:
             xp.copyto(dst, src)
             if self.ones:
@@ -667,6 +678,137 @@ def _rows_run(
             runs.pop(next(iter(runs)))
     runs[key] = run
     return run
+
+
+# Batch-parallel runs. numpy's BLAS threads split each GEMM, but the window copies, padding and
+# epilogues around it run on the calling thread; numpy releases the GIL in those copies, ufuncs and
+# BLAS, so with T > 1 BLAS threads a batch of n >= 2 images is split into up to min(T, n) slices, each run
+# whole (copies, GEMMs, epilogue) on one thread of a small persistent pool (the caller takes the
+# first), every thread with its own run and workspaces (the thread-local caches above), writing its
+# slice of one output. BLAS is held at one thread for the parallel region (process-wide, through
+# threadpoolctl: its own threads would fight the pool's for the cores), restored after. The BLAS thread
+# count is read on every call (a ctypes call), so ``threadpool_limits(1)`` around a call, or
+# OPENBLAS_NUM_THREADS=1, keeps today's one-thread path exactly. Without threadpoolctl (burn-core's
+# dependency, but not imported until a batch asks: a missing one is no error) or without threads
+# (emscripten) everything runs on the caller.
+# A batch too small to split still runs with BLAS at one thread: OpenBLAS's threads spin for a while
+# after each multithreaded call, and split convs next to BLAS-threaded ones fight those spinning
+# threads for the cores (the benchmark at batch 32 on 2 cores: 43 ms all split, 54 ms none, 85 ms
+# with the small convs left to BLAS's threads). One image keeps BLAS's threads: its GEMMs are too
+# small to split by hand (split by rows, each thread packs the whole weight matrix: measured slower).
+_PARALLEL_MIN_MACS = 1 << 22  # multiply-adds per slice at least (about 0.1 ms of GEMM: pays a hand-off)
+
+
+class _Parallel:
+    """The BLAS libraries' controllers (threadpoolctl), a pool of worker threads and the count of
+    parallel regions open (BLAS is held at one thread while any is)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.blas: list[Any] | None = None  # None: not looked up yet
+        self.pool: Any = None
+        self.workers = 0
+        self.open = 0
+        self.saved: list[int] = []
+        self.local = threading.local()  # .inside: this thread runs a slice (no nested regions)
+
+    def threads(self) -> int:
+        """numpy's BLAS thread count now (1 without threadpoolctl, or inside a parallel region)."""
+        if getattr(self.local, "inside", False):
+            return 1
+        blas = self.blas
+        if blas is None:
+            blas = self._lookup()
+        if not blas:
+            return 1
+        with self.lock:
+            if self.open:  # another thread's region holds BLAS at one thread: share its count
+                return max(self.saved, default=1)
+            return max(lib.get_num_threads() or 1 for lib in blas)
+
+    def _lookup(self) -> list[Any]:
+        found: list[Any] = []
+        try:
+            import sys
+
+            if sys.platform != "emscripten":
+                from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+                found = [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
+        except Exception:  # not installed, or a library it cannot drive: no parallel regions
+            found = []
+        self.blas = found
+        return found
+
+    def map(self, tasks: list[Any]) -> None:
+        """Run the callables ``tasks`` at once: the first on this thread, the rest on the pool; BLAS
+        at one thread meanwhile. Waits for all; the first exception raised is raised here."""
+        import concurrent.futures
+
+        with self.lock:
+            if len(tasks) > 1 and (self.pool is None or self.workers < len(tasks) - 1):
+                old = self.pool
+                self.workers = max(len(tasks) - 1, self.workers)
+                self.pool = concurrent.futures.ThreadPoolExecutor(
+                    self.workers, thread_name_prefix="burn-conv"
+                )
+                if old is not None:
+                    old.shutdown(wait=False)
+            pool = self.pool
+            if not self.open:
+                self.saved = [lib.get_num_threads() or 1 for lib in self.blas or ()]
+                for lib in self.blas or ():
+                    lib.set_num_threads(1)
+            self.open += 1
+        try:
+            futures = [pool.submit(self._inside, task) for task in tasks[1:]]
+            error: BaseException | None = None
+            try:
+                self._inside(tasks[0])
+            except BaseException as exc:  # wait for the others before raising: they write the output
+                error = exc
+            for future in futures:
+                failed = future.exception()
+                if error is None:
+                    error = failed
+            if error is not None:
+                raise error
+        finally:
+            with self.lock:
+                self.open -= 1
+                if not self.open:
+                    for lib, count in zip(self.blas or (), self.saved):
+                        lib.set_num_threads(count)
+
+    def _inside(self, task: Any) -> None:
+        local = self.local
+        before = getattr(local, "inside", False)
+        local.inside = True
+        try:
+            task()
+        finally:
+            local.inside = before
+
+
+_parallel = _Parallel()
+
+
+def _after_fork() -> None:
+    """A forked child has none of the parent's threads: a new pool (made on first use) and lock."""
+    global _parallel
+    _parallel = _Parallel()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+def _batch_slices(n: int, macs: int, threads: int) -> list[tuple[int, int]]:
+    """The (start, stop) batch slices of a conv of ``macs`` multiply-adds per image: up to
+    ``threads`` of them, each of ``_PARALLEL_MIN_MACS`` at least, as even as the batch allows."""
+    parts = min(threads, n, max(1, n * macs // max(1, _PARALLEL_MIN_MACS)))
+    bounds = [n * i // parts for i in range(parts + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))
 
 
 def _out_sizes(spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints) -> Ints:
@@ -808,6 +950,21 @@ class NdArrayModuleOps(Backend):  # NdArrayBackend(NdArrayModuleOps, Backend): a
                 xp, x, weight.shape, tuple(stride), tuple(padding), tuple(dilation), pool, bias is not None
             )
             if run is not None:
+                threads = _parallel.threads() if x.shape[0] > 1 else 1
+                if threads > 1:
+                    macs = (
+                        weight.shape[0]
+                        * math.prod(weight.shape[1:])
+                        * math.prod(run.y_shape[2:])
+                        * (math.prod(pool) if pool else 1)
+                    )
+                    # one slice too: on this thread with BLAS at one thread (see ``_Parallel``)
+                    slices = _batch_slices(x.shape[0], macs, threads)
+                    geometry = (tuple(stride), tuple(padding), tuple(dilation))
+                    epilogue = (residual, relu, pool)
+                    return self._conv_split(
+                        x, weight, bias, geometry, epilogue, weight_cache, run.y_shape, slices
+                    )
                 return run(xp, x, weight, bias, residual, relu, weight_cache)
         y = self._conv_im2col(x, weight, bias, stride, padding, dilation, groups)
         _epilogue(xp, y, None, residual, relu)
@@ -815,6 +972,35 @@ class NdArrayModuleOps(Backend):  # NdArrayBackend(NdArrayModuleOps, Backend): a
             pooled = xp.empty(y.shape[:2] + (y.shape[2] // pool[0], y.shape[3] // pool[1]), dtype=y.dtype)
             _max_pool_into(xp, y, pool, pooled)
             return pooled
+        return y
+
+    def _conv_split(
+        self,
+        x: Array,
+        weight: Array,
+        bias: Array | None,
+        geometry: tuple[Ints, Ints, Ints],
+        epilogue: tuple[Array | None, bool, Ints | None],
+        weight_cache: dict[str, Any] | None,
+        y_shape: Ints,
+        slices: list[tuple[int, int]],
+    ) -> Array:
+        """A 2-d conv run whole on each batch slice, the slices at once (``_Parallel.map``): each
+        thread takes its own run (and workspaces: the caches are per thread) for its slice's shape
+        and writes its part of y. A slice of a signature the runs serve is served too (the choice
+        does not depend on the batch size)."""
+        xp = self.xp
+        residual, relu, pool = epilogue
+        y = xp.empty(y_shape, dtype=x.dtype)
+
+        def task(start: int, stop: int) -> None:
+            xs = x[start:stop]
+            run = _rows_run(xp, xs, weight.shape, *geometry, pool, bias is not None)
+            assert run is not None
+            res = None if residual is None else residual[start:stop]
+            run(xp, xs, weight, bias, res, relu, weight_cache, out=y[start:stop])
+
+        _parallel.map([functools.partial(task, start, stop) for start, stop in slices])
         return y
 
     def _conv_im2col(
