@@ -110,19 +110,6 @@ def should_tune(x: Any, weight: Any, out_len: int) -> bool:
     return 2 * x.shape[0] * weight.shape[0] * out_len * k >= _TUNE_MIN_FLOPS
 
 
-def _reads_tuples(t: Autotuner) -> Autotuner:
-    """The tuner reading a tuple of outputs (a max pool's values and indices) as a tuple of arrays."""
-    if not getattr(t, "_reads_tuples", False):
-        read = t.read
-
-        def read_any(out: Any) -> Any:
-            return tuple(read(o) for o in out) if isinstance(out, tuple) else read(out)
-
-        t.read = read_any
-        t._reads_tuples = True  # type: ignore[attr-defined]
-    return t
-
-
 # ---------------------------------------------------------------------- pooling
 # candidates: "windows" (the reference: the padded strided window view with CuPy argmax / sums, any
 # rank) and the direct kernels of ``_tuned_kernels`` ("b<block>p<outputs per thread>"). Arguments:
@@ -224,7 +211,7 @@ def pool2d(
     oh = _pool_len(h, kernel[0], stride[0], padding[0], dilation[0], ceil_mode)
     ow = _pool_len(w, kernel[1], stride[1], padding[1], dilation[1], ceil_mode)
     if x.shape[0] * x.shape[1] * oh * ow * kernel[0] * kernel[1] >= _POOL_MIN_WORK:
-        return _reads_tuples(tuner(backend)).run(POOL, backend, *args)
+        return tuner(backend).run(POOL, backend, *args)
     return POOL.by_name[_POOL_DEFAULT].fn(backend, *args)
 
 

@@ -845,19 +845,6 @@ POOL = Family(
 )
 
 
-def _reads_tuples(t: Autotuner) -> Autotuner:
-    """The tuner reading a tuple of outputs (a max pool's values and indices) as a tuple of arrays."""
-    if not getattr(t, "_reads_tuples", False):
-        read = t.read
-
-        def read_any(out: Any) -> Any:
-            return tuple(read(o) for o in out) if isinstance(out, tuple) else read(out)
-
-        t.read = read_any
-        t._reads_tuples = True  # type: ignore[attr-defined]
-    return t
-
-
 def pool2d(
     backend: Any,
     op: str,
@@ -884,5 +871,5 @@ def pool2d(
     oh, ow = _pool_sizes(x, args[2], args[3], args[4], args[5], ceil_mode)
     work = x.shape[0] * x.shape[1] * oh * ow * kernel[0] * kernel[1]
     if work >= _POOL_MIN_WORK and not backend.ctx.portable:
-        return _reads_tuples(tuner(backend)).run(POOL, backend, *args)
+        return tuner(backend).run(POOL, backend, *args)
     return POOL.by_name[_POOL_DEFAULT].fn(backend, *args)

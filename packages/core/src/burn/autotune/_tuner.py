@@ -120,7 +120,8 @@ class Autotuner:
 
     ``fingerprint`` identifies the device and software (adapter or GPU name, driver, backend, package
     versions): the cache is per fingerprint. ``timer(fn) -> seconds`` times a call; ``read(out)`` brings
-    an output to the host for the correctness check.
+    an output to the host for the correctness check (a candidate returning a tuple of outputs, such as
+    a max pool's values and indices, has each one read).
     """
 
     def __init__(
@@ -145,6 +146,10 @@ class Autotuner:
         if self._cache is None:
             self._cache = TuneCache(self.fingerprint, self._persistent)
         return self._cache
+
+    def _read(self, out: Any) -> Any:
+        """``read`` of one output, or of each output of a tuple."""
+        return tuple(self.read(o) for o in out) if isinstance(out, tuple) else self.read(out)
 
     def choice(self, family: Family, *args: Any) -> str:
         """The candidate ``family`` uses for ``args`` (tuning it first when needed)."""
@@ -187,13 +192,13 @@ class Autotuner:
             runnable = [c for c in runnable if c.fast or c.name == family.reference]
         total = len(runnable)
         ref_candidate = family.by_name[family.reference]
-        reference = self.read(ref_candidate.fn(*args))  # a failing reference is a real error: raise
+        reference = self._read(ref_candidate.fn(*args))  # a failing reference is a real error: raise
         times: dict[str, float] = {}
         dropped: dict[str, str] = {}
         for step, cand in enumerate(runnable, 1):
             publish(AutotuneEvent(family.name, step=step, total=total, key=key, device=self.device))
             try:
-                if cand is not ref_candidate and not family.matches(self.read(cand.fn(*args)), reference):
+                if cand is not ref_candidate and not family.matches(self._read(cand.fn(*args)), reference):
                     dropped[cand.name] = "wrong output (differs from the reference)"
                     continue
                 times[cand.name] = self.timer(functools.partial(cand.fn, *args))
