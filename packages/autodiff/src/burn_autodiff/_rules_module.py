@@ -59,8 +59,9 @@ def conv_weight_grad(
     """d loss / d weight of ``conv(x, weight)`` given the output gradient g (N, C_out, *O).
 
     One matmul per group of the input windows (C_in_g*Kp, N*L) with g (N*L, C_out_g): the batch folds
-    into the contraction. x is made channel-first (C_in, N, *S) before taking windows, so the windows
-    come out already in the (C_in, Kp, N, *O) layout the matmul reads, with no further copy."""
+    into the contraction. 2-d: the backend's ``unfold4d`` (N, C_in*Kp, L), made channel-first (one copy);
+    1-d and 3-d: x is made channel-first (C_in, N, *S) before taking windows, so the windows come out
+    already in the (C_in, Kp, N, *O) layout the matmul reads, with no further copy."""
     n = B.shape_of(x)[0]
     c_out, c_in_g = wshape[0], wshape[1]
     out_sizes = tuple(B.shape_of(g)[2:])
@@ -69,7 +70,10 @@ def conv_weight_grad(
     kp, length = prod(kernel), prod(out_sizes)
     c_out_g, depth, m = c_out // groups, c_in_g * kp, n * length
     channel_first = (1, 0) + tuple(range(2, nd + 2))
-    cols = _windows(B, B.permute(x, channel_first), kernel, stride, padding, dilation, out_sizes)
+    if nd == 2:  # the backend's im2col (one op: a gather kernel on the GPUs), made channel-first
+        cols = B.permute(B.unfold4d(x, kernel, stride, padding, dilation), (1, 0, 2))
+    else:
+        cols = _windows(B, B.permute(x, channel_first), kernel, stride, padding, dilation, out_sizes)
     cols = B.reshape(cols, (groups, depth, m))
     if m >= depth:
         # a long contraction: (windows @ g^T)^T, both operands row-major in the contraction (BLAS's

@@ -183,6 +183,25 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
         out_len = math.prod(_out_spatial(x.shape[2:], weight.shape[2:], stride, padding, dilation))
         return _gather_fits(x, stride, out_len)
 
+    def unfold4d(self, x: Prim, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints) -> Prim:
+        """im2col as torch's unfold, (N, C, H, W) -> (N, C * kh * kw, L): the columns gather of
+        ``_conv_columns`` (one kernel) where it fits, else the backend contract's composition."""
+        out_sp = _out_spatial(x.shape[2:], kernel, stride, padding, dilation)
+        length = math.prod(out_sp)
+        n, c = x.shape[:2]
+        if not _gather_fits(x, stride, length) or n > 65535:
+            return super().unfold4d(x, kernel, stride, padding, dilation)
+        cp = self._on()
+        x = cp.ascontiguousarray(x)
+        (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+        cols = cp.empty((n, c * kh * kw, length), dtype=x.dtype)
+        if cols.size:
+            args = (c, x.shape[2], x.shape[3], kh, kw, *out_sp, sh, sw, ph, pw, dh, dw, _C_PER)
+            _im2col_kernel(cp, x.dtype.itemsize)(  # type: ignore[operator]  # a cupy.RawKernel
+                (-(-length // 128), -(-c // _C_PER), n), (128,), (x, cols, *(np.int32(v) for v in args))
+            )
+        return cols
+
     def _conv_columns(
         self,
         x: Prim,
