@@ -208,8 +208,9 @@ class CudaGraphProgram:
 
     def launch(self, stream: list[Any], leaves: list[Any], scalars: list[Any]) -> bool:
         """Run the program again: its graphs, and between them the calls capture refused (their results
-        copied into the buffers the later graphs read); then copy out what tensors hold. False (nothing
-        run) when an input the graph reads in place changed."""
+        copied into the buffers the later graphs read); then lend what tensors hold (``_lend``). False
+        (nothing run) when an input the graph reads in place changed, or a buffer the last launch lent
+        has a holder the launch would overwrite (``_reclaim``)."""
         cp = self.backend._on()
         if not self._fill(cp, leaves, scalars) or not self._reclaim(cp):
             return False
