@@ -135,3 +135,33 @@ def test_adam_training_on_fusion_launches_one_node_per_param():
         model = opt.step(1e-3, model, grads)
         assert fb.stats["ops"] == ops_before  # no element-wise op recorded by the update
         assert fb.stats["calls"] - calls_before == 2  # weight and bias
+
+
+def test_launch_on_an_autodiff_device_runs_op_by_op_and_gradients_flow():
+    """On an autodiff device the plan's ops are recorded like any others, so a loss through it has the
+    gradient of the composed expression: d/da sum(a * s + b) = s."""
+    dev = burn.device("cpu", autodiff=True)
+    a = burn.tensor([1.0, 2.0, 3.0], device=dev).require_grad()
+    b = burn.tensor([0.5, 0.5, 0.5], device=dev).require_grad()
+    total, scaled = burn.fusion.launch(_axpy_plan((3,)), [a, b], [4.0])
+    grads = (total.sum() + scaled.sum()).backward()
+    np.testing.assert_array_equal(a.grad(grads).numpy(), [8.0, 8.0, 8.0])
+    np.testing.assert_array_equal(b.grad(grads).numpy(), [1.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float64"])
+def test_fused_adam_runs_in_the_params_dtype(dtype):
+    """The plan computes in the param's dtype: float16 and float64 params train through it like float32
+    ones, equal to the op-by-op composition."""
+    dev = burn.device("cpu", fusion=True)
+    rng = np.random.default_rng(1)
+    w = burn.tensor(rng.standard_normal((4,)).astype(dtype), device=dev)
+    config = burn.optim.AdamConfig()
+    opt = config.init()
+    w_ref, state, state_ref = w, None, None
+    for _ in range(3):
+        g = burn.tensor(rng.standard_normal((4,)).astype(dtype), device=dev)
+        w, state = opt._update(1e-2, w, g, state)
+        w_ref, state_ref = _reference_adam(config, 1e-2, w_ref, g, state_ref, False)
+        assert w.dtype == burn.dtype(dtype) and state["moment_2"].dtype == burn.dtype(dtype)
+        np.testing.assert_array_equal(w.numpy(), w_ref.numpy())
