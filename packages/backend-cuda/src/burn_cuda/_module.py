@@ -100,6 +100,23 @@ def _gather_fits(x: Prim, stride: Ints, out_len: int) -> bool:
     )
 
 
+def _gather_columns(
+    cp: ModuleType, x: Prim, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, out_sp: Ints
+) -> Prim:
+    """The columns (N, C * kh * kw, oh * ow) of a C-contiguous x (N, C, H, W), channel-major then
+    kernel row-major, by one gather kernel (``_gather_fits`` and N <= 65535: the grid's z)."""
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    length = out_sp[0] * out_sp[1]
+    cols = cp.empty((n, c * kh * kw, length), dtype=x.dtype)
+    if cols.size:
+        args = (c, h, w, kh, kw, *out_sp, sh, sw, ph, pw, dh, dw, _C_PER)
+        _im2col_kernel(cp, x.dtype.itemsize)(  # type: ignore[operator]  # a cupy.RawKernel
+            (-(-length // 128), -(-c // _C_PER), n), (128,), (x, cols, *(np.int32(v) for v in args))
+        )
+    return cols
+
+
 def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
     """Output length of a pool as PyTorch computes it (a ceil window must start inside input + left pad)."""
     span = size + 2 * p - d * (k - 1) - 1
@@ -192,15 +209,7 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
         if not _gather_fits(x, stride, length) or n > 65535:
             return super().unfold4d(x, kernel, stride, padding, dilation)
         cp = self._on()
-        x = cp.ascontiguousarray(x)
-        (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
-        cols = cp.empty((n, c * kh * kw, length), dtype=x.dtype)
-        if cols.size:
-            args = (c, x.shape[2], x.shape[3], kh, kw, *out_sp, sh, sw, ph, pw, dh, dw, _C_PER)
-            _im2col_kernel(cp, x.dtype.itemsize)(  # type: ignore[operator]  # a cupy.RawKernel
-                (-(-length // 128), -(-c // _C_PER), n), (128,), (x, cols, *(np.int32(v) for v in args))
-            )
-        return cols
+        return _gather_columns(cp, cp.ascontiguousarray(x), kernel, stride, padding, dilation, out_sp)
 
     def _conv_columns(
         self,
@@ -222,7 +231,7 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
         x = cp.ascontiguousarray(x)
         n, c, h, w = x.shape
         c_out, c_g, kh, kw = weight.shape
-        (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+        (sh, sw), (ph, pw) = stride, padding
         oh, ow = _out_spatial((h, w), (kh, kw), stride, padding, dilation)
         g, length, ck = groups, oh * ow, c_g * kh * kw
         wg = weight.reshape(g, c_out // g, ck)[None] if g > 1 else weight.reshape(c_out, ck)
@@ -236,14 +245,7 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
             if pointwise:
                 cols = x[n0 : n0 + m].reshape(m, c, length)
             else:
-                cols = cp.empty((m, c * kh * kw, length), dtype=x.dtype)
-                if cols.size:
-                    args = (c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, _C_PER)
-                    _im2col_kernel(cp, x.dtype.itemsize)(  # type: ignore[operator]  # a cupy.RawKernel
-                        (-(-length // 128), -(-c // _C_PER), m),
-                        (128,),
-                        (x[n0 : n0 + m], cols, *(np.int32(v) for v in args)),
-                    )
+                cols = _gather_columns(cp, x[n0 : n0 + m], (kh, kw), stride, padding, dilation, (oh, ow))
             if g > 1:
                 cols = cols.reshape(m, g, ck, length)
             parts.append(self.matmul(wg, cols).reshape(m, c_out, length))
