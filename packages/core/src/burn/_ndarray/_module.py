@@ -346,8 +346,27 @@ class _Run:
     scratch: tuple[tuple[str, int], ...]  # (name, bytes) of the scratch buffers it uses
     y_shape: Ints  # the output's shape
 
+    weights_key: str  # its entry in a caller's weight cache
+
     def _build(self, xp: ModuleType, buf: Array, bases: tuple[Array, ...]) -> tuple[Any, ...]:
         raise NotImplementedError
+
+    def _relay(self, xp: ModuleType, weight: Array, bias: Array | None) -> Array:
+        """The GEMM's weights in this run's layout (bias folded in where it has a column)."""
+        raise NotImplementedError
+
+    def _weights(
+        self, xp: ModuleType, weight: Array, bias: Array | None, cache: dict[str, Any] | None
+    ) -> Array:
+        """``_relay``'s weights, kept in ``cache`` while the caller passes the very same arrays: one
+        (weight, bias, relaid) entry, set in one store (threads of a split batch share the cache)."""
+        entry = None if cache is None else cache.get(self.weights_key)
+        if entry is not None and entry[0] is weight and entry[1] is bias:
+            return entry[2]
+        w = self._relay(xp, weight, bias)
+        if cache is not None:
+            cache[self.weights_key] = (weight, bias, w)
+        return w
 
     def _state(self, xp: ModuleType, x: Array) -> tuple[Any, ...]:
         buf, memo = _kept_zeros(xp, self.buf_key, self.buf_size, x.dtype)
@@ -457,14 +476,10 @@ class _RowsRun(_Run):
             steps.append((start, b, copies, ones, gemm_in, gemm_out, acc, partials, wide, crop))
         return fills, steps
 
-    def _weights(
-        self, xp: ModuleType, weight: Array, bias: Array | None, cache: dict[str, Any] | None
-    ) -> Array:
+    weights_key = "rows"
+
+    def _relay(self, xp: ModuleType, weight: Array, bias: Array | None) -> Array:
         """The GEMM's weights: (C_out, depth [+ 1]), or per kernel row (kh, C_out, C * kw [+ 1])."""
-        # one (weight, bias, relaid) entry, set in one store: threads of a split batch share the cache
-        entry = None if cache is None else cache.get("rows")
-        if entry is not None and entry[0] is weight and entry[1] is bias:
-            return entry[2]
         c_out, kh = self.c_out, self.kh
         if self.shifts:  # (di, C_out, (c, dj)): a copy with runs of kw elements, slow enough to keep
             w = xp.zeros((kh, c_out, self.depth + self.ones), dtype=weight.dtype)
@@ -475,8 +490,6 @@ class _RowsRun(_Run):
             w = xp.concatenate([weight.reshape(c_out, self.depth), bias.reshape(c_out, 1)], axis=1)
         else:
             w = weight.reshape(c_out, self.depth)
-        if cache is not None:
-            cache["rows"] = (weight, bias, w)
         return w
 
     def __call__(
@@ -582,19 +595,14 @@ class _HwcRun(_Run):
             steps.append((start, b, dst, windows[start : start + b], cols[:, depth:], cols, prod, result))
         return fill, steps
 
-    def _weights(
-        self, xp: ModuleType, weight: Array, bias: Array | None, cache: dict[str, Any] | None
-    ) -> Array:
+    weights_key = "hwc"
+
+    def _relay(self, xp: ModuleType, weight: Array, bias: Array | None) -> Array:
         """The GEMM's weights: ((di, dj, c) [+ bias], C_out)."""
-        entry = None if cache is None else cache.get("hwc")
-        if entry is not None and entry[0] is weight and entry[1] is bias:
-            return entry[2]
         w = xp.empty((self.depth + self.ones, self.c_out), dtype=weight.dtype)
         w[: self.depth] = weight.transpose(2, 3, 1, 0).reshape(self.depth, self.c_out)
         if bias is not None:
             w[self.depth] = bias
-        if cache is not None:
-            cache["hwc"] = (weight, bias, w)  # one store (see ``_RowsRun._weights``)
         return w
 
     def __call__(
