@@ -94,6 +94,17 @@ def make(gpus: list[FakeGpu] | None = None, init_error: Exception | None = None)
     return m
 
 
+@pytest.fixture(autouse=True)
+def _fresh_nvml_session():
+    """Each test starts without the process's NVML session (the fakes differ per test), and stops
+    the one it started."""
+    from burn_metrics_cuda import _nvml
+
+    _nvml.close_session()
+    yield
+    _nvml.close_session()
+
+
 @pytest.fixture
 def nvml():
     """The fake pynvml toolkit: ``nvml.make(gpus, init_error)``, ``nvml.FakeGpu``, error classes."""

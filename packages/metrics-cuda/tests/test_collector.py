@@ -39,6 +39,8 @@ def test_all_metrics_of_one_gpu(fake):
     assert second["GPU 0 Energy"] == pytest.approx(12.0)
     assert c.names == ["NVIDIA H200"]
     assert c.unsupported == {}
+    assert mod.calls == {"init": 1, "shutdown": 0}  # NVML stays started for the process
+    _nvml.close_session()
     assert mod.calls == {"init": 1, "shutdown": 1}
 
 
@@ -100,10 +102,31 @@ def test_library_missing_is_unavailable_with_reason(monkeypatch):
         bmc.CudaCollector()
 
 
-def test_available_with_a_gpu_and_shuts_nvml_down(fake):
+def test_nvml_starts_once_per_process_and_stops_at_close_session(fake):
     mod = fake()
     assert bmc.is_available() == (True, "")
-    assert mod.calls["init"] == mod.calls["shutdown"] == 1
+    with bmc.CudaCollector(interval=None) as c:
+        assert c.collect()["GPU 0 Utilization"] == 37.0
+    with bmc.CudaCollector(interval=None) as c:  # a second run: no second start, no stop between
+        assert c.collect()["GPU 0 Utilization"] == 37.0
+    assert mod.calls == {"init": 1, "shutdown": 0}
+    assert _nvml._SESSION.users == 0
+    _nvml.close_session()
+    assert mod.calls == {"init": 1, "shutdown": 1}
+    _nvml.close_session()  # idempotent
+    assert mod.calls["shutdown"] == 1
+    with bmc.CudaCollector(interval=None):  # started again after a close
+        assert mod.calls["init"] == 2
+
+
+def test_failed_start_leaves_no_session(fake, nvml):
+    fake(init_error=nvml.NVMLError_DriverNotLoaded())
+    with pytest.raises(bmc.CollectorUnavailable):
+        bmc.CudaCollector()
+    assert _nvml._SESSION.nvml is None and _nvml._SESSION.users == 0
+    mod = fake()  # the driver is back (a new module here): the next use starts NVML
+    assert bmc.is_available() == (True, "")
+    assert mod.calls["init"] == 1
 
 
 def test_sampler_thread_feeds_collect(fake, nvml):

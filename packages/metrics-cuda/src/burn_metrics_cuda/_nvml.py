@@ -1,11 +1,19 @@
 """Loading NVML (``pynvml`` from the nvidia-ml-py distribution) and the availability probe.
 
-Import-light: pynvml is imported inside functions, so the plugin entry point loads anywhere. NVML's
-init/shutdown are reference counted by the driver, so each user pairs its own ``init`` with ``shutdown``.
+Import-light: pynvml is imported inside functions, so the plugin entry point loads anywhere.
+
+NVML is started once per process and stays started until the interpreter exits: each user pairs its
+own ``init`` with ``shutdown``, and the last ``shutdown`` leaves NVML running for the next user (a
+collector per training run, the availability probe). Starting and stopping NVML each cost up to
+0.3 s on the H200 machine, and a Learner's end waited for that stop (``benchmarks/bench_digits.py``
+measured it in burn's training time); PyTorch's NVML use never stops it either. ``close_session``
+stops it (at exit, or in tests).
 """
 
 from __future__ import annotations
 
+import atexit
+import threading
 from typing import Any
 
 LIBRARY_MISSING = "nvidia-ml-py is not installed (pip install 'burn-metrics-cuda' or 'nvidia-ml-py')"
@@ -24,9 +32,22 @@ def load() -> Any:
     return pynvml
 
 
-def init() -> tuple[Any, int]:
-    """Start NVML; return ``(pynvml, device_count)``. Raises CollectorUnavailable with the reason."""
-    nvml = load()
+class _Session:
+    """The process's NVML: the module it was started through, the GPU count and the users now."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.nvml: Any = None
+        self.count = 0
+        self.users = 0
+        self.at_exit = False
+
+
+_SESSION = _Session()
+
+
+def _start(nvml: Any) -> int:
+    """``nvmlInit`` and the GPU count (NVML stopped again when it sees none)."""
     try:
         nvml.nvmlInit()
     except Exception as exc:  # NVMLError_LibraryNotFound / DriverNotLoaded / anything else
@@ -39,7 +60,23 @@ def init() -> tuple[Any, int]:
     if count <= 0:
         _quiet_shutdown(nvml)
         raise CollectorUnavailable("unavailable: NVML sees no NVIDIA GPU")
-    return nvml, count
+    return count
+
+
+def init() -> tuple[Any, int]:
+    """Start NVML (once per process; see the module docstring) and take a use of it; return
+    ``(pynvml, device_count)``. Raises CollectorUnavailable with the reason."""
+    nvml = load()
+    s = _SESSION
+    with s.lock:
+        if s.nvml is not nvml:  # first use, or another pynvml module than the session's (tests)
+            count = _start(nvml)
+            s.nvml, s.count, s.users = nvml, count, 0
+            if not s.at_exit:
+                atexit.register(close_session)
+                s.at_exit = True
+        s.users += 1
+        return nvml, s.count
 
 
 def _quiet_shutdown(nvml: Any) -> None:
@@ -50,7 +87,20 @@ def _quiet_shutdown(nvml: Any) -> None:
 
 
 def shutdown(nvml: Any) -> None:
-    _quiet_shutdown(nvml)
+    """Give back a use ``init`` took; NVML itself keeps running (``close_session`` stops it)."""
+    s = _SESSION
+    with s.lock:
+        if s.nvml is nvml and s.users:
+            s.users -= 1
+
+
+def close_session() -> None:
+    """Stop the process's NVML (at interpreter exit; a later ``init`` starts it again)."""
+    s = _SESSION
+    with s.lock:
+        nvml, s.nvml, s.users = s.nvml, None, 0
+    if nvml is not None:
+        _quiet_shutdown(nvml)
 
 
 def is_available() -> tuple[bool, str]:
@@ -61,7 +111,7 @@ def is_available() -> tuple[bool, str]:
         return False, str(exc).removeprefix("unavailable: ")
     except Exception as exc:
         return False, f"availability check failed: {type(exc).__name__}: {exc}"
-    _quiet_shutdown(nvml)
+    shutdown(nvml)
     return True, ""
 
 
