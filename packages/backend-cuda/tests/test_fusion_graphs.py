@@ -133,3 +133,37 @@ def test_a_view_of_a_lent_buffer_makes_the_next_launch_decline(cuda, monkeypatch
     for v, e in zip(views, expected):
         np.testing.assert_array_equal(v.numpy(), e)
     assert not np.array_equal(expected[0], expected[1])  # training moved on between the two
+
+
+def test_an_index_check_inside_a_graph_reports_a_bad_target_at_the_next_read(cuda, monkeypatch):
+    """Fusion records burn-cuda's index checks in its streams, so the check of cross-entropy's targets
+    is captured with the step; a bad target at a later launch still raises, with its message, at the
+    read that ends the step, and the device trains on afterwards."""
+    dev = burn.device("cuda:0", autodiff=True)
+    fb = dev.backend.inner
+    _fresh(fb, monkeypatch)
+    burn.seed(2)
+    model = nn.LinearConfig(6, 4).init(dev)
+    opt = burn.optim.AdamConfig().init()
+    x = burn.ones((5, 6), device=dev)
+    # two target arrays in turn (new arrays each step, as batches are: copied into the graph, not read
+    # in place), then a bad one
+    goods = [burn.tensor(np.array(t), device=dev) for t in ([0, 1, 2, 3, 0], [3, 2, 1, 0, 1])]
+    bad = burn.tensor(np.array([0, 1, 9, 3, 0]), device=dev)  # class 9 of 4
+
+    def step(targets):
+        nonlocal model
+        loss = F.cross_entropy(model(x), targets)
+        model = opt.step(1e-2, model, loss.backward())
+        return loss.item()
+
+    before = dict(fb.stats)
+    for i in range(8):
+        step(goods[i % 2])
+    assert fb.stats["graph_launches"] - before["graph_launches"] >= 3, fb.runtime.capture_failures
+    assert fb.inner.index_checks._captured  # the target check is inside the graph
+    launches = fb.stats["graph_launches"]
+    with pytest.raises(burn.IndexOutOfRangeError, match="9"):
+        step(bad)
+    assert fb.stats["graph_launches"] == launches + 1  # the bad step ran as the captured graph
+    assert np.isfinite(step(goods[0]))

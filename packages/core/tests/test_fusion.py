@@ -307,6 +307,28 @@ def test_replay_can_be_switched_off(monkeypatch):
     assert (b.stats["plans"], b.stats["replays"]) == (3, 0)
 
 
+def test_programs_of_signatures_not_run_lately_are_dropped(monkeypatch):
+    """A loop whose static arguments change each step (a slice at a moving offset) plans a new stream
+    every step: only the ``SIGNATURES_KEPT`` most recently run signatures keep their programs, and a
+    signature still in use keeps replaying."""
+    monkeypatch.setattr(fusion_backend, "SIGNATURES_KEPT", 3)
+    dev = burn.device("cpu", fusion=True)
+    b = dev.backend
+    monkeypatch.setattr(b, "_programs", {})
+    monkeypatch.setattr(b, "_lengths", set())
+    data = np.arange(40, dtype=np.float32)
+    x = burn.tensor(data, device=dev)
+    replays = b.stats["replays"]
+    for i in range(12):
+        got = (x[i : i + 4] * 2).exp().sum()  # a new signature each step (the slice's offset)
+        np.testing.assert_allclose(got.item(), np.exp(data[i : i + 4] * 2).sum(), rtol=1e-6)
+        steady = (x * 3).relu().sum()  # the same signature every step
+        assert steady.item() == pytest.approx(float((data * 3).sum()))
+        assert len(b._programs) <= 3
+    assert b.stats["replays"] - replays >= 10  # the steady signature stayed and replayed
+    assert b._lengths == {p.length for kept in b._programs.values() for p in kept}
+
+
 def test_mark_step_ends_a_stream_so_an_inference_loop_replays():
     dev = burn.device("cpu", fusion=True)
     b = dev.backend
@@ -407,3 +429,34 @@ def test_repeated_programs_are_captured_as_graphs_where_the_runtime_can(fail, mo
         assert runtime.captures == 0 and launches == 0
     else:
         assert runtime.captures == 1 and runtime.launches == launches >= 3
+
+
+def test_creation_constants_are_made_once_on_device_backends():
+    """On a backend whose arrays live on a device, ``full``/``arange`` results are kept and handed out
+    again for equal arguments (a graph then reads them in place); 0.0 and -0.0, 1 and True, and
+    each dtype stay apart. On host backends every call makes a new array."""
+    from burn.fusion import ReferenceRuntime
+
+    inner = burn.device("cpu").backend
+
+    class DeviceLike(type(inner)):
+        host_memory = False
+
+    b = Fusion(DeviceLike(), runtime=ReferenceRuntime(DeviceLike()))
+    f32, i32, b8 = burn.float32, burn.int32, burn.bool_
+    one = b.full((2, 3), 1.0, f32)
+    assert b.inner_prim(b.full((2, 3), 1.0, f32)) is b.inner_prim(one)
+    assert b.inner_prim(b.arange(0, 5, 1, i32)) is b.inner_prim(b.arange(0, 5, 1, i32))
+    zero, negzero = b.full((2,), 0.0, f32), b.full((2,), -0.0, f32)
+    assert np.signbit(b.to_numpy(negzero)).all() and not np.signbit(b.to_numpy(zero)).any()
+    assert b.inner_prim(b.full((2,), 1, i32)) is not b.inner_prim(b.full((2,), True, b8))
+    assert b.to_numpy(b.full((2,), True, b8)).dtype == np.bool_
+    assert b.inner_prim(b.full((2,), 1.0, f32)) is not b.inner_prim(b.full((3,), 1.0, f32))
+    big = (fusion_backend.CONSTANT_MAX_ELEMENTS + 1,)
+    assert b.inner_prim(b.full(big, 2.0, f32)) is not b.inner_prim(b.full(big, 2.0, f32))
+    for i in range(fusion_backend.CONSTANTS_KEPT + 5):  # bounded: the oldest are dropped
+        b.full((1,), float(i), f32)
+    assert len(b._constants) == fusion_backend.CONSTANTS_KEPT
+    np.testing.assert_array_equal(b.to_numpy(one), np.ones((2, 3), np.float32))
+    host = Fusion(inner)  # numpy: a new array each call (its arrays may be handed out writable)
+    assert host.inner_prim(host.full((2,), 1.0, f32)) is not host.inner_prim(host.full((2,), 1.0, f32))

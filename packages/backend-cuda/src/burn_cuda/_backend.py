@@ -44,6 +44,7 @@ class CudaBackend(CudaModuleOps, Backend):
     default_float = burn.float32
     default_int = burn.int64
     host_memory = False
+    deferred_index_checks = True  # ``_index_check``: reported at the next sync, also from CUDA graphs
     native_activations = ACTIVATION_OPS  # unary() has a kernel for each
 
     def __init__(self, index: int = 0) -> None:

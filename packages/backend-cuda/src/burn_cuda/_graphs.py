@@ -8,6 +8,12 @@ runtime to capture the program (``CudaFusion.capture_program``); this module doe
   copied again before every launch; an input that stayed the same array over the last replays (a
   weight in an inference loop) is read in place instead, and a launch where it changed is declined
   (the program then replays step by step and is captured again later);
+* an input that is a buffer the last launch lent (a training step's weights and moments: each step
+  reads what the step before wrote) is copied by a *feed* graph instead: one graph of device-to-device
+  copies, from the lent buffers into the input buffers, captured once the pairs are known (at the
+  first launches) and launched before the program's graph. A training step's dozens of copy calls
+  become one launch; an input that is not the buffer its pair names this time is copied on its own
+  after the feed;
 * a fused kernel's scalars (a learning rate, Adam's bias corrections: they change from step to step)
   are read from small device tables instead of kernel arguments; the tables are rewritten from the
   stream's scalars before every launch;
@@ -50,6 +56,7 @@ if TYPE_CHECKING:
 
 _RELAXED = 2  # cudaStreamCaptureModeRelaxed, when CuPy does not name it
 GRAPH, CALL = 0, 1  # segments of a captured program: a graph, or a call run between graphs
+FEED_CAPTURES = 4  # feed graphs captured per program at most (the pairs settle at the first launches)
 
 
 def _scalars_as_inputs(plan: FusedKernel) -> FusedKernel:
@@ -63,16 +70,22 @@ def _scalars_as_inputs(plan: FusedKernel) -> FusedKernel:
     return cached
 
 
-def _copy_into(cp: Any, dst: Any, src: Any, stream: Any) -> Any:
-    """``dst[...] = src`` for arrays of one shape and dtype: one cudaMemcpyAsync on ``stream`` when
-    both are C-contiguous (a launch copies dozens of arrays: ``copyto``'s general machinery costs
-    several times more host time per call), else ``copyto``. Returns ``dst``."""
-    if (
+def _same_layout(dst: Any, src: Any) -> bool:
+    """Whether ``src``'s bytes copied as they are make ``dst`` equal it: one shape and dtype, both
+    C-contiguous."""
+    return (
         dst.flags.c_contiguous
         and src.flags.c_contiguous
         and dst.dtype == src.dtype
         and dst.shape == src.shape
-    ):
+    )
+
+
+def _copy_into(cp: Any, dst: Any, src: Any, stream: Any) -> Any:
+    """``dst[...] = src`` for arrays of one shape and dtype: one cudaMemcpyAsync on ``stream`` when
+    both are C-contiguous (a launch copies dozens of arrays: ``copyto``'s general machinery costs
+    several times more host time per call), else ``copyto``. Returns ``dst``."""
+    if _same_layout(dst, src):
         if dst.nbytes:
             dst.data.copy_from_device_async(src.data, dst.nbytes, stream)
     else:
@@ -110,21 +123,64 @@ class CudaGraphProgram:
         self.lendable: frozenset[int] = frozenset()  # positions whose buffers may be lent (``_lend``)
         self.lent: list[tuple[Any, int]] = []  # (weak reference to the node, position) of the last launch
         self.refs: dict[int, int] = {}  # a lendable buffer's references when nothing outside holds it
+        self.lent_ids: dict[int, int] = {}  # id of a lendable buffer -> its position
+        self.feed: Any = None  # the graph copying lent buffers into input buffers (``_feed``)
+        self.feed_pairs: tuple[tuple[int, int], ...] = ()  # its (input index, position) pairs
+        self.feeds = 0  # feed graphs captured so far
 
     # ------------------------------------------------------------------ the tables and inputs
     def _fill(self, cp: Any, leaves: list[Any], scalars: list[Any]) -> bool:
-        """Copy the stream's inputs and scalars into the buffers the graph reads; False when an input
-        the graph reads in place is not the same array any more (the graph cannot serve this stream)."""
+        """Copy the stream's inputs and scalars into the buffers the graph reads: the inputs the last
+        launch lent through the feed graph (``_feed``), the others one by one after it; False,
+        copying nothing, when an input the graph reads in place is not the same array any more (the
+        graph cannot serve this stream)."""
         for buf, leaf, direct in zip(self.inputs, leaves, self.direct):
-            if direct:
-                if leaf.value is not buf:
-                    return False
-            else:
-                _copy_into(cp, buf, leaf.value, self.backend.stream)
+            if direct and leaf.value is not buf:
+                return False
+        s = self.backend.stream
+        fed = self._feed(leaves)
+        for k, (buf, leaf, direct) in enumerate(zip(self.inputs, leaves, self.direct)):
+            if not direct and k not in fed:
+                _copy_into(cp, buf, leaf.value, s)
         for dt, idx in self.slots.items():
             host = np.array([scalars[i] for i in idx], dtype=dt)
             self.tables[dt].set(host.view(param_dtype(dt)))  # bfloat16: its bits
         return True
+
+    def _feed(self, leaves: list[Any]) -> set[int]:
+        """Launch the feed graph and return the input indices it served this time: each input that is
+        the lent buffer its pair names. Inputs that are lent buffers but not in the graph's pairs (the
+        first launches; a model that swapped a weight) make a new feed graph over the pairs seen now,
+        at most ``FEED_CAPTURES`` times per program (past that, they are copied one by one)."""
+        values, ids = self.values, self.lent_ids
+        pairs = []
+        for k, (buf, leaf, direct) in enumerate(zip(self.inputs, leaves, self.direct)):
+            if direct:
+                continue
+            p = ids.get(id(leaf.value))
+            if p is not None and values[p] is leaf.value and _same_layout(buf, leaf.value):
+                pairs.append((k, p))
+        found = tuple(pairs)
+        if found != self.feed_pairs and self.feeds < FEED_CAPTURES and found:
+            self.feed, self.feed_pairs = self._capture_feed(found), found
+            self.feeds += 1
+        if self.feed is None:
+            return set()
+        self.feed.launch(self.backend.stream)  # before the single copies: they may overwrite its inputs
+        return {k for k, p in self.feed_pairs if leaves[k].value is values[p]}
+
+    def _capture_feed(self, pairs: tuple[tuple[int, int], ...]) -> Any:
+        """One graph of device-to-device copies: ``values[p]`` into ``inputs[k]`` for each pair."""
+        cp, s = self.backend._on(), self.backend.stream
+        s.begin_capture(getattr(cp.cuda.runtime, "streamCaptureModeRelaxed", _RELAXED))
+        try:
+            for k, p in pairs:
+                buf = self.inputs[k]
+                if buf.nbytes:
+                    buf.data.copy_from_device_async(self.values[p].data, buf.nbytes, s)
+        finally:
+            graph = s.end_capture()
+        return graph
 
     def _kernel(self, i: int, plan: FusedKernel, inputs: list[Any], sidx: tuple[int, ...]) -> list[Any]:
         return self.runtime.execute(_scalars_as_inputs(plan), inputs + self.views[i], [])
@@ -198,6 +254,7 @@ class CudaGraphProgram:
             self.segments, self.pool, self.values = segments, pool, values
             self.lendable = _lendable(values, self.inputs)
             self.refs = {p: _refs(values, p) for p in self.lendable}  # views inside the graph count
+            self.lent_ids = {id(values[p]): p for p in self.lendable}
             captured = any(seg[0] == GRAPH for seg in segments)
         except Exception as exc:  # not capturable (a host sync, an API call capture refuses): step by step
             failures = self.runtime.capture_failures

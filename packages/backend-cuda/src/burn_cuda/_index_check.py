@@ -7,6 +7,11 @@ never touches memory outside its tensor) and records the first failure in a two-
 host keeps each pending check's message by id; a read or sync of the device copies the buffer along with
 its results and raises ``IndexOutOfRangeError`` for the recorded check, then clears the flag, so the
 device stays usable (an asynchronous error like CUDA's, but recoverable).
+
+A check issued while a CUDA graph is captured (``_cublas.capturing_now``: fusion records index checks
+in its streams on this backend) runs again, with the same id, at every launch of the graph: its
+message is kept for good (up to ``_MAX_CAPTURED``), and while any such check exists every sync
+fetches the record.
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ from types import ModuleType
 
 import numpy as np
 
+from . import _cublas
 from ._types import Kernel, Prim, Stream
 
 # more pending checks than this and the next check waits for the device and reports right away, so the
 # host-side message table stays bounded in code that issues index ops without ever reading
 _MAX_PENDING = 4096
+_MAX_CAPTURED = 4096  # messages of checks inside captured graphs kept (the oldest dropped past this)
 
 _BODY = """
 long long v = (long long)index;
@@ -69,17 +76,19 @@ class IndexChecker:
         # stale record there raised an error no check of this device made)
         self._host[:] = 0
         self._messages: dict[int, str] = {}
+        self._captured: dict[int, str] = {}  # checks inside CUDA graphs: they run at every launch
         self._next_id = 1
         self._fetched_upto = 0  # checks issued before the last fetch: the copied record covers them
         self._lock = threading.Lock()
 
     @property
     def pending(self) -> bool:
-        return bool(self._messages)
+        return bool(self._messages or self._captured)
 
     def check(self, index: Prim, size: int, negative: bool, message: str) -> Prim:
         """Queue the check of ``index`` against ``size``; returns the wrapped, in-range index."""
-        if self._next_id > 1 and len(self._messages) >= _MAX_PENDING:
+        capturing = _cublas.capturing_now()
+        if self._next_id > 1 and len(self._messages) >= _MAX_PENDING and not capturing:
             self.fetch()
             self._stream.synchronize()
             self.raise_if_failed()
@@ -87,6 +96,10 @@ class IndexChecker:
             check_id = self._next_id
             self._next_id += 1
             self._messages[check_id] = message
+            if capturing:
+                self._captured[check_id] = message
+                if len(self._captured) > _MAX_CAPTURED:
+                    del self._captured[next(iter(self._captured))]
         kernel = _check_kernel(self._cupy)
         out = self._cupy.empty(index.shape, dtype=index.dtype)
         kernel(index, np.int64(size), bool(negative), np.uint64(check_id), out, self._err)
@@ -95,7 +108,7 @@ class IndexChecker:
     def fetch(self) -> None:
         """Queue the copy of the failure record to the host (before the caller's stream sync)."""
         with self._lock:
-            if not self._messages:
+            if not self._messages and not self._captured:
                 return
             self._fetched_upto = self._next_id - 1
         self._err.data.copy_to_host_async(self._host.ctypes.data, self._host.nbytes, self._stream)
@@ -104,7 +117,7 @@ class IndexChecker:
         """After the stream sync that followed ``fetch``: raise for a recorded failure, clear the rest."""
         with self._lock:
             check_id, value = int(self._host[0]), int(self._host.view(np.int64)[1])
-            message = self._messages.get(check_id, "")
+            message = self._messages.get(check_id) or self._captured.get(check_id, "")
             self._messages = {k: m for k, m in self._messages.items() if k > self._fetched_upto}
             if not check_id:
                 return

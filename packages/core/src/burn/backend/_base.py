@@ -76,6 +76,10 @@ class Backend(_module_ops.ModuleOps, HostRandom):
     binary_fns: dict[str, Callable[[Prim, Prim], Prim]] | None = None
     # Primitives live in host memory (numpy): reading one costs no device sync.
     host_memory: bool = False
+    # ``check_index`` queues its check on the device and reports a bad index at a later read or sync,
+    # also when it runs inside a captured device graph (burn-cuda): fusion then records it in streams
+    # like any op (elsewhere it runs at once, so a host check raises where the op was called).
+    deferred_index_checks: bool = False
     # Activations ``unary`` runs with its own kernels; the others use ``activation``'s core compositions.
     native_activations: frozenset[str] = frozenset()
     # Why a dtype outside ``dtypes`` is missing here, where it depends on the install (bfloat16 on an old

@@ -60,6 +60,10 @@ if TYPE_CHECKING:
 Scalar = bool | int | float
 PENDING_LIMIT = 4096  # ops recorded before the stream is flushed without a read
 PROGRAMS_PER_SIGNATURE = 4
+# stream signatures whose programs are kept, the least recently run dropped past this: a loop whose
+# static arguments change every step (a slice at a moving offset) would otherwise keep one per step,
+# each with its plans and, on cuda, maybe a graph and its memory pool
+SIGNATURES_KEPT = 256
 GRAPH_AFTER = 2  # replays of a program before the runtime captures it as a graph (where it can)
 TYPE_CACHE_LIMIT = 65536
 
@@ -103,6 +107,14 @@ _EAGER = frozenset(
         "check_index",
     }
 )
+# creation ops whose results are kept and handed out again for the same arguments on device backends
+# (not ``host_memory``): a training step's seed gradient and one-hot class row are then the same array
+# every step, so a captured graph reads them in place instead of copying them in, and no kernel runs
+# to make them again. burn never writes a primitive in place, and the zero-copy exports
+# (``burn_cuda.as_cupy``) say not to write to them.
+_CONSTANTS = frozenset({"full", "arange"})
+CONSTANTS_KEPT = 64  # kept constants per device, the oldest dropped past this
+CONSTANT_MAX_ELEMENTS = 1 << 16  # larger results are made anew each time
 KERNEL_CALL = "kernel"  # the call name of a node recorded by ``Fusion.launch`` (a FusedKernel of its own)
 _NAMED = frozenset({"reduce", "arg_reduce"})  # methods whose first argument names the op
 _REDUCE_PROLOGUE = frozenset({"sum", "mean", "max", "min"})  # reductions a reduce kernel may run
@@ -172,13 +184,18 @@ class Fusion(Backend):
         self._calls: dict[str, Callable[..., Any]] = {}  # method name -> the inner backend's bound method
         self._kernels: list[FusedKernel] = []  # plans ``launch`` recorded, by their signature number
         self._rec: _Recorder | None = None  # set while a flush plans
+        self._constants: dict[tuple[Any, ...], Any] = {}  # (name, arguments) -> an inner result
         self._open()
         self.binary_fns = {op: functools.partial(self.binary, op) for op in BINARY_OPS}
         base = type(inner)
         for name in _OP_METHODS:
             if name not in _COMPOSED_HERE or getattr(base, name, None) is not getattr(Backend, name, None):
                 self._calls[name] = getattr(inner, name)
-                fn = self._forwarder(name) if name in _EAGER else self._deferrer(name)
+                eager = name in _EAGER and not (name == "check_index" and inner.deferred_index_checks)
+                if name in _CONSTANTS and not inner.host_memory:
+                    fn = self._constant(name)
+                else:
+                    fn = self._forwarder(name) if eager else self._deferrer(name)
                 setattr(self, name, fn)
 
     def __repr__(self) -> str:
@@ -389,6 +406,26 @@ class Fusion(Backend):
         forward.__name__ = name
         return forward
 
+    def _constant(self, name: str) -> Callable[..., Any]:
+        """The method running the inner backend's creation op ``name`` once per arguments (see
+        ``_CONSTANTS``; floats told apart by their bits, so 0.0 and -0.0 or NaNs never mix)."""
+        method = self._calls[name]
+        constants = self._constants
+
+        def create(*args: Any) -> Any:
+            key = (name, *map(_constant_key, args))
+            value = constants.get(key)
+            if value is None:
+                value = method(*args)
+                if math.prod(self.inner.shape_of(value)) <= CONSTANT_MAX_ELEMENTS:
+                    if len(constants) >= CONSTANTS_KEPT:
+                        del constants[next(iter(constants))]
+                    constants[key] = value
+            return self._wrap(value)
+
+        create.__name__ = name
+        return create
+
     def from_numpy(self, array: np.ndarray, dtype: DType) -> FPrim:
         return self._wrap(self.inner.from_numpy(array, dtype))
 
@@ -448,6 +485,7 @@ class Fusion(Backend):
             for program in programs or ():  # none without a key
                 if program.usable(stream):
                     self.stats["replays"] += 1
+                    program.used = self.stats["flushes"]
                     self._replay(program, stream, leaves, scalars)
                     return
             self.stats["plans"] += 1
@@ -459,15 +497,26 @@ class Fusion(Backend):
             if rec is not None and key is not None:
                 # a few programs per signature: the same ops with different values held afterwards
                 kept = self._programs.setdefault(key, [])
-                kept.insert(0, rec.program())
+                program = rec.program()
+                program.used = self.stats["flushes"]
+                kept.insert(0, program)
                 del kept[PROGRAMS_PER_SIGNATURE:]
                 self._lengths.add(len(stream))
+                if len(self._programs) > SIGNATURES_KEPT:
+                    self._forget_oldest()
         except BaseException as error:
             failed = _Failed(error)
             for n in stream:
                 if n.op is not None:
                     n.done(failed)
             raise
+
+    def _forget_oldest(self) -> None:
+        """Drop the programs of the signature run least recently (``SIGNATURES_KEPT``)."""
+        programs = self._programs
+        oldest = min(programs, key=lambda k: max(p.used for p in programs[k]))
+        del programs[oldest]
+        self._lengths = {p.length for kept in programs.values() for p in kept}
 
     def _replay(self, program: _Program, stream: list[Node], leaves: list[Node], scalars: list[Any]) -> None:
         """Run ``program`` again: as a graph the runtime captured (one launch), when it can capture
@@ -1082,15 +1131,21 @@ class _Program:
     ``unwritten``: positions no step writes (computed in registers) or that a step frees; the program
     is usable only while no tensor holds one of them."""
 
-    __slots__ = ("steps", "unwritten", "written", "runs", "graph", "leaf_values")
+    __slots__ = ("steps", "unwritten", "written", "length", "runs", "used", "graph", "leaf_values")
 
     def __init__(
-        self, steps: list[tuple[Any, ...]], unwritten: tuple[int, ...], written: tuple[int, ...]
+        self,
+        steps: list[tuple[Any, ...]],
+        unwritten: tuple[int, ...],
+        written: tuple[int, ...],
+        length: int,
     ) -> None:
         self.steps = steps
         self.unwritten = unwritten
         self.written = written  # every position a step writes (kernel outputs, call results)
+        self.length = length  # the stream's length
         self.runs = 0  # replays so far
+        self.used = 0  # the flush that last planned or replayed it (``Fusion._forget_oldest``)
         self.graph: Any = None  # the runtime's captured graph of the program; False: it cannot be captured
         # the stream's input values at the step-by-step replay before the capture: a runtime capturing
         # the program may read inputs that stayed the same object (weights in inference) in place
@@ -1241,7 +1296,17 @@ class _Recorder:
         freed = {p for f in free for p in f}
         unwritten = tuple(n.pos for n in stream if n.pos not in self.written or n.pos in freed)
         steps = [(*step, tuple(f)) for step, f in zip(self.steps, free)]
-        return _Program(steps, unwritten, tuple(sorted(self.written)))
+        return _Program(steps, unwritten, tuple(sorted(self.written)), len(stream))
+
+
+def _constant_key(a: Any) -> Any:
+    """An argument of a creation op as part of a cache key: floats by their bits (0.0 and -0.0, or
+    NaNs, are not equal keys otherwise), every value with its type (True and 1 are equal in Python)."""
+    if getattr(a, "ndim", None) == 0 and hasattr(a, "item"):  # a numpy scalar
+        a = a.item()
+    if isinstance(a, float):
+        return float, a.hex()
+    return type(a), a
 
 
 def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
