@@ -7,6 +7,12 @@ are carried in float registers between ops and rounded only when stored). bfloat
 bits (uint16 views): loaded with ``burn_bf16_to_f``, each bfloat16 op's value rounded with
 ``burn_bf16_round`` as the unfused kernel would store it, stored with ``burn_f_to_bf16``; bfloat16
 scalars come as float32 and are rounded in the kernel.
+
+Reduce kernels (``FusedReduce``: a float32/float64 sum, mean, max or min over trailing dims, fed by an
+element-wise chain) are one ``RawKernel`` each: one block per result walks its row, computing the chain
+for each element from the inputs' strides (broadcast inputs by stride 0) and reducing as it goes, then
+across the block with warp shuffles; max and min propagate NaN as CuPy's do. A plan with half-precision
+values in its chain runs as its element-wise kernel and then the backend's reduction.
 """
 
 from __future__ import annotations
@@ -15,9 +21,10 @@ import re
 import threading
 from typing import TYPE_CHECKING, Any
 
+import burn
 import numpy as np
 from burn import DType
-from burn.fusion import FusedKernel
+from burn.fusion import FusedKernel, FusedReduce
 
 from . import _kernels
 from ._bf16 import bits
@@ -66,7 +73,18 @@ class CudaFusion:
         graph = CudaGraphProgram(self, fusion, program)
         return graph if graph.capture(stream, leaves, scalars) else None
 
+    def fuse_reduce(self, op: str, dtype: DType, shape: tuple[int, ...], dims: tuple[int, ...]) -> bool:
+        """Reduce kernels of float32/float64 sum, mean, max and min over trailing dims: one block per
+        result, so only where each result is short or there are enough of them to fill the GPU
+        (a few long rows go to the backend's multi-block reductions)."""
+        if op not in _REDUCE_INIT or dtype not in (burn.float32, burn.float64):
+            return False
+        rows, n = FusedReduce(op, dims, False).rows(shape)
+        return 0 < rows < 2**31 and 0 < n and (n <= _REDUCE_LONG or rows >= _REDUCE_MANY)
+
     def execute(self, plan: FusedKernel, inputs: list[Prim], scalars: list[Any]) -> list[Prim]:
+        if plan.reduce is not None:
+            return [self._reduce(plan, inputs, scalars)]
         b = self.backend
         cp = b._on()
         shape = plan.shape
@@ -110,8 +128,127 @@ class CudaFusion:
             kernel((-(-n // _BLOCK),), (_BLOCK,), tuple(args))
         return _typed(plan, outs)
 
+    def _reduce(self, plan: FusedKernel, inputs: list[Prim], scalars: list[Any]) -> Prim:
+        """A reduce kernel (see the module docstring)."""
+        red = plan.reduce
+        assert red is not None
+        b = self.backend
+        cp = b._on()
+        if not _dense_ok(plan):  # half values in the chain: the element-wise kernel, then the reduction
+            chain = plan.cache.get("chain")
+            if chain is None:
+                chain = plan.cache["chain"] = FusedKernel(
+                    plan.shape, plan.inputs, plan.scalars, plan.ops, plan.outputs
+                )
+            (values,) = self.execute(chain, inputs, scalars)
+            return b.reduce(red.op, values, red.dims, red.keepdim)
+        shape = plan.shape
+        out_np = TO_NP[plan.out_dtypes()[0]]
+        out = cp.empty(red.shape(shape), dtype=out_np)
+        rows, n = red.rows(shape)
+        if rows == 0:
+            return out
+        kernel = plan.cache.get("reduce")
+        if kernel is None:
+            with _lock:
+                kernel = self._kernels.get(("reduce", plan.key))
+                if kernel is None:
+                    name = f"burn_fused_reduce_{len(self._kernels)}"
+                    source_ = reduce_source(plan, name)
+                    kernel = self._kernels[("reduce", plan.key)] = cp.RawKernel(source_, name)
+            plan.cache["reduce"] = kernel
+        strides = []
+        for x in inputs:
+            strides += _element_strides(x, shape)
+        args = [*map(bits, inputs), *_scalar_args(plan, scalars), out, np.int64(n), *map(np.int64, shape)]
+        args += [np.int64(st) for st in strides]
+        threads = 32
+        while threads < min(n, _BLOCK):
+            threads *= 2
+        kernel((rows,), (threads,), tuple(args))
+        return out
+
 
 _BLOCK = 256
+_REDUCE_LONG = 16384  # a reduce kernel's rows may be this long whatever their number
+_REDUCE_MANY = 256  # ... and longer where there are at least this many
+# a reduction's start value and how two partial results combine (a, b: the accumulator type)
+_REDUCE_INIT = {"sum": "0", "mean": "0", "max": "-BURN_INF", "min": "BURN_INF"}
+_REDUCE_COMBINE = {
+    "sum": "a + b",
+    "mean": "a + b",
+    "max": "(a > b || a != a) ? a : b",  # NaN wins, as in CuPy's max
+    "min": "(a < b || a != a) ? a : b",
+}
+
+
+def _element_strides(x: Prim, shape: tuple[int, ...]) -> list[int]:
+    """``x``'s strides in elements seen from ``shape`` (right-aligned; stretched dims stride 0)."""
+    pad = len(shape) - x.ndim
+    out = [0] * pad
+    for s, st, n in zip(x.shape, x.strides, shape[pad:]):
+        out.append(0 if s == 1 and n != 1 else st // x.itemsize)
+    return out
+
+
+def reduce_source(plan: FusedKernel, name: str) -> str:
+    """The CUDA C of a RawKernel running reduce kernel ``plan`` (see the module docstring). Parameters:
+    the inputs, the scalars, the output, n (elements per result), the shape, then each input's
+    strides in elements. One block per result; blockDim a multiple of 32."""
+    red = plan.reduce
+    assert red is not None
+    rank = len(plan.shape)
+    out_t = C_TYPE[TO_NP[plan.out_dtypes()[0]]]
+    _, _, body = source(plan)
+    body = "\n".join(line for line in body.splitlines() if not line.startswith("o0 = "))
+    body = re.sub(r"\bl(\d+)([;)])", r"l\1[off\1]\2", body)
+    k = len(plan.inputs)
+    params = [f"const {C_TYPE[TO_NP[d]]}* __restrict__ l{i}" for i, d in enumerate(plan.inputs)]
+    params += [f"const {C_TYPE[scalar_dtype(TO_NP[d])]} s{i}" for i, d in enumerate(plan.scalars)]
+    params += [f"{out_t}* __restrict__ o0", "const long long n"]
+    params += [f"const long long sh{d}" for d in range(rank)]
+    params += [f"const long long st{i}_{d}" for i in range(k) for d in range(rank)]
+    walk = ["long long r = row * n + j;"]
+    walk += [f"long long off{i} = 0;" for i in range(k)]
+    for d in reversed(range(rank)):
+        walk.append(f"{{ const long long c = r % sh{d}; r /= sh{d};")
+        walk += [f"  off{i} += c * st{i}_{d};" for i in range(k)]
+        walk.append("}")
+    combine = _REDUCE_COMBINE[red.op]
+    value = f"v{plan.outputs[0]}"
+    final = "acc / (ACC)n" if red.op == "mean" else "acc"
+    return (
+        _kernels.PREAMBLE
+        + f"typedef {out_t} ACC;\n"
+        + (  # NVRTC has no math headers: infinity from its bits
+            "#define BURN_INF __longlong_as_double(0x7ff0000000000000LL)\n"
+            if out_t == "double"
+            else "#define BURN_INF __int_as_float(0x7f800000)\n"
+        )
+        + "__device__ __forceinline__ ACC burn_combine(ACC a, ACC b) { return "
+        + combine
+        + "; }\n"
+        + f'extern "C" __global__ void {name}({", ".join(params)}) {{\n'
+        + "const long long row = blockIdx.x;\n"
+        + f"ACC acc = {_REDUCE_INIT[red.op]};\n"
+        + "for (long long j = threadIdx.x; j < n; j += blockDim.x) {\n"
+        + "\n".join(walk)
+        + "\n"
+        + body
+        + f"\nacc = burn_combine(acc, (ACC){value});\n"
+        + "}\n"
+        + "for (int o = 16; o > 0; o >>= 1) acc = burn_combine(acc, __shfl_down_sync(0xffffffffu, acc, o));\n"
+        + "__shared__ ACC part[32];\n"
+        + "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+        + "if (lane == 0) part[warp] = acc;\n"
+        + "__syncthreads();\n"
+        + "if (warp == 0) {\n"
+        + f"  acc = lane < (int)(blockDim.x >> 5) ? part[lane] : (ACC)({_REDUCE_INIT[red.op]});\n"
+        + "  for (int o = 16; o > 0; o >>= 1) acc = burn_combine(acc, __shfl_down_sync(0xffffffffu, acc, o));\n"
+        + f"  if (lane == 0) o0[row] = ({out_t})({final});\n"
+        + "}\n"
+        + "}\n"
+    )
 
 
 def _scalar_args(plan: FusedKernel, scalars: list[Any]) -> list[Any]:

@@ -65,7 +65,7 @@ def _scalars_as_inputs(plan: FusedKernel) -> FusedKernel:
     cached = plan.cache.get("graph")
     if cached is None:
         cached = plan.cache["graph"] = FusedKernel(
-            plan.shape, plan.inputs + plan.scalars, (), plan.ops, plan.outputs
+            plan.shape, plan.inputs + plan.scalars, (), plan.ops, plan.outputs, plan.reduce, plan.matmul
         )
     return cached
 

@@ -590,13 +590,15 @@ class Fusion(Backend):
     def _fused_reduce(self, n: Node, users: dict[Node, list[Node]]) -> bool:
         """Run reduce call ``n`` as a reduce kernel computing the element-wise chain it reads (the
         reduce prologue), where the chain is lazy, no tensor holds its result, no other call reads
-        that and the runtime has the kernel; False (nothing run) otherwise."""
+        that and the runtime has the kernel; False (nothing run) otherwise. A reduction called under
+        ambient settings other than the ones in force now (``call_state``: burn-cuda's matmul
+        precision, recorded with every call) runs as recorded, under them."""
         fuse = self._fuse_reduce
         args: tuple[Any, ...] = n.args
         op, x, dims, keepdim = args
         if (
             fuse is None
-            or n.compute is not None
+            or (n.compute is not None and n.compute != self.inner.call_state())
             or op not in _REDUCE_PROLOGUE
             or type(x) is not Node
             or not x.dtype.is_float
