@@ -275,6 +275,46 @@ def test_conv_fused_empty_batch_and_bad_arguments():
         )
 
 
+# ------------------------------------------------------------------ the epilogues' ReLU
+# ``_relu_into`` compares against a kept zero array instead of the scalar 0 (numpy's fast loop): it must
+# give the very bits of np.maximum(x, 0) for every special value (NaN of either sign, -0.0, infinities,
+# subnormals), dtype, layout and size (small ones and ones past the zeros' cap take the scalar), and
+# the kept zeros must stay zero.
+
+_SPECIAL = [-0.0, 0.0, np.nan, -np.nan, np.inf, -np.inf, 1e-45, -1e-45, 2.5, -3.0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("layout", ["fresh", "in-place", "cropped"])
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (2, 8, 32, 40)])  # below / above the zeros' threshold
+def test_relu_into_matches_maximum_bitwise(dtype, layout, shape):
+    size = math.prod(shape[:-1]) * (shape[-1] + 3)
+    values = np.resize(np.array(_SPECIAL, dtype), size)
+    values[len(_SPECIAL) :] = rng.standard_normal(size - len(_SPECIAL)).astype(dtype)
+    wide = values.reshape(shape[:-1] + (shape[-1] + 3,))
+    src = wide[..., : shape[-1]] if layout == "cropped" else np.ascontiguousarray(wide[..., : shape[-1]])
+    want = np.maximum(src, 0)
+    dst = src if layout == "in-place" else np.empty(shape, dtype)
+    _module._relu_into(np, src, dst)
+    bits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(dtype).itemsize]
+    np.testing.assert_array_equal(dst.view(bits), want.view(bits))
+    assert np.isnan(dst.reshape(-1)[2:4]).all()  # NaN propagates, as np.maximum's
+    zeros = getattr(_module._scratch_local, "zeros", None)
+    assert zeros is None or not zeros.any()
+
+
+def test_relu_into_past_the_zeros_cap(monkeypatch):
+    """An output larger than ``_ZEROS_MAX_BYTES`` compares against the scalar (no zeros that large kept)."""
+    monkeypatch.setattr(_module, "_ZEROS_MAX_BYTES", 1 << 12)
+    monkeypatch.setattr(_module._scratch_local, "zeros", np.zeros(1 << 12, np.uint8), raising=False)
+    kept = _module._scratch_local.zeros
+    x = rng.standard_normal((4, 8, 16, 16)).astype(np.float32)
+    y = np.empty_like(x)
+    _module._relu_into(np, x, y)
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
+    assert _module._scratch_local.zeros is kept  # not replaced by a larger one
+
+
 # ------------------------------------------------------------------ conv_fused across threads
 # With more than one BLAS thread a batch is split into slices run at once (``_conv_split``), each on its
 # own thread; forced on here with the work threshold at one multiply-add and a fake BLAS count, they

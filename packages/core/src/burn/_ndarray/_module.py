@@ -287,6 +287,24 @@ def _max_pool_into(xp: ModuleType, src: Array, pool: Ints, dst: Array) -> None:
         xp.maximum(dst, col, out=dst)
 
 
+# numpy's maximum against a scalar (a stride-0 operand) misses its SIMD loop: on 32K float32 values
+# max(y, 0) ran 3x slower than max(y, zeros), a kept zero array as large as y (ReLU on the ResNet-like
+# benchmark's convs: 22 -> 6 us contiguous, 30 -> 17 us from a cropped view). Same values, NaN included.
+_ZEROS_MAX_BYTES = 1 << 24  # a larger ReLU compares against the scalar
+
+
+def _relu_into(xp: ModuleType, src: Array, dst: Array) -> None:
+    """dst = max(src, 0) (dst may be src), against a kept read-only zero array where it pays."""
+    nbytes = dst.size * dst.itemsize
+    if xp.__name__ != "numpy" or nbytes > _ZEROS_MAX_BYTES or dst.size < 1024:
+        xp.maximum(src, 0, out=dst)
+        return
+    zeros = getattr(_scratch_local, "zeros", None)  # one per thread: never written after it is made
+    if zeros is None or zeros.nbytes < nbytes:
+        zeros = _scratch_local.zeros = xp.zeros(max(nbytes, 1 << 16), dtype=xp.uint8)
+    xp.maximum(src, zeros[:nbytes].view(dst.dtype).reshape(dst.shape), out=dst)
+
+
 def _epilogue(xp: ModuleType, y: Array, bias: Array | None, residual: Array | None, relu: bool) -> None:
     """y += bias; y += residual; y = max(y, 0), in place, as asked."""
     if bias is not None:
@@ -294,7 +312,7 @@ def _epilogue(xp: ModuleType, y: Array, bias: Array | None, residual: Array | No
     if residual is not None:
         y += residual
     if relu:
-        xp.maximum(y, 0, out=y)
+        _relu_into(xp, y, y)
 
 
 def _kept_zeros(xp: ModuleType, key: tuple[Any, ...], size: int, dtype: Any) -> tuple[Array, dict[Any, Any]]:
@@ -525,13 +543,13 @@ class _RowsRun(_Run):
             if self.pool is not None:  # ReLU commutes with the max: it runs on the pooled output
                 _max_pool_into(xp, wide, self.pool, dst)
                 if relu:
-                    xp.maximum(dst, 0, out=dst)
+                    _relu_into(xp, dst, dst)
             elif res is not None:
                 xp.add(crop, res, out=dst)
                 if relu:
-                    xp.maximum(dst, 0, out=dst)
+                    _relu_into(xp, dst, dst)
             elif relu:
-                xp.maximum(crop, 0, out=dst)
+                _relu_into(xp, crop, dst)
             else:
                 xp.copyto(dst, crop)
         return y
@@ -629,9 +647,9 @@ class _HwcRun(_Run):
             if residual is not None:
                 xp.add(result, residual[start : start + b], out=out)
                 if relu:
-                    xp.maximum(out, 0, out=out)
+                    _relu_into(xp, out, out)
             elif relu:
-                xp.maximum(result, 0, out=out)
+                _relu_into(xp, result, out)
             else:
                 xp.copyto(out, result)
         return y
@@ -704,6 +722,14 @@ def _rows_run(
 # threads for the cores (the benchmark at batch 32 on 2 cores: 43 ms all split, 54 ms none, 85 ms
 # with the small convs left to BLAS's threads). One image keeps BLAS's threads: its GEMMs are too
 # small to split by hand (split by rows, each thread packs the whole weight matrix: measured slower).
+# Measured again with the best split of one image (bands of output rows, each thread copying and
+# packing only its band's windows in workspaces of that size; output channels for channels-last runs;
+# a two-lock hand-off, 12 us a region against the executor's 27): the ResNet-like benchmark's
+# 32x32x32 3x3 conv 316-328 us against 227-232 on BLAS's 2 threads, the stem with its pool 257 against
+# 204, every other conv slower too. Two threads' element-wise numpy work (window copies, epilogue, pool)
+# hardly overlaps on the 2-core machine (np.add over 200K values: 17 us alone, 42 us two at once; a
+# 256^3 GEMM: 374 alone, 405 two at once), so only the GEMM halves gain, and OpenBLAS splits those
+# better itself (148 us against 169 for the conv's three GEMMs).
 _PARALLEL_MIN_MACS = 1 << 22  # multiply-adds per slice at least (about 0.1 ms of GEMM: pays a hand-off)
 
 
