@@ -431,6 +431,44 @@ def test_repeated_programs_are_captured_as_graphs_where_the_runtime_can(fail, mo
         assert runtime.captures == 1 and runtime.launches == launches >= 3
 
 
+def test_a_graph_that_cannot_run_now_stays_and_the_replay_runs_step_by_step(monkeypatch):
+    """A launch that says ``LATER`` (a lent buffer still has a reader) keeps its graph: the replay runs
+    step by step, and the next launch uses the graph again; ``LATER_LIMIT`` of them in a row drop it
+    (captured again later). Losses equal training without graphs throughout."""
+    dev = burn.device("cpu", autodiff=True, fusion=True)
+    fb = dev.backend.inner
+    runtime = Graphing(fb.inner, False)
+    answers: list = []  # what the next launches say before running: LATER, or None to run
+    capture = runtime.capture_program
+
+    def capture_program(*args):
+        graph = capture(*args)
+        launch = graph.launch
+
+        def maybe(stream, leaves, scalars):
+            if answers and answers.pop(0) is fusion_backend.LATER:
+                return fusion_backend.LATER
+            return launch(stream, leaves, scalars)
+
+        graph.launch = maybe
+        return graph
+
+    for name, value in (("runtime", runtime), ("_capture", capture_program)):
+        monkeypatch.setattr(fb, name, value)
+    for name, value in (("_programs", {}), ("_lengths", set()), ("_plans", {})):
+        monkeypatch.setattr(fb, name, value)
+    monkeypatch.setattr(fusion_backend, "LATER_LIMIT", 3)
+    later = fusion_backend.LATER
+    answers += [None, later, later, None, later, later, later, later]
+    before = dict(fb.stats)
+    ref = _training_losses(burn.device("cpu", autodiff=True), 16, read_every=0, dropout=0.0)
+    got = _training_losses(dev, 16, read_every=0, dropout=0.0)
+    np.testing.assert_allclose(got, ref, rtol=1e-6)
+    # one capture kept through two LATERs; the fourth LATER in a row (past the limit of 3) dropped it
+    assert runtime.captures == 2
+    assert fb.stats["graph_launches"] - before["graph_launches"] == runtime.launches >= 4
+
+
 def test_creation_constants_are_made_once_on_device_backends():
     """On a backend whose arrays live on a device, ``full``/``arange`` results are kept and handed out
     again for equal arguments (a graph then reads them in place); 0.0 and -0.0, 1 and True, and

@@ -45,7 +45,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from burn.fusion import FusedKernel
+from burn.fusion import LATER, FusedKernel
 
 from . import _cublas
 from ._bf16 import bits
@@ -129,14 +129,16 @@ class CudaGraphProgram:
         self.feeds = 0  # feed graphs captured so far
 
     # ------------------------------------------------------------------ the tables and inputs
-    def _fill(self, cp: Any, leaves: list[Any], scalars: list[Any]) -> bool:
+    def _ready(self, leaves: list[Any]) -> bool:
+        """Whether every input the graph reads in place is still the same array (else the graph cannot
+        serve this stream)."""
+        return all(
+            not direct or leaf.value is buf for buf, leaf, direct in zip(self.inputs, leaves, self.direct)
+        )
+
+    def _fill(self, cp: Any, leaves: list[Any], scalars: list[Any]) -> None:
         """Copy the stream's inputs and scalars into the buffers the graph reads: the inputs the last
-        launch lent through the feed graph (``_feed``), the others one by one after it; False,
-        copying nothing, when an input the graph reads in place is not the same array any more (the
-        graph cannot serve this stream)."""
-        for buf, leaf, direct in zip(self.inputs, leaves, self.direct):
-            if direct and leaf.value is not buf:
-                return False
+        launch lent through the feed graph (``_feed``), the others one by one after it."""
         s = self.backend.stream
         fed = self._feed(leaves)
         for k, (buf, leaf, direct) in enumerate(zip(self.inputs, leaves, self.direct)):
@@ -145,7 +147,6 @@ class CudaGraphProgram:
         for dt, idx in self.slots.items():
             host = np.array([scalars[i] for i in idx], dtype=dt)
             self.tables[dt].set(host.view(param_dtype(dt)))  # bfloat16: its bits
-        return True
 
     def _feed(self, leaves: list[Any]) -> set[int]:
         """Launch the feed graph and return the input indices it served this time: each input that is
@@ -263,14 +264,19 @@ class CudaGraphProgram:
         program.deliver(stream, vals)  # after the capture, which reads the nodes' operands
         return captured
 
-    def launch(self, stream: list[Any], leaves: list[Any], scalars: list[Any]) -> bool:
+    def launch(self, stream: list[Any], leaves: list[Any], scalars: list[Any]) -> bool | str:
         """Run the program again: its graphs, and between them the calls capture refused (their results
         copied into the buffers the later graphs read); then lend what tensors hold (``_lend``). False
-        (nothing run) when an input the graph reads in place changed, or a buffer the last launch lent
-        has a holder the launch would overwrite (``_reclaim``)."""
+        (nothing run) when an input the graph reads in place changed; ``LATER`` (nothing run, the
+        graph stays) when a buffer the last launch lent has a holder the launch would overwrite
+        (``_reclaim``: a checkpoint thread reading a weight, a view of one), so this replay runs step
+        by step and the next one tries again."""
         cp = self.backend._on()
-        if not self._fill(cp, leaves, scalars) or not self._reclaim(cp):
+        if not self._ready(leaves):
             return False
+        self._fill(cp, leaves, scalars)  # before _reclaim, which drops values no tensor holds
+        if not self._reclaim(cp):
+            return LATER  # what _fill wrote is the graph's own input buffers: nothing else changed
         s = self.backend.stream
         program, values = self.program, self.values
         index = {n: k for k, n in enumerate(leaves)}

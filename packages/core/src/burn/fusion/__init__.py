@@ -13,11 +13,12 @@ turns fusion off, ``BURN_FUSION_REPLAY=0`` only the replay). A backend offers ke
 [3.0, 1.0, 7.0]
 """
 
-from ._backend import Fusion, launch, mark_step
+from ._backend import LATER, Fusion, launch, mark_step
 from ._plan import FusedKernel, FusedOp, FusedReduce, FusionRuntime
 from ._reference import ReferenceRuntime
 
 __all__ = [
+    "LATER",
     "FusedKernel",
     "FusedOp",
     "FusedReduce",

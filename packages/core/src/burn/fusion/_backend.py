@@ -65,6 +65,11 @@ PROGRAMS_PER_SIGNATURE = 4
 # each with its plans and, on cuda, maybe a graph and its memory pool
 SIGNATURES_KEPT = 256
 GRAPH_AFTER = 2  # replays of a program before the runtime captures it as a graph (where it can)
+# a captured graph's ``launch`` returns False when it cannot serve the stream (dropped, captured again
+# later) and LATER when it cannot run now but may next time (a buffer it lent still has a reader: this
+# replay runs step by step and the graph stays), at most LATER_LIMIT times in a row
+LATER = "later"
+LATER_LIMIT = 8
 TYPE_CACHE_LIMIT = 65536
 
 # methods with their own code here; every other op method is forwarded or composed (see __init__)
@@ -521,16 +526,23 @@ class Fusion(Backend):
     def _replay(self, program: _Program, stream: list[Node], leaves: list[Node], scalars: list[Any]) -> None:
         """Run ``program`` again: as a graph the runtime captured (one launch), when it can capture
         programs and this one has repeated; else step by step. A graph whose launch declines (an
-        input it reads in place changed) is dropped, and the program is captured again later."""
+        input it reads in place changed) is dropped, and the program is captured again later; one
+        that cannot run now (``LATER``) stays, and this replay runs step by step."""
         capture = self._capture
         if capture is None or program.graph is False:
             program.run(self, stream, leaves, scalars)
             return
         if program.graph is not None:
-            if program.graph.launch(stream, leaves, scalars) is not False:
+            launched = program.graph.launch(stream, leaves, scalars)
+            if launched is LATER and program.later < LATER_LIMIT:
+                program.later += 1
+                program.run(self, stream, leaves, scalars)
+                return
+            if launched is not False and launched is not LATER:
+                program.later = 0
                 self.stats["graph_launches"] += 1
                 return
-            program.graph, program.runs = None, 0
+            program.graph, program.runs, program.later = None, 0, 0
         program.runs += 1
         if program.runs < GRAPH_AFTER:
             program.run(self, stream, leaves, scalars)
@@ -1133,7 +1145,7 @@ class _Program:
     ``unwritten``: positions no step writes (computed in registers) or that a step frees; the program
     is usable only while no tensor holds one of them."""
 
-    __slots__ = ("steps", "unwritten", "written", "length", "runs", "used", "graph", "leaf_values")
+    __slots__ = ("steps", "unwritten", "written", "length", "runs", "used", "later", "graph", "leaf_values")
 
     def __init__(
         self,
@@ -1148,6 +1160,7 @@ class _Program:
         self.length = length  # the stream's length
         self.runs = 0  # replays so far
         self.used = 0  # the flush that last planned or replayed it (``Fusion._forget_oldest``)
+        self.later = 0  # launches of its graph in a row that said LATER
         self.graph: Any = None  # the runtime's captured graph of the program; False: it cannot be captured
         # the stream's input values at the step-by-step replay before the capture: a runtime capturing
         # the program may read inputs that stayed the same object (weights in inference) in place
