@@ -490,11 +490,16 @@ def test_creation_constants_are_made_once_on_device_backends():
     assert b.inner_prim(b.full((2,), 1, i32)) is not b.inner_prim(b.full((2,), True, b8))
     assert b.to_numpy(b.full((2,), True, b8)).dtype == np.bool_
     assert b.inner_prim(b.full((2,), 1.0, f32)) is not b.inner_prim(b.full((3,), 1.0, f32))
-    big = (fusion_backend.CONSTANT_MAX_ELEMENTS + 1,)
+    big = (fusion_backend.CONSTANT_MAX_BYTES // 4 + 1,)
     assert b.inner_prim(b.full(big, 2.0, f32)) is not b.inner_prim(b.full(big, 2.0, f32))
     for i in range(fusion_backend.CONSTANTS_KEPT + 5):  # bounded: the oldest are dropped
         b.full((1,), float(i), f32)
     assert len(b._constants) == fusion_backend.CONSTANTS_KEPT
+    quarter = (fusion_backend.CONSTANTS_MAX_BYTES // 16,)  # a quarter of the byte budget in float32
+    for i in range(6):
+        b.full(quarter, float(i), f32)
+    assert sum(size for _, size in b._constants.values()) <= fusion_backend.CONSTANTS_MAX_BYTES
+    assert b.inner_prim(b.full(quarter, 5.0, f32)) is b.inner_prim(b.full(quarter, 5.0, f32))
     np.testing.assert_array_equal(b.to_numpy(one), np.ones((2, 3), np.float32))
     host = Fusion(inner)  # numpy: a new array each call (its arrays may be handed out writable)
     assert host.inner_prim(host.full((2,), 1.0, f32)) is not host.inner_prim(host.full((2,), 1.0, f32))

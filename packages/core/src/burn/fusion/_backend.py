@@ -118,8 +118,9 @@ _EAGER = frozenset(
 # to make them again. burn never writes a primitive in place, and the zero-copy exports
 # (``burn_cuda.as_cupy``) say not to write to them.
 _CONSTANTS = frozenset({"full", "arange"})
-CONSTANTS_KEPT = 64  # kept constants per device, the oldest dropped past this
-CONSTANT_MAX_ELEMENTS = 1 << 16  # larger results are made anew each time
+CONSTANTS_KEPT = 64  # kept constants per device, the oldest dropped past this ...
+CONSTANTS_MAX_BYTES = 1 << 26  # ... or past this many bytes in all (a max pool's backward zeros: 3 MiB)
+CONSTANT_MAX_BYTES = 1 << 24  # larger results are made anew each time
 KERNEL_CALL = "kernel"  # the call name of a node recorded by ``Fusion.launch`` (a FusedKernel of its own)
 _NAMED = frozenset({"reduce", "arg_reduce"})  # methods whose first argument names the op
 _REDUCE_PROLOGUE = frozenset({"sum", "mean", "max", "min"})  # reductions a reduce kernel may run
@@ -415,17 +416,21 @@ class Fusion(Backend):
         """The method running the inner backend's creation op ``name`` once per arguments (see
         ``_CONSTANTS``; floats told apart by their bits, so 0.0 and -0.0 or NaNs never mix)."""
         method = self._calls[name]
-        constants = self._constants
+        constants = self._constants  # key -> (value, bytes)
+        inner = self.inner
 
         def create(*args: Any) -> Any:
             key = (name, *map(_constant_key, args))
-            value = constants.get(key)
-            if value is None:
-                value = method(*args)
-                if math.prod(self.inner.shape_of(value)) <= CONSTANT_MAX_ELEMENTS:
-                    if len(constants) >= CONSTANTS_KEPT:
-                        del constants[next(iter(constants))]
-                    constants[key] = value
+            kept = constants.get(key)
+            if kept is not None:
+                return self._wrap(kept[0])
+            value = method(*args)
+            size = math.prod(inner.shape_of(value)) * inner.dtype_of(value).itemsize
+            if size <= CONSTANT_MAX_BYTES:
+                total = sum(b for _, b in constants.values()) + size
+                while constants and (len(constants) >= CONSTANTS_KEPT or total > CONSTANTS_MAX_BYTES):
+                    total -= constants.pop(next(iter(constants)))[1]
+                constants[key] = (value, size)
             return self._wrap(value)
 
         create.__name__ = name
