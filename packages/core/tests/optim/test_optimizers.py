@@ -193,3 +193,33 @@ def test_optimizer_configs_serialise_with_clipping():
     c = optim.AdamWConfig(weight_decay=0.01, grad_clipping=optim.GradientClipping.value(2.0))
     assert optim.AdamWConfig.from_json(c.to_json()) == c
     assert math.isclose(c.init().config.weight_decay, 0.01)
+
+
+def test_a_bad_gradient_changes_no_param():
+    """Every param's gradient is checked before any param is updated: a wrong shape on the last param,
+    a model param off autodiff, or grads that are not a burn.Gradients leave the model as it was."""
+    dev = burn.device("cpu", autodiff=True)
+    model = nn.LinearConfig(3, 2).init(dev)
+    opt = optim.AdamConfig().init()
+    before = [p.val().inner().numpy().copy() for p in model.params()]
+    bad = optim.GradientsParams({model.weight.id: burn.ones((3, 2)), model.bias.id: burn.ones((5,))})
+    with pytest.raises(burn.ShapeError, match="bias"):
+        opt.step(0.1, model, bad)
+    with pytest.raises(TypeError, match="burn.Gradients"):
+        opt.step(0.1, model, {"weight": burn.ones((3, 2))})
+    for p, b in zip(model.params(), before):
+        np.testing.assert_array_equal(p.val().inner().numpy(), b)
+    host = nn.LinearConfig(3, 2).init()  # params on a device without autodiff
+    grads = model(burn.ones((4, 3), device=dev)).sum().backward()
+    with pytest.raises(burn.DeviceError, match="autodiff"):
+        opt.step(0.1, host, grads)
+    # a burn.Gradients steps a model exactly as the GradientsParams built from it
+    stepped = []
+    for by_id in (False, True):
+        burn.seed(7)
+        m = nn.LinearConfig(3, 2).init(dev)
+        g = m(burn.ones((4, 3), device=dev)).square().sum().backward()
+        m = optim.AdamConfig().init().step(0.1, m, optim.GradientsParams.from_grads(g, m) if by_id else g)
+        stepped.append([p.val().inner().numpy() for p in m.params()])
+    for a, b in zip(*stepped):
+        np.testing.assert_array_equal(a, b)

@@ -16,7 +16,7 @@ from .._tensor import Tensor
 from .._transaction import Transaction
 from ..fusion import mark_step
 from ..nn._param import lift
-from ._grads import GradientsParams
+from ._grads import GradientsParams, check_gradients, grad_of
 
 State = dict[str, Any]
 
@@ -48,14 +48,14 @@ class Optimizer:
         """Apply one update with learning rate ``lr``; ``grads`` is a burn.Gradients or GradientsParams."""
         if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr < 0:
             raise ConfigError(f"{type(self).__name__}.step: lr must be a finite number >= 0, got {lr!r}")
-        if not isinstance(grads, GradientsParams):
-            grads = GradientsParams.from_grads(grads, module)
-        clipping = getattr(self.config, "grad_clipping", None)
-        devices = set()
+        by_id = isinstance(grads, GradientsParams)
+        if not by_id:  # a burn.Gradients: each param's gradient is read in the one walk below
+            check_gradients(grads)
+        work = []  # every param's (param, value, gradient), checked before any param changes
         for name, param in module.named_params():
             if not param.require_grad:
                 continue
-            g = grads.get(param.id)
+            g = grads.get(param.id) if by_id else grad_of(param, grads)
             if g is None:
                 continue
             w = param.value.inner()
@@ -63,6 +63,10 @@ class Optimizer:
                 raise ShapeError(
                     f"{type(self).__name__}.step: gradient of {name} has shape {g.shape}, param {w.shape}"
                 )
+            work.append((param, w, g))
+        clipping = getattr(self.config, "grad_clipping", None)
+        devices = set()
+        for param, w, g in work:
             if g.device != w.device:
                 g = g.to(w.device)
             g = g.cast(w.dtype)

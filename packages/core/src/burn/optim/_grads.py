@@ -9,6 +9,26 @@ from .._errors import DeviceError, ShapeError
 from .._tensor import Tensor
 
 
+def check_gradients(grads: Any) -> None:
+    """TypeError unless ``grads`` is a ``burn.Gradients`` (what ``loss.backward()`` returns)."""
+    from .._gradients import Gradients
+
+    if not isinstance(grads, Gradients):
+        raise TypeError(f"GradientsParams.from_grads: expected a burn.Gradients, got {type(grads).__name__}")
+
+
+def grad_of(param: Any, grads: Any) -> Tensor | None:
+    """The gradient of trainable ``param`` in ``grads`` (None if it has none); DeviceError when the
+    param is not on an autodiff device."""
+    if not param.value.backend.is_autodiff:
+        raise DeviceError(
+            f"GradientsParams.from_grads: param {param.id} is on {param.device}, which has no autodiff; "
+            "build the model on burn.device(..., autodiff=True)"
+        )
+    g: Tensor | None = param.value.grad(grads)
+    return g
+
+
 class GradientsParams:
     """Param id -> gradient tensor (on the inner, non-autodiff backend).
 
@@ -36,23 +56,13 @@ class GradientsParams:
     @classmethod
     def from_params(cls, grads: Any, module: Any, param_ids: Iterable[str] | None) -> GradientsParams:
         """Like ``from_grads``, restricted to ``param_ids`` (e.g. one optimizer per param group)."""
-        from .._gradients import Gradients
-
-        if not isinstance(grads, Gradients):
-            raise TypeError(
-                f"GradientsParams.from_grads: expected a burn.Gradients, got {type(grads).__name__}"
-            )
+        check_gradients(grads)
         wanted = None if param_ids is None else set(param_ids)
         out = cls()
         for param in module.params():
             if not param.require_grad or (wanted is not None and param.id not in wanted):
                 continue
-            if not param.value.backend.is_autodiff:
-                raise DeviceError(
-                    f"GradientsParams.from_grads: param {param.id} is on {param.device}, which has no autodiff; "
-                    "build the model on burn.device(..., autodiff=True)"
-                )
-            g = param.value.grad(grads)
+            g = grad_of(param, grads)
             if g is not None:
                 out._grads[param.id] = g
         return out
