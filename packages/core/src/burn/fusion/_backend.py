@@ -289,46 +289,66 @@ class Fusion(Backend):
                 out.append(a)
         return tuple(out)
 
-    def _call_args(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        """A call's arguments with tensor handles replaced by their nodes, and the same arguments for
-        the signature (``_signature_args``); one pass for the common case of tensors, scalars and
-        tuples of numbers, the general walk for sequences holding tensors."""
+    def _call_args(
+        self, name: str, args: tuple[Any, ...]
+    ) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...] | None]:
+        """A call's arguments with tensor handles replaced by their nodes, the same arguments for the
+        signature (``_signature_args``) and the key of its result types (``_result_types``: the
+        tensors' shapes and dtypes and the other arguments; None when an argument is a list). One
+        pass for the common case of tensors, scalars and tuples of numbers, the general walk for
+        sequences holding tensors."""
         operands: list[Any] = []
         marks: list[Any] = []
+        key: list[Any] | None = [name]
         for a in args:
             t = type(a)
             if t is FPrim:
                 n = a.node
                 operands.append(n)
+                if key is not None:
+                    key.append((n.shape, n.dtype))
                 if n.op is not None:
                     marks.append((n.pos,))
                 else:
                     mark: list[Any] = []
                     self._operand(n, mark)
                     marks.append(tuple(mark))
+            elif t is tuple and _PLAIN.issuperset(map(type, a)):  # shapes, strides, dims
+                operands.append(a)
+                marks.append(a)
+                if key is not None:
+                    key.append(a)
             elif (t is tuple or t is list) and any(
                 type(v) is FPrim or isinstance(v, (list, tuple)) for v in a
             ):
                 m = _mapped([a], FPrim, _node_of)[0]
                 operands.append(m)
                 marks.append(self._signature_args((m,))[0])
+                if t is list:
+                    key = None
+                elif key is not None:
+                    key.append(_type_key(m))
             else:
                 operands.append(a)
                 marks.append(tuple(a) if t is list else a)
-        return tuple(operands), tuple(marks)
+                if t is list:
+                    key = None
+                elif key is not None:
+                    key.append(a)
+        return tuple(operands), tuple(marks), None if key is None else tuple(key)
 
     def _result_types(
-        self, name: str, operands: tuple[Any, ...], named: bool
+        self, name: str, operands: tuple[Any, ...], named: bool, key: tuple[Any, ...] | None
     ) -> list[tuple[tuple[int, ...], DType]]:
-        """The results' shapes and dtypes of a call (``burn.ir``'s rules), cached by the operands'
-        shapes and dtypes and the other arguments."""
-        try:
-            key = (name, *((a.shape, a.dtype) if type(a) is Node else a for a in operands))
-            return self._types[key]
-        except KeyError:
-            pass
-        except TypeError:  # a list argument (cat, stack): not a key
-            key = None
+        """The results' shapes and dtypes of a call (``burn.ir``'s rules), cached by ``key`` (from
+        ``_call_args``; None: not cached)."""
+        if key is not None:
+            try:
+                return self._types[key]
+            except KeyError:
+                pass
+            except TypeError:  # an unhashable argument
+                key = None
         if named:  # reduce(op, x, ...): the rules take the op apart from the arguments
             types = result_types(self, operands[0], name, operands[1:], _node_meta)
         else:
@@ -345,8 +365,8 @@ class Fusion(Backend):
         def defer(*args: Any) -> Any:
             if self._cut and len(self._stream) == self._cut:
                 self.flush()
-            operands, marks = self._call_args(args)
-            types = self._result_types(name, operands, named)
+            operands, marks, key = self._call_args(name, args)
+            types = self._result_types(name, operands, named, key)
             (shape, dtype) = types[0]
             node = _call_node(shape, dtype, name, operands)
             if stateful:  # the ambient settings the op is called under (e.g. a matmul precision)
@@ -1329,6 +1349,19 @@ def _constant_key(a: Any) -> Any:
     return type(a), a
 
 
+_PLAIN = frozenset({int, float, bool, str, type(None)})  # tuple items that hold no tensor
+
+
+def _type_key(args: Any) -> Any:
+    """A mapped argument (sequences holding nodes) as part of a result-type key: nodes as their shape
+    and dtype, sequences as tuples."""
+    if type(args) is Node:
+        return (args.shape, args.dtype)
+    if isinstance(args, (list, tuple)):
+        return tuple(_type_key(a) for a in args)
+    return args
+
+
 def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
     try:
         return broadcast_shape(shape, target) == target
@@ -1339,9 +1372,10 @@ def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
 def _call_node(shape: tuple[int, ...], dtype: DType, name: str, operands: tuple[Any, ...]) -> Node:
     """A lazy node for a call of the inner backend's ``name``: a kernel boundary, so element-wise nodes
     reading it count it as one input (as a computed node)."""
-    node = Node(shape, dtype, None, ("call", name), operands)
+    node = Node(shape, dtype)  # made computed-looking (no walk of the operands), then made lazy
+    node.op = ("call", name)
+    node.args = operands
     node.nleaves = 1
-    node.size = 0
     return node
 
 
