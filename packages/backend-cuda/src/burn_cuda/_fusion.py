@@ -113,20 +113,26 @@ class CudaFusion:
     def _dense(self, cp: Any, plan: FusedKernel, inputs: list[Prim], scalars: list[Any]) -> list[Prim]:
         """Every input of the output's shape and C-contiguous: a RawKernel indexed by the element number
         (no broadcasting or stride arithmetic, and far less launch work than an ElementwiseKernel)."""
-        kernel = plan.cache.get("raw")
-        if kernel is None:
-            with _lock:
-                kernel = self._kernels.get(("raw", plan.key))
-                if kernel is None:
-                    name = f"burn_fused_raw_{len(self._kernels)}"
-                    kernel = self._kernels[("raw", plan.key)] = cp.RawKernel(dense_source(plan, name), name)
-            plan.cache["raw"] = kernel
+        kernel = self._raw_kernel(cp, plan, "raw", dense_source)
         outs = [cp.empty(plan.shape, dtype=param_dtype(TO_NP[dt])) for dt in plan.out_dtypes()]
         n = outs[0].size
         if n:
             args = [*map(bits, inputs), *_scalar_args(plan, scalars), *outs, np.int64(n)]
             kernel((-(-n // _BLOCK),), (_BLOCK,), tuple(args))
         return _typed(plan, outs)
+
+    def _raw_kernel(self, cp: Any, plan: FusedKernel, tag: str, render: Any) -> Kernel:
+        """The ``RawKernel`` of ``render(plan, name)`` (``"raw"``: dense element-wise, ``"reduce"``),
+        compiled once per plan key and found through the plan's cache after that."""
+        kernel = plan.cache.get(tag)
+        if kernel is None:
+            with _lock:
+                kernel = self._kernels.get((tag, plan.key))
+                if kernel is None:
+                    name = f"burn_fused_{tag}_{len(self._kernels)}"
+                    kernel = self._kernels[(tag, plan.key)] = cp.RawKernel(render(plan, name), name)
+            plan.cache[tag] = kernel
+        return kernel
 
     def _reduce(self, plan: FusedKernel, inputs: list[Prim], scalars: list[Any]) -> Prim:
         """A reduce kernel (see the module docstring)."""
@@ -148,15 +154,7 @@ class CudaFusion:
         rows, n = red.rows(shape)
         if rows == 0:
             return out
-        kernel = plan.cache.get("reduce")
-        if kernel is None:
-            with _lock:
-                kernel = self._kernels.get(("reduce", plan.key))
-                if kernel is None:
-                    name = f"burn_fused_reduce_{len(self._kernels)}"
-                    source_ = reduce_source(plan, name)
-                    kernel = self._kernels[("reduce", plan.key)] = cp.RawKernel(source_, name)
-            plan.cache["reduce"] = kernel
+        kernel = self._raw_kernel(cp, plan, "reduce", reduce_source)
         strides = []
         for x in inputs:
             strides += _element_strides(x, shape)
