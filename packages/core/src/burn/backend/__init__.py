@@ -7,7 +7,8 @@ never burn-core's private modules.
 - ``Backend``, ``required``, ``Slices``: the contract. Subclass ``Backend``, implement the ``@required``
   core; every other op has a default. Capability flags are class attributes of ``Backend``: ``dtypes``,
   ``default_float``/``default_int``, ``is_autodiff`` (a decorator recording gradients: it also offers
-  ``inner_prim``/``from_inner``), ``host_memory`` (reads cost no device sync), ``binary_fns``.
+  ``inner_prim``/``from_inner``), ``host_memory`` (reads cost no device sync), ``deferred_index_checks``
+  (``check_index`` reports at a later read or sync, so fusion may record it in streams), ``binary_fns``.
 - ``ACTIVATION_OPS``: the activations in ``UNARY_OPS`` (relu, sigmoid, gelu, ...); ``Backend.activation``
   runs them, from the core unless the backend lists them in ``native_activations``.
 - ``UNARY_OPS``, ``BINARY_OPS``, ``COMPARISON_OPS``, ``UNARY_BOOL_RESULT``, ``REDUCE_OPS``,
