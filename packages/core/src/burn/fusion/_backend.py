@@ -376,12 +376,10 @@ class Fusion(Backend):
             node.pos = len(stream)
             stream.append(node)
             sig = self._sig
-            sig.append(name)
-            sig.append(marks)
-            sig.append(shape)
-            sig.append(dtype)
+            sig += (name, marks, shape, dtype)
             self.stats["calls"] += 1
             p = lazy_handle(node)
+            out: Any = p
             if len(types) == 2:
                 shape2, dtype2 = types[1]
                 twin = _call_node(shape2, dtype2, name, (node,))
@@ -389,11 +387,13 @@ class Fusion(Backend):
                 stream.append(twin)
                 node.twin = twin
                 sig.append(dtype2)
-                q = lazy_handle(twin)
-                self._recorded()
-                return p, q
-            self._recorded()
-            return p
+                out = (p, lazy_handle(twin))
+            n = len(stream)  # _recorded, inlined (the hot path of every call)
+            if n > PENDING_LIMIT:
+                self.flush()
+            elif n in self._lengths and tuple(sig) in self._programs:
+                self._cut = n
+            return out
 
         defer.__name__ = name
         return defer
