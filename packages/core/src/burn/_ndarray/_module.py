@@ -305,6 +305,18 @@ def _relu_into(xp: ModuleType, src: Array, dst: Array) -> None:
     xp.maximum(src, zeros[:nbytes].view(dst.dtype).reshape(dst.shape), out=dst)
 
 
+def _store(xp: ModuleType, src: Array, dst: Array, residual: Array | None, relu: bool) -> None:
+    """dst = src (+ residual), then max(., 0) where asked: a run's GEMM result into its output."""
+    if residual is not None:
+        xp.add(src, residual, out=dst)
+        if relu:
+            _relu_into(xp, dst, dst)
+    elif relu:
+        _relu_into(xp, src, dst)
+    else:
+        xp.copyto(dst, src)
+
+
 def _epilogue(xp: ModuleType, y: Array, bias: Array | None, residual: Array | None, relu: bool) -> None:
     """y += bias; y += residual; y = max(y, 0), in place, as asked."""
     if bias is not None:
@@ -544,14 +556,8 @@ class _RowsRun(_Run):
                 _max_pool_into(xp, wide, self.pool, dst)
                 if relu:
                     _relu_into(xp, dst, dst)
-            elif res is not None:
-                xp.add(crop, res, out=dst)
-                if relu:
-                    _relu_into(xp, dst, dst)
-            elif relu:
-                _relu_into(xp, crop, dst)
             else:
-                xp.copyto(dst, crop)
+                _store(xp, crop, dst, res, relu)
         return y
 
 
@@ -643,15 +649,8 @@ class _HwcRun(_Run):
             if self.ones:
                 ones.fill(1)
             xp.matmul(cols, w, out=prod)
-            out = y[start : start + b]
-            if residual is not None:
-                xp.add(result, residual[start : start + b], out=out)
-                if relu:
-                    _relu_into(xp, out, out)
-            elif relu:
-                _relu_into(xp, result, out)
-            else:
-                xp.copyto(out, result)
+            res = None if residual is None else residual[start : start + b]
+            _store(xp, result, y[start : start + b], res, relu)
         return y
 
 
