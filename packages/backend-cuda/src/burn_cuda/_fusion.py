@@ -8,6 +8,8 @@ bits (uint16 views): loaded with ``burn_bf16_to_f``, each bfloat16 op's value ro
 ``burn_bf16_round`` as the unfused kernel would store it, stored with ``burn_f_to_bf16``; bfloat16
 scalars come as float32 and are rounded in the kernel.
 
+Matmul epilogues (``FusedKernel.matmul``) are a tuned family of their own (``_epilogue``).
+
 Reduce kernels (``FusedReduce``: a float32/float64 sum, mean, max or min over trailing dims, fed by an
 element-wise chain) are one ``RawKernel`` each: one block per result walks its row, computing the chain
 for each element from the inputs' strides (broadcast inputs by stride 0) and reducing as it goes, then
@@ -17,6 +19,7 @@ values in its chain runs as its element-wise kernel and then the backend's reduc
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from typing import TYPE_CHECKING, Any
@@ -82,9 +85,22 @@ class CudaFusion:
         rows, n = FusedReduce(op, dims, False).rows(shape)
         return 0 < rows < 2**31 and 0 < n and (n <= _REDUCE_LONG or rows >= _REDUCE_MANY)
 
+    def fuse_matmul(self, lhs: Prim, rhs: Prim) -> bool:
+        """Matmul epilogues of 2-d float32 matmuls under the fp32 precision (``_epilogue``)."""
+        from ._epilogue import fits
+
+        return fits(lhs, rhs)
+
     def execute(self, plan: FusedKernel, inputs: list[Prim], scalars: list[Any]) -> list[Prim]:
         if plan.reduce is not None:
             return [self._reduce(plan, inputs, scalars)]
+        if plan.matmul:
+            from . import _epilogue
+
+            a, w, rest = inputs[0], inputs[1], inputs[2:]
+            if _dense_ok(plan):
+                return _epilogue.run(self.backend, plan, a, w, rest, scalars)
+            return list(_epilogue.run_cublas(self.backend, plan, a, w, rest, scalars))
         b = self.backend
         cp = b._on()
         shape = plan.shape
@@ -110,11 +126,40 @@ class CudaFusion:
         kernel(*args)
         return _typed(plan, outs)
 
-    def _dense(self, cp: Any, plan: FusedKernel, inputs: list[Prim], scalars: list[Any]) -> list[Prim]:
+    def execute_reusing(
+        self, plan: FusedKernel, inputs: list[Prim], scalars: list[Any], donors: tuple[int, ...]
+    ) -> list[Prim]:
+        """``execute``, writing an output into a dead input of its dtype (``donors``) where the plan
+        runs as a dense kernel: each thread reads its element of every input before it stores."""
+        if plan.reduce is None and not plan.matmul:
+            dense = plan.cache.get("dense")
+            if dense is None:
+                dense = plan.cache["dense"] = _dense_ok(plan)
+            shape = plan.shape
+            if dense and all(x.shape == shape and x.flags.c_contiguous for x in inputs):
+                return self._dense(self.backend._on(), plan, inputs, scalars, donors)
+        return self.execute(plan, inputs, scalars)
+
+    def _dense(
+        self, cp: Any, plan: FusedKernel, inputs: list[Prim], scalars: list[Any], donors: tuple[int, ...] = ()
+    ) -> list[Prim]:
         """Every input of the output's shape and C-contiguous: a RawKernel indexed by the element number
-        (no broadcasting or stride arithmetic, and far less launch work than an ElementwiseKernel)."""
-        kernel = self._raw_kernel(cp, plan, "raw", dense_source)
-        outs = [cp.empty(plan.shape, dtype=param_dtype(TO_NP[dt])) for dt in plan.out_dtypes()]
+        (no broadcasting or stride arithmetic, and far less launch work than an ElementwiseKernel).
+        ``donors``: inputs an output of the same dtype may be written into (``execute_reusing``)."""
+        free = list(donors)
+        outs = []
+        for dt in plan.out_dtypes():
+            want = TO_NP[dt]
+            k = next((i for i in free if inputs[i].dtype == want), None)
+            if k is None:
+                outs.append(cp.empty(plan.shape, dtype=param_dtype(want)))
+            else:
+                free.remove(k)
+                outs.append(bits(inputs[k]))
+        if len(free) == len(donors):
+            kernel = self._raw_kernel(cp, plan, "raw", dense_source)
+        else:  # an output aliases an input: the variant whose pointers promise no exclusivity
+            kernel = self._raw_kernel(cp, plan, "raw_aliased", functools.partial(dense_source, aliased=True))
         n = outs[0].size
         if n:
             args = [*map(bits, inputs), *_scalar_args(plan, scalars), *outs, np.int64(n)]
@@ -122,7 +167,8 @@ class CudaFusion:
         return _typed(plan, outs)
 
     def _raw_kernel(self, cp: Any, plan: FusedKernel, tag: str, render: Any) -> Kernel:
-        """The ``RawKernel`` of ``render(plan, name)`` (``"raw"``: dense element-wise, ``"reduce"``),
+        """The ``RawKernel`` of ``render(plan, name)`` (``"raw"``: dense element-wise, ``"raw_aliased"``:
+        the same writing in place, ``"reduce"``),
         compiled once per plan key and found through the plan's cache after that."""
         kernel = plan.cache.get(tag)
         if kernel is None:
@@ -264,15 +310,19 @@ def _dense_ok(plan: FusedKernel) -> bool:
     return all(TO_NP[d].name != "float16" for d in types)
 
 
-def dense_source(plan: FusedKernel, name: str) -> str:
+def dense_source(plan: FusedKernel, name: str, aliased: bool = False) -> str:
     """The CUDA C of a RawKernel running ``plan`` over dense inputs and outputs of one shape: the
-    ElementwiseKernel body of ``source``, with each input and output indexed by the element number."""
+    ElementwiseKernel body of ``source``, with each input and output indexed by the element number.
+    ``aliased``: an output may be an input's buffer (written in place), so no pointer is declared
+    ``__restrict__`` (each thread still loads its element of every input before any store: the
+    stores come last and depend on nothing after them)."""
     _, _, body = source(plan)
     body = re.sub(r"\bl(\d+)([;)])", r"l\1[i]\2", body)
     body = re.sub(r"^o(\d+) = ", r"o\1[i] = ", body, flags=re.M)
-    params = [f"const {C_TYPE[TO_NP[d]]}* __restrict__ l{k}" for k, d in enumerate(plan.inputs)]
+    restrict = "" if aliased else " __restrict__"
+    params = [f"const {C_TYPE[TO_NP[d]]}*{restrict} l{k}" for k, d in enumerate(plan.inputs)]
     params += [f"const {C_TYPE[scalar_dtype(TO_NP[d])]} s{k}" for k, d in enumerate(plan.scalars)]
-    params += [f"{C_TYPE[TO_NP[d]]}* __restrict__ o{k}" for k, d in enumerate(plan.out_dtypes())]
+    params += [f"{C_TYPE[TO_NP[d]]}*{restrict} o{k}" for k, d in enumerate(plan.out_dtypes())]
     params.append("const long long n")
     return (
         _kernels.PREAMBLE

@@ -174,21 +174,44 @@ class WgpuFusion:
         matmul_blocked(b, a, w, block, prefetch=prefetch, epilogue=(part, outs, rest, tail))
         return outs
 
+    def execute_reusing(
+        self, plan: FusedKernel, inputs: list[WgpuTensor], scalars: list[Any], donors: tuple[int, ...]
+    ) -> list[WgpuTensor]:
+        """``execute``, writing an output of an element-wise plan into a dead dense input of its
+        dtype and shape (``donors``); the shader then reads that input from the output's binding (a
+        dispatch may not bind one buffer as read-only and writable storage)."""
+        if plan.reduce is not None or plan.matmul:
+            return self.execute(plan, inputs, scalars)
+        return self._elementwise(plan, inputs, scalars, donors)
+
     def _elementwise(
-        self, plan: FusedKernel, inputs: list[WgpuTensor], scalars: list[Any]
+        self, plan: FusedKernel, inputs: list[WgpuTensor], scalars: list[Any], donors: tuple[int, ...] = ()
     ) -> list[WgpuTensor]:
         b = self.backend
         shape = plan.shape
-        outs = [b.empty(shape, dt) for dt in plan.out_dtypes()]
+        alias: list[tuple[int, int]] = []  # (input, output) pairs: the output is written into the input
+        free = [i for i in donors if inputs[i].shape == shape and inputs[i].is_contiguous]
+        outs = []
+        for j, dt in enumerate(plan.out_dtypes()):
+            k = next((i for i in free if inputs[i].dtype is dt), None)
+            if k is None:
+                outs.append(b.empty(shape, dt))
+            else:
+                free.remove(k)
+                alias.append((k, j))
+                outs.append(inputs[k])
         n = numel(shape)
         if n == 0:
             return outs
+        if alias:
+            aliased = {k for k, _ in alias}
+            inputs = [t for i, t in enumerate(inputs) if i not in aliased]
         tensors = [*outs, *inputs]
         cshape, cstrides = collapse(shape, [broadcast_strides(t, shape) for t in tensors])
         dense = contiguous_strides(cshape)
         contig = all(s == dense for s in cstrides)
         vec4 = contig and n % 4 == 0 and all(t.offset % 4 == 0 and WGSL[t.dtype] in _VEC4 for t in tensors)
-        spec = (len(cshape), contig, vec4)
+        spec = (len(cshape), contig, vec4, tuple(alias))
         kernel = plan.cache.get(spec)
         if kernel is None:
             kernel = self._kernels.get((plan.key, *spec))
@@ -207,14 +230,21 @@ class WgpuFusion:
         return outs
 
 
-def render(plan: FusedKernel, nd: int, contig: bool, vec4: bool = False) -> Kernel:
+def render(
+    plan: FusedKernel, nd: int, contig: bool, vec4: bool = False, alias: tuple[tuple[int, int], ...] = ()
+) -> Kernel:
     """The WGSL of ``plan`` for collapsed rank ``nd`` (``contig``: every tensor dense, no index math;
     ``vec4``: dense 4-byte tensors with numel and offsets multiples of 4, four elements per invocation
-    read and written as ``vec4``, the ops running per component)."""
+    read and written as ``vec4``, the ops running per component). ``alias``: (input, output) pairs
+    whose output is written into the input's buffer: that input has no binding of its own and is read
+    from the output's element before it is stored."""
     inputs, scalars, ops, outputs = plan.inputs, plan.scalars, plan.ops, plan.outputs
     first = len(inputs) + len(scalars)
     out_dtypes = [ops[v - first].out for v in outputs]
-    names = [f"out{k}" for k in range(len(outputs))] + [f"in{k}" for k in range(len(inputs))]
+    source = {k: f"out{j}" for k, j in alias}  # each input's binding
+    bound = [k for k in range(len(inputs)) if k not in source]
+    source.update({k: f"in{k}" for k in bound})
+    names = [f"out{k}" for k in range(len(outputs))] + [f"in{k}" for k in bound]
     lines = []
     if float16 in (*inputs, *(op.out for op in ops)):
         lines.append("enable f16;")
@@ -222,9 +252,8 @@ def render(plan: FusedKernel, nd: int, contig: bool, vec4: bool = False) -> Kern
     elem = (lambda dt: f"vec4<{WGSL[dt]}>") if vec4 else (lambda dt: WGSL[dt])
     for k, dt in enumerate(out_dtypes):
         lines.append(f"@group(0) @binding({k + 1}) var<storage, read_write> out{k}: array<{elem(dt)}>;")
-    for k, dt in enumerate(inputs):
-        binding = len(outputs) + k + 1
-        lines.append(f"@group(0) @binding({binding}) var<storage, read> in{k}: array<{elem(dt)}>;")
+    for binding, k in enumerate(bound, len(outputs) + 1):
+        lines.append(f"@group(0) @binding({binding}) var<storage, read> in{k}: array<{elem(inputs[k])}>;")
     body = [f"let i = gid.x + gid.y * (nwg.x * {K.WG}u);", "if (i >= info[0]) { return; }"]
     if vec4:  # metadata: numel / 4, each tensor's offset / 4, the scalars
         body += [f"let o_{name} = i + info[{1 + j}u];" for j, name in enumerate(names)]
@@ -249,7 +278,7 @@ def render(plan: FusedKernel, nd: int, contig: bool, vec4: bool = False) -> Kern
             value = f"b_round_f16{value}"
         compute.append(f"let v{first + j} = {value};")
     if vec4:
-        body += [f"let l{k} = in{k}[o_in{k}];" for k in range(len(inputs))]
+        body += [f"let l{k} = {source[k]}[o_{source[k]}];" for k in range(len(inputs))]
         body += [f"var r{k}: vec4<{WGSL[dt]}>;" for k, dt in enumerate(out_dtypes)]
         for c in range(4):
             loads = [f"let v{k} = l{k}[{c}];" for k in range(len(inputs))]
@@ -258,7 +287,7 @@ def render(plan: FusedKernel, nd: int, contig: bool, vec4: bool = False) -> Kern
         body += [f"out{k}[o_out{k}] = r{k};" for k in range(len(outputs))]
     else:
         for k, dt in enumerate(inputs):
-            raw = f"in{k}[o_in{k}]"
+            raw = f"{source[k]}[o_{source[k]}]"
             body.append(f"let v{k} = {f'f32({raw})' if dt is float16 else raw};")
         body += compute
         for k, (v, dt) in enumerate(zip(outputs, out_dtypes)):
@@ -276,8 +305,8 @@ def render(plan: FusedKernel, nd: int, contig: bool, vec4: bool = False) -> Kern
         + "\n}"
     )
     layout = "vec4" if vec4 else f"{nd}d{'_contig' if contig else ''}"
-    label = f"fused_{len(ops)}ops_{len(outputs)}out_{layout}"
-    return Kernel(label, "\n".join(lines) + "\n", ("rw",) * len(outputs) + ("read",) * len(inputs))
+    label = f"fused_{len(ops)}ops_{len(outputs)}out_{layout}{'_inplace' if alias else ''}"
+    return Kernel(label, "\n".join(lines) + "\n", ("rw",) * len(outputs) + ("read",) * len(bound))
 
 
 def _unanchored(plan: FusedKernel) -> FusedKernel:

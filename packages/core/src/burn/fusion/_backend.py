@@ -169,6 +169,7 @@ class Fusion(Backend):
             "plans": 0,
             "graphs": 0,
             "graph_launches": 0,
+            "in_place": 0,  # outputs a replayed kernel wrote into a dead input (``execute_reusing``)
         }
         self._fusable: dict[tuple[str, str, DType, DType], bool] = {}
         self._plans: dict[tuple[Any, ...], FusedKernel] = {}
@@ -671,10 +672,17 @@ class Fusion(Backend):
         otherwise. The chain is the product's readers of its shape whose other operands are computed
         or element-wise over computed values (and their readers of the same kind); the product is
         written too only where a tensor holds it or something outside the chain reads it. Too many
-        bindings or ops: a shorter prefix of the chain."""
+        bindings or ops: a shorter prefix of the chain. A matmul called under ambient settings other
+        than the ones in force now (``call_state``) runs as recorded, so ``fuse_matmul`` judges under
+        the settings of the call (a replay has the same ones: they are part of the signature)."""
         fuse = self._fuse_matmul
         readers = users.get(m)
-        if fuse is None or not readers or m.compute is not None or m.twin is not None:
+        if (
+            fuse is None
+            or not readers
+            or m.twin is not None
+            or (m.compute is not None and m.compute != self.inner.call_state())
+        ):
             return False
         chain: list[Node] = []
         inside = {m}
@@ -1160,7 +1168,8 @@ class _Failed:
 
 
 # program steps: (KERNEL, plan, input refs (stream positions >= 0, inputs of the stream -1-k), scalar
-# indices, written positions, positions freed after it) and (CALL, position, positions freed after it)
+# indices, written positions, positions freed after it, inputs it may write into (``_Recorder._donors``))
+# and (CALL, position, positions freed after it)
 KERNEL, CALL = 0, 1
 
 
@@ -1216,7 +1225,7 @@ class _Program:
         ki = 0
         for step in self.steps:
             if step[0] == KERNEL:
-                _, plan, refs, sidx, outs, _free = step
+                _, plan, refs, sidx, outs, _free, _donors = step
                 ins = [vals[r] if r >= 0 else leaf_values[-1 - r] for r in refs]
                 for p, v in zip(outs, kernel(ki, plan, ins, sidx)):
                     vals[p] = v
@@ -1263,15 +1272,17 @@ class _Program:
 
     def run(self, b: Fusion, stream: list[Node], leaves: list[Node], scalars: list[Any]) -> None:
         execute, run_call = b.runtime.execute, b._run_call
-        kernels = fused = 0
+        reusing = getattr(b.runtime, "execute_reusing", None)
+        kernels = fused = reused = 0
         for step in self.steps:
             if step[0] == KERNEL:
-                _, plan, refs, sidx, outs, free = step
-                values = execute(
-                    plan,
-                    [stream[r].value if r >= 0 else leaves[-1 - r].value for r in refs],
-                    [scalars[i] for i in sidx],
-                )
+                _, plan, refs, sidx, outs, free, donors = step
+                ins = [stream[r].value if r >= 0 else leaves[-1 - r].value for r in refs]
+                if donors and reusing is not None:
+                    values = reusing(plan, ins, [scalars[i] for i in sidx], donors)
+                    reused += sum(1 for v in values for i in donors if v is ins[i])
+                else:
+                    values = execute(plan, ins, [scalars[i] for i in sidx])
                 for p, v in zip(outs, values):
                     stream[p].done(v)
                 kernels += 1
@@ -1284,6 +1295,7 @@ class _Program:
                 stream[p].done(None)
         b.stats["kernels"] += kernels
         b.stats["fused"] += fused
+        b.stats["in_place"] += reused
 
 
 class _Recorder:
@@ -1295,6 +1307,8 @@ class _Recorder:
         self.steps: list[list[Any]] = []
         self.reads: list[list[int]] = []  # per step, the stream positions it reads
         self.written: set[int] = set()
+        self.by_kernels: set[int] = set()  # positions a kernel writes (fresh buffers of the runtime)
+        self.by_calls: set[int] = set()  # positions a call reads (its result may be a view of them)
 
     def kernel(self, plan: FusedKernel, inputs: list[Node], order: list[Node], outs: list[Node]) -> None:
         refs = []
@@ -1312,10 +1326,13 @@ class _Recorder:
         self.steps.append([KERNEL, plan, tuple(refs), tuple(sidx), positions])
         self.reads.append([r for r in refs if r >= 0])
         self.written.update(positions)
+        self.by_kernels.update(positions)
 
     def call(self, n: Node) -> None:
         self.steps.append([CALL, n.pos])
-        self.reads.append([a.pos for a in _flat(n.args, Node) if a.pos >= 0 and a not in self.leaf_index])
+        reads = [a.pos for a in _flat(n.args, Node) if a.pos >= 0 and a not in self.leaf_index]
+        self.reads.append(reads)
+        self.by_calls.update(reads)
         self.written.add(n.pos)
         if n.twin is not None:
             self.written.add(n.twin.pos)
@@ -1335,8 +1352,32 @@ class _Recorder:
                     free[max(s, last.get(p, s))].append(p)
         freed = {p for f in free for p in f}
         unwritten = tuple(n.pos for n in stream if n.pos not in self.written or n.pos in freed)
-        steps = [(*step, tuple(f)) for step, f in zip(self.steps, free)]
+        steps = [
+            (*step, tuple(f), self._donors(step, f)) if step[0] == KERNEL else (*step, tuple(f))
+            for step, f in zip(self.steps, free)
+        ]
         return _Program(steps, unwritten, tuple(sorted(self.written)), len(stream))
+
+    def _donors(self, step: list[Any], freed: list[int]) -> tuple[int, ...]:
+        """The inputs (indices into the tensors ``execute`` gets) kernel ``step`` may write its outputs
+        into: values no step reads after it (freed after it, read once by it) that a kernel wrote,
+        so they are buffers of their own, and that no call read, so no view of them lives on. A reduce
+        kernel writes another shape, and a matmul epilogue's operands are read by every output."""
+        plan: FusedKernel = step[1]
+        if plan.reduce is not None:
+            return ()
+        refs: tuple[int, ...] = step[2]
+        first = 2 if plan.matmul else 0
+        return tuple(
+            i
+            for i, r in enumerate(refs)
+            if i >= first
+            and r >= 0
+            and r in freed
+            and r in self.by_kernels
+            and r not in self.by_calls
+            and refs.count(r) == 1
+        )
 
 
 def _constant_key(a: Any) -> Any:

@@ -147,7 +147,11 @@ class FusionRuntime(Protocol):
     Optional capabilities (a runtime without them keeps element-wise kernels only):
     ``fuse_reduce(op, dtype, shape, dims)``: whether it runs a reduce kernel (``FusedReduce``) of that
     op over ``dims`` of an iteration ``shape`` producing ``dtype``; ``fuse_matmul(lhs, rhs)``: whether it
-    runs a matmul epilogue for those operands (primitives of the backend).
+    runs a matmul epilogue for those operands (primitives of the backend);
+    ``execute_reusing(plan, inputs, scalars, donors)``: ``execute`` that may write outputs into the
+    inputs numbered in ``donors`` (values nothing reads after this kernel and no view shares; fusion
+    finds them when it replays a program) and return those inputs as the outputs, where the buffer
+    fits (shape, dtype, layout).
 
     >>> runtime = burn.fusion.ReferenceRuntime(burn.device("cpu").backend)  # the runtime of no renderer
     >>> runtime.max_tensors, runtime.fusable("unary", "exp", burn.float32, burn.float32)
