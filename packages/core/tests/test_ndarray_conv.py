@@ -319,7 +319,7 @@ def test_relu_into_past_the_zeros_cap(monkeypatch):
 # With more than one BLAS thread a batch is split into slices run at once (``_conv_split``), each on its
 # own thread; forced on here with the work threshold at one multiply-add and a fake BLAS count, they
 # must give the one-thread result (the same GEMMs per image: 1e-6 relative) and the tap-sum reference.
-# One image stays on the plain path (its GEMMs on BLAS's threads).
+# One image stays on the plain path (its GEMMs on BLAS's threads, 4 at most).
 
 
 @pytest.fixture
@@ -429,6 +429,45 @@ def test_parallel_map_restores_blas_and_raises_the_first_error(monkeypatch):
     assert lib.count == 3
     par.map([lambda: seen.append(lib.count)])  # one task: on this thread, BLAS still at one thread
     assert seen[-1] == 1 and lib.count == 3
+
+
+def test_a_batch_splits_into_eight_slices_at_most():
+    slices = _module._batch_slices(32, 1 << 30, 16)
+    assert len(slices) == _module._PARALLEL_MAX_SLICES == 8
+    assert slices[0] == (0, 4) and slices[-1] == (28, 32)
+    assert len(_module._batch_slices(3, 1 << 30, 16)) == 3
+
+
+def test_one_image_holds_blas_at_four_threads_and_restores_it(monkeypatch):
+    """A one-image conv on a 16-thread BLAS runs with BLAS at 4 threads, set back after (also the
+    held region's bookkeeping when regions nest)."""
+
+    class FakeBlas:
+        def __init__(self):
+            self.count = 16
+            self.calls = []
+
+        def get_num_threads(self):
+            return self.count
+
+        def set_num_threads(self, n):
+            self.calls.append(n)
+            self.count = n
+
+    par = _module._Parallel()
+    lib = FakeBlas()
+    par.blas = [lib]
+    monkeypatch.setattr(_module, "_parallel", par)
+    case = FUSED_CASES[1]
+    x = rng.standard_normal((1,) + case[0][1:]).astype(np.float32)
+    w = rng.standard_normal(case[1]).astype(np.float32)
+    b = rng.standard_normal(case[1][0]).astype(np.float32)
+    got = _fused_call(x, w, b, case, None, True, None, {})
+    _close(got, np.maximum(ref_conv(x, w, b, *case[2:5], 1), 0), np.float32)
+    assert lib.calls == [_module._ONE_IMAGE_BLAS_THREADS, 16] and par.open == 0
+    with par.held(4), par.held(1):  # the first region sets the count, the last out restores it
+        assert lib.count == 4
+    assert lib.count == 16
 
 
 def test_parallel_without_threadpoolctl_is_one_thread(monkeypatch):

@@ -14,12 +14,14 @@ bookkeeping (output sizes, pads, divisors) is shared with the core-only defaults
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import math
 import operator
 import os
 import threading
+from collections.abc import Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -715,12 +717,12 @@ def _rows_run(
 # count is read on every call (a ctypes call), so ``threadpool_limits(1)`` around a call, or
 # OPENBLAS_NUM_THREADS=1, keeps today's one-thread path exactly. Without threadpoolctl (burn-core's
 # dependency, but not imported until a batch asks: a missing one is no error) or without threads
-# (emscripten) everything runs on the caller.
+# (emscripten) everything runs on the caller. A batch splits into _PARALLEL_MAX_SLICES at most.
 # A batch too small to split still runs with BLAS at one thread: OpenBLAS's threads spin for a while
 # after each multithreaded call, and split convs next to BLAS-threaded ones fight those spinning
 # threads for the cores (the benchmark at batch 32 on 2 cores: 43 ms all split, 54 ms none, 85 ms
-# with the small convs left to BLAS's threads). One image keeps BLAS's threads: its GEMMs are too
-# small to split by hand (split by rows, each thread packs the whole weight matrix: measured slower).
+# with the small convs left to BLAS's threads). One image keeps BLAS's threads, at most
+# _ONE_IMAGE_BLAS_THREADS of them (below): its GEMMs are too small to split by hand (split by rows, each thread packs the whole weight matrix: measured slower).
 # Measured again with the best split of one image (bands of output rows, each thread copying and
 # packing only its band's windows in workspaces of that size; output channels for channels-last runs;
 # a two-lock hand-off, 12 us a region against the executor's 27): the ResNet-like benchmark's
@@ -729,7 +731,13 @@ def _rows_run(
 # hardly overlaps on the 2-core machine (np.add over 200K values: 17 us alone, 42 us two at once; a
 # 256^3 GEMM: 374 alone, 405 two at once), so only the GEMM halves gain, and OpenBLAS splits those
 # better itself (148 us against 169 for the conv's three GEMMs).
+# Measured on a 16-core host (the H200 machine, OpenBLAS 0.3.34, the ResNet-like benchmark, ms per
+# forward at 1/2/4/8/16 BLAS threads): batch 32 74/54/32/26/43, so more than 8 slices lose to the
+# GIL the slices' Python shares (cpu time 118 -> 145 ms); batch 1 3.75/3.27/2.99/3.04/4.06, its small
+# GEMMs slower on OpenBLAS's 16 threads than on 4 (whose spinning threads also cost 60 ms of cpu).
 _PARALLEL_MIN_MACS = 1 << 22  # multiply-adds per slice at least (about 0.1 ms of GEMM: pays a hand-off)
+_PARALLEL_MAX_SLICES = 8  # slices of one batch at most
+_ONE_IMAGE_BLAS_THREADS = 4  # BLAS threads at most for one image's convs
 
 
 class _Parallel:
@@ -788,12 +796,7 @@ class _Parallel:
                 if old is not None:
                     old.shutdown(wait=False)
             pool = self.pool
-            if not self.open:
-                self.saved = [lib.get_num_threads() or 1 for lib in self.blas or ()]
-                for lib in self.blas or ():
-                    lib.set_num_threads(1)
-            self.open += 1
-        try:
+        with self.held(1):
             futures = [pool.submit(self._inside, task) for task in tasks[1:]]
             error: BaseException | None = None
             try:
@@ -806,12 +809,25 @@ class _Parallel:
                     error = failed
             if error is not None:
                 raise error
+
+    @contextlib.contextmanager
+    def held(self, count: int) -> Iterator[None]:
+        """BLAS at ``count`` threads at most while the block runs (process-wide; regions nest and
+        overlap across threads: the first sets the count, the last out restores it)."""
+        with self.lock:
+            if not self.open:
+                self.saved = [lib.get_num_threads() or 1 for lib in self.blas or ()]
+                for lib, now in zip(self.blas or (), self.saved):
+                    lib.set_num_threads(min(now, count))
+            self.open += 1
+        try:
+            yield
         finally:
             with self.lock:
                 self.open -= 1
                 if not self.open:
-                    for lib, count in zip(self.blas or (), self.saved):
-                        lib.set_num_threads(count)
+                    for lib, saved in zip(self.blas or (), self.saved):
+                        lib.set_num_threads(saved)
 
     def _inside(self, task: Any) -> None:
         local = self.local
@@ -839,7 +855,7 @@ if hasattr(os, "register_at_fork"):  # not on Windows
 def _batch_slices(n: int, macs: int, threads: int) -> list[tuple[int, int]]:
     """The (start, stop) batch slices of a conv of ``macs`` multiply-adds per image: up to
     ``threads`` of them, each of ``_PARALLEL_MIN_MACS`` at least, as even as the batch allows."""
-    parts = min(threads, n, max(1, n * macs // max(1, _PARALLEL_MIN_MACS)))
+    parts = min(threads, n, _PARALLEL_MAX_SLICES, max(1, n * macs // max(1, _PARALLEL_MIN_MACS)))
     bounds = [n * i // parts for i in range(parts + 1)]
     return list(zip(bounds[:-1], bounds[1:]))
 
@@ -983,8 +999,11 @@ class NdArrayModuleOps(Backend):  # NdArrayBackend(NdArrayModuleOps, Backend): a
                 xp, x, weight.shape, tuple(stride), tuple(padding), tuple(dilation), pool, bias is not None
             )
             if run is not None:
-                threads = _parallel.threads() if x.shape[0] > 1 else 1
-                if threads > 1:
+                threads = _parallel.threads()
+                if x.shape[0] == 1 and threads > _ONE_IMAGE_BLAS_THREADS:
+                    with _parallel.held(_ONE_IMAGE_BLAS_THREADS):
+                        return run(xp, x, weight, bias, residual, relu, weight_cache)
+                if threads > 1 and x.shape[0] > 1:
                     macs = (
                         weight.shape[0]
                         * math.prod(weight.shape[1:])
