@@ -171,8 +171,9 @@ def run_tiled(
     kernel = plan.cache.get(spec)
     if kernel is None:
         name = f"burn_epilogue_{tag}_{int(a_kfast)}{int(b_nfast)}"
+        label = f"matmul_epilogue_{tag}_{len(plan.ops)}ops"
         kernel = plan.cache[spec] = _compiled(
-            (*spec, plan.key), gemm_source(plan, name, tile, a_kfast, b_nfast), name
+            (*spec, plan.key), gemm_source(plan, name, tile, a_kfast, b_nfast), name, label
         )
     m, k_dim = a.shape
     n = w.shape[1]

@@ -211,10 +211,10 @@ def reduce_source(op: str, in_dt: np.dtype, out_dt: np.dtype, ept: int) -> str:
     return head + body
 
 
-def _compiled(key: tuple[Any, ...], source: str, name: str) -> Any:
+def _compiled(key: tuple[Any, ...], source: str, name: str, label: str | None = None) -> Any:
     """The kernel under ``key``, built once per process (CuPy compiles it at its first launch, or
     loads it from its on-disk kernel cache); the build is published as ``AutotuneEvent``s of kind
-    "compile" (start and done) for the dashboard."""
+    "compile" (start and done) for the dashboard, named ``label`` (default: the key's parts)."""
     k = _cache.get(key)
     if k is None:
         import cupy
@@ -223,7 +223,7 @@ def _compiled(key: tuple[Any, ...], source: str, name: str) -> Any:
         with _lock:
             k = _cache.get(key)
             if k is None:
-                label = "_".join(str(part) for part in key)
+                label = label or "_".join(str(part) for part in key)
                 publish(AutotuneEvent(label, kind="compile", device="cuda"))
                 k = _cache[key] = cupy.RawKernel(source, name)  # NVRTC runs at the first launch
                 publish(AutotuneEvent(label, kind="compile", done=True, device="cuda"))
