@@ -60,7 +60,7 @@ def test_a_replayed_training_step_writes_in_place_and_equals_unfused(cuda, monke
         monkeypatch.setattr(fb, name, type(getattr(fb, name))())
     monkeypatch.setattr(fb, "_capture", None)  # step by step (a CUDA graph has its own buffers)
     before = fb.stats["in_place"]
-    got, _ = small_training(adev)
+    got, _ = small_training(adev)  # LayerNorm's backward leaves dense values dying at a kernel
     plain, _ = small_training(burn.device("cuda:0", fusion=False, autodiff=True))
     np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-6)
     assert fb.stats["in_place"] > before

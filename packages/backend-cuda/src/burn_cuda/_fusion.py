@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import burn
 import numpy as np
 from burn import DType
-from burn.fusion import FusedKernel, FusedReduce
+from burn.fusion import FusedKernel, FusedOp, FusedReduce
 
 from . import _kernels
 from ._bf16 import bits
@@ -93,7 +93,7 @@ class CudaFusion:
 
     def execute(self, plan: FusedKernel, inputs: list[Prim], scalars: list[Any]) -> list[Prim]:
         if plan.reduce is not None:
-            return [self._reduce(plan, inputs, scalars)]
+            return self._reduce(plan, inputs, scalars)
         if plan.matmul:
             from . import _epilogue
 
@@ -180,7 +180,7 @@ class CudaFusion:
             plan.cache[tag] = kernel
         return kernel
 
-    def _reduce(self, plan: FusedKernel, inputs: list[Prim], scalars: list[Any]) -> Prim:
+    def _reduce(self, plan: FusedKernel, inputs: list[Prim], scalars: list[Any]) -> list[Prim]:
         """A reduce kernel (see the module docstring)."""
         red = plan.reduce
         assert red is not None
@@ -193,24 +193,32 @@ class CudaFusion:
                     plan.shape, plan.inputs, plan.scalars, plan.ops, plan.outputs
                 )
             (values,) = self.execute(chain, inputs, scalars)
-            return b.reduce(red.op, values, red.dims, red.keepdim)
+            reduced = b.reduce(red.op, values, red.dims, red.keepdim)
+            return red.finish(plan, reduced, inputs, scalars, self.execute)
         shape = plan.shape
-        out_np = TO_NP[plan.out_dtypes()[0]]
-        out = cp.empty(red.shape(shape), dtype=out_np)
+        rshape = red.shape(shape)
+        outs = [cp.empty(rshape, dtype=TO_NP[dt]) for dt in red.store_dtypes(plan)]
         rows, n = red.rows(shape)
         if rows == 0:
-            return out
+            return outs
         kernel = self._raw_kernel(cp, plan, "reduce", reduce_source)
+        pre = red.pre_reads(plan)
         strides = []
-        for x in inputs:
-            strides += _element_strides(x, shape)
-        args = [*map(bits, inputs), *_scalar_args(plan, scalars), out, np.int64(n), *map(np.int64, shape)]
+        for k, x in enumerate(inputs):
+            strides += _element_strides(x, shape) if k in pre else [0] * len(shape)
+        args = [*map(bits, inputs), *_scalar_args(plan, scalars), *outs, np.int64(n), *map(np.int64, shape)]
         args += [np.int64(st) for st in strides]
+        if red.post:  # the epilogue's view of the inputs it reads: over the result's shape
+            reads = red.post_reads()
+            args += [np.int64(d) for d in rshape]
+            for k, x in enumerate(inputs):
+                if k in reads:
+                    args += [np.int64(st) for st in _element_strides(x, rshape)]
         threads = 32
         while threads < min(n, _BLOCK):
             threads *= 2
         kernel((rows,), (threads,), tuple(args))
-        return out
+        return outs
 
 
 _BLOCK = 256
@@ -237,30 +245,61 @@ def _element_strides(x: Prim, shape: tuple[int, ...]) -> list[int]:
 
 def reduce_source(plan: FusedKernel, name: str) -> str:
     """The CUDA C of a RawKernel running reduce kernel ``plan`` (see the module docstring). Parameters:
-    the inputs, the scalars, the output, n (elements per result), the shape, then each input's
-    strides in elements. One block per result; blockDim a multiple of 32."""
+    the inputs, the scalars, the stored values, n (elements per result), the shape, each input's
+    strides in elements (zeros for inputs only the epilogue reads), then with an epilogue the
+    result's shape and the strides over it of each input the epilogue reads. One block per result;
+    blockDim a multiple of 32; thread 0 runs the epilogue and stores."""
     red = plan.reduce
     assert red is not None
     rank = len(plan.shape)
     out_t = C_TYPE[TO_NP[plan.out_dtypes()[0]]]
+    pre = red.pre_reads(plan)
     _, _, body = source(plan)
-    body = "\n".join(line for line in body.splitlines() if not line.startswith("o0 = "))
-    body = re.sub(r"\bl(\d+)([;)])", r"l\1[off\1]\2", body)
+    keep = []
+    for line in body.splitlines():
+        load = re.match(r"const \S+ v(\d+) = ", line)
+        if line.startswith("o0 = ") or (
+            load and int(load.group(1)) < len(plan.inputs) and int(load.group(1)) not in pre
+        ):
+            continue  # the store (the chain's value is reduced), and loads only the epilogue needs
+        keep.append(line)
+    body = re.sub(r"\bl(\d+)([;)])", r"l\1[off\1]\2", "\n".join(keep))
     k = len(plan.inputs)
+    stores = red.stores(plan)
+    store_t = [C_TYPE[TO_NP[dt]] for dt in red.store_dtypes(plan)]
     params = [f"const {C_TYPE[TO_NP[d]]}* __restrict__ l{i}" for i, d in enumerate(plan.inputs)]
     params += [f"const {C_TYPE[scalar_dtype(TO_NP[d])]} s{i}" for i, d in enumerate(plan.scalars)]
-    params += [f"{out_t}* __restrict__ o0", "const long long n"]
+    params += [f"{t}* __restrict__ o{j}" for j, t in enumerate(store_t)]
+    params.append("const long long n")
     params += [f"const long long sh{d}" for d in range(rank)]
     params += [f"const long long st{i}_{d}" for i in range(k) for d in range(rank)]
     walk = ["long long r = row * n + j;"]
-    walk += [f"long long off{i} = 0;" for i in range(k)]
+    walk += [f"long long off{i} = 0;" for i in range(k) if i in pre]
     for d in reversed(range(rank)):
         walk.append(f"{{ const long long c = r % sh{d}; r /= sh{d};")
-        walk += [f"  off{i} += c * st{i}_{d};" for i in range(k)]
+        walk += [f"  off{i} += c * st{i}_{d};" for i in range(k) if i in pre]
         walk.append("}")
     combine = _REDUCE_COMBINE[red.op]
     value = f"v{plan.outputs[0]}"
     final = "acc / (ACC)n" if red.op == "mean" else "acc"
+    reduced = red.reduced_value(plan)
+    finish = [f"const ACC v{reduced} = {final};"]
+    if red.post:
+        rr = len(red.shape(plan.shape))
+        post_ins = [i for i in range(k) if i in red.post_reads()]
+        params += [f"const long long rs{d}" for d in range(rr)]
+        params += [f"const long long ps{i}_{d}" for i in post_ins for d in range(rr)]
+        finish.append("long long q = row;")
+        finish += [f"long long poff{i} = 0;" for i in post_ins]
+        for d in reversed(range(rr)):
+            finish.append(f"{{ const long long c = q % rs{d}; q /= rs{d};")
+            finish += [f"  poff{i} += c * ps{i}_{d};" for i in post_ins]
+            finish.append("}")
+        finish += [f"const ACC v{i} = (ACC)l{i}[poff{i}];" for i in post_ins]
+        reads = red.post_reads()
+        finish += [f"const ACC v{k + j} = (ACC)s{j};" for j in range(len(plan.scalars)) if k + j in reads]
+        finish += [_op_line(op, reduced + 1 + j) for j, op in enumerate(red.post)]
+    finish += [f"o{j}[row] = ({t})v{v};" for j, (v, t) in enumerate(zip(stores, store_t))]
     return (
         _kernels.PREAMBLE
         + f"typedef {out_t} ACC;\n"
@@ -289,7 +328,9 @@ def reduce_source(plan: FusedKernel, name: str) -> str:
         + "if (warp == 0) {\n"
         + f"  acc = lane < (int)(blockDim.x >> 5) ? part[lane] : (ACC)({_REDUCE_INIT[red.op]});\n"
         + "  for (int o = 16; o > 0; o >>= 1) acc = burn_combine(acc, __shfl_down_sync(0xffffffffu, acc, o));\n"
-        + f"  if (lane == 0) o0[row] = ({out_t})({final});\n"
+        + "  if (lane == 0) {\n"
+        + "\n".join(f"    {line}" for line in finish)
+        + "\n  }\n"
         + "}\n"
         + "}\n"
     )
@@ -334,6 +375,30 @@ def dense_source(plan: FusedKernel, name: str, aliased: bool = False) -> str:
     )
 
 
+def _op_line(op: FusedOp, v: int) -> str:
+    """The CUDA C computing op ``op`` as value ``v`` from its argument values ``v<arg>``."""
+    out_c = COMPUTE_TYPE[TO_NP[op.out]]
+    comp = TO_NP[op.compute]
+    c = COMPUTE_TYPE[comp]
+    names = [f"v{a}" for a in op.args]
+    if op.kind == "where":
+        expr = f"{names[0]} ? (C){names[1]} : (C){names[2]}"
+        operands = ""
+    else:
+        if op.kind == "cast":
+            expr = "a"
+        elif op.kind == "clamp":
+            expr = "a < b ? b : (a > c ? c : a)"
+        else:
+            expr = _kernels.expression(_TABLES[op.kind], op.name, comp)
+        operands = " ".join(f"const C {'abc'[i]} = (C){n};" for i, n in enumerate(names))
+    if is_bf16(TO_NP[op.out]):  # rounded as the unfused op stores it, carried in float
+        expr = f"burn_bf16_round({expr})"
+    elif out_c != C_TYPE[TO_NP[op.out]]:  # half: rounded as the unfused op stores it, carried in float
+        expr = f"({C_TYPE[TO_NP[op.out]]})({expr})"
+    return f"{out_c} v{v}; {{ typedef {c} C; {operands} v{v} = ({out_c})({expr}); }}"
+
+
 def source(plan: FusedKernel) -> tuple[str, str, str]:
     """(in_params, out_params, body) of the ElementwiseKernel running ``plan``."""
     np_in = [TO_NP[d] for d in plan.inputs]
@@ -357,28 +422,7 @@ def source(plan: FusedKernel) -> tuple[str, str, str]:
         for k, d in enumerate(np_sc)
     ]
     for j, op in enumerate(plan.ops):
-        v = first + j
-        out_c = COMPUTE_TYPE[TO_NP[op.out]]
-        comp = TO_NP[op.compute]
-        c = COMPUTE_TYPE[comp]
-        names = [f"v{a}" for a in op.args]
-        if op.kind == "where":
-            expr = f"{names[0]} ? (C){names[1]} : (C){names[2]}"
-            operands = ""
-        else:
-            if op.kind == "cast":
-                expr = "a"
-            elif op.kind == "clamp":
-                expr = "a < b ? b : (a > c ? c : a)"
-            else:
-                expr = _kernels.expression(_TABLES[op.kind], op.name, comp)
-            operands = " ".join(f"const C {'abc'[i]} = (C){n};" for i, n in enumerate(names))
-        if is_bf16(TO_NP[op.out]):  # rounded as the unfused op stores it, carried in float
-            expr = f"burn_bf16_round({expr})"
-        elif out_c != C_TYPE[TO_NP[op.out]]:  # half: rounded as the unfused op stores it, carried in float
-            expr = f"({C_TYPE[TO_NP[op.out]]})({expr})"
-        lines.append(f"{out_c} v{v}; {{ typedef {c} C; {operands} v{v} = ({out_c})({expr}); }}")
-        ctype.append(out_c)
+        lines.append(_op_line(op, first + j))
     for k, (value, d) in enumerate(zip(plan.outputs, out_np)):
         lines.append(f"o{k} = burn_f_to_bf16(v{value});" if is_bf16(d) else f"o{k} = ({C_TYPE[d]})v{value};")
     return ", ".join(in_params), out_params, "\n".join(lines)

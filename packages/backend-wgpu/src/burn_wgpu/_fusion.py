@@ -15,7 +15,7 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from burn import DType, float16, float32
-from burn.fusion import FusedKernel, FusedReduce
+from burn.fusion import FusedKernel, FusedOp, FusedReduce
 
 from ._dtypes import WGSL, scalar_bits
 from ._elementwise import broadcast_strides, collapse
@@ -103,23 +103,29 @@ class WgpuFusion:
 
     def execute(self, plan: FusedKernel, inputs: list[WgpuTensor], scalars: list[Any]) -> list[WgpuTensor]:
         if plan.reduce is not None:
-            return [self._reduce(plan, inputs, scalars)]
+            return self._reduce(plan, inputs, scalars)
         if plan.matmul:
             return self._matmul(plan, inputs, scalars)
         return self._elementwise(plan, inputs, scalars)
 
-    def _reduce(self, plan: FusedKernel, inputs: list[WgpuTensor], scalars: list[Any]) -> WgpuTensor:
-        """A reduce kernel: one workgroup per result computes the chain over its row and reduces it."""
+    def _reduce(self, plan: FusedKernel, inputs: list[WgpuTensor], scalars: list[Any]) -> list[WgpuTensor]:
+        """A reduce kernel: one workgroup per result computes the chain over its row and reduces it,
+        then runs the epilogue on the result."""
         b = self.backend
         shape, red = plan.shape, plan.reduce
         assert red is not None
-        out = b.empty(red.shape(shape), plan.out_dtypes()[0])
+        rshape = red.shape(shape)
+        outs = [b.empty(rshape, dt) for dt in red.store_dtypes(plan)]
         rows, n = red.rows(shape)
         if rows == 0:
-            return out
-        cshape, cstrides = collapse(shape, [broadcast_strides(t, shape) for t in inputs])
+            return outs
+        pre = red.pre_reads(plan)
+        zeros = (0,) * len(shape)  # an input only the epilogue reads: no element walk over it
+        cshape, cstrides = collapse(
+            shape, [broadcast_strides(t, shape) if k in pre else zeros for k, t in enumerate(inputs)]
+        )
         dense = contiguous_strides(cshape)
-        contig = all(s == dense for s in cstrides)
+        contig = all(s == dense for k, s in enumerate(cstrides) if k in pre)
         wg = min(REDUCE_WG, max(32, 1 << (n - 1).bit_length()))
         spec = ("reduce", len(cshape), contig, wg)
         kernel = plan.cache.get(spec)
@@ -131,11 +137,19 @@ class WgpuFusion:
         words = [rows, n, *cshape]
         for st, t in zip(cstrides, inputs):
             words += [*st, t.offset]
+        if red.post:  # the epilogue's view of its inputs: over the result's shape
+            reads = red.post_reads()
+            words += list(rshape)
+            for k, t in enumerate(inputs):
+                if k in reads:
+                    words += [*broadcast_strides(t, rshape), t.offset]
+        # the scalars last: a recorded program rewrites them there (``_graphs``)
         words += [scalar_bits(dt, v) for dt, v in zip(plan.scalars, scalars)]
         meta = struct.pack(f"<{len(words)}I", *words)
         gx = min(rows, 65535)
-        b.ex.dispatch(kernel, [out.buffer, *(t.buffer for t in inputs)], meta, (gx, -(-rows // gx), 1))
-        return out
+        buffers = [*(o.buffer for o in outs), *(t.buffer for t in inputs)]
+        b.ex.dispatch(kernel, buffers, meta, (gx, -(-rows // gx), 1))
+        return outs
 
     def _matmul(self, plan: FusedKernel, inputs: list[WgpuTensor], scalars: list[Any]) -> list[WgpuTensor]:
         """A matmul epilogue: the blocked kernel stores each product through the plan's ops; where the
@@ -354,11 +368,16 @@ def _scalar_lines(plan: FusedKernel, at: str) -> list[str]:
     return lines
 
 
-def _op_lines(plan: FusedKernel) -> list[str]:
-    """``let v<k>`` for each op of ``plan`` (the element-wise table's expressions, as ``render``)."""
-    first = plan.first_op
+def _op_lines(
+    plan: FusedKernel, ops: tuple[FusedOp, ...] | None = None, first: int | None = None
+) -> list[str]:
+    """``let v<k>`` for each op of ``plan`` (the element-wise table's expressions, as ``render``);
+    ``ops`` numbered from ``first``: another op list (a reduce epilogue's)."""
+    if ops is None:
+        ops, first = plan.ops, plan.first_op
+    assert first is not None
     lines = []
-    for j, op in enumerate(plan.ops):
+    for j, op in enumerate(ops):
         expr, is_bool = _expression(op.kind, op.name, op.compute, op.out)
         value = "(" + _substitute(expr, {"abc"[i]: f"v{a}" for i, a in enumerate(op.args)}) + ")"
         if is_bool:
@@ -369,11 +388,12 @@ def _op_lines(plan: FusedKernel) -> list[str]:
     return lines
 
 
-def _loads(plan: FusedKernel, start: int = 0) -> list[str]:
+def _loads(plan: FusedKernel, start: int = 0, only: frozenset[int] | None = None) -> list[str]:
+    """``let v<k>`` for each input from ``start`` (``only``: those numbers alone)."""
     return [
         f"let v{k} = {f'f32(in{k}[o_in{k}])' if dt is float16 else f'in{k}[o_in{k}]'};"
         for k, dt in enumerate(plan.inputs)
-        if k >= start
+        if k >= start and (only is None or k in only)
     ]
 
 
@@ -387,32 +407,51 @@ def _helpers(code: str, extra: tuple[str, ...] = ()) -> str:
 def render_reduce(plan: FusedKernel, nd: int, contig: bool, wg: int = REDUCE_WG) -> Kernel:
     """The WGSL of reduce kernel ``plan`` (collapsed rank ``nd``; ``contig``: every input dense): one
     workgroup of ``wg`` invocations per result, each invocation computing the chain at every ``wg``-th
-    element of the row and accumulating it, then a tree reduction in workgroup memory. Bindings: the
-    metadata, the result, the inputs. Metadata: results, row length, the collapsed shape, (strides,
-    offset) per input, the scalars."""
+    element of the row and accumulating it, then a tree reduction in workgroup memory; invocation 0
+    runs the epilogue (``FusedReduce.post``) on the result and stores each stored value. Bindings:
+    the metadata, the stored values, the inputs. Metadata: results, row length, the collapsed shape,
+    (strides, offset) per input, for the epilogue the result's shape (rank ``rr``, uncollapsed) and
+    (strides, offset) per input it reads, then the scalars."""
     red = plan.reduce
     assert red is not None
     init, combine = _REDUCE_INIT[red.op]
     names = [f"in{k}" for k in range(len(plan.inputs))]
+    stores = red.stores(plan)
+    post_reads = red.post_reads()
+    post_ins = [k for k in range(len(plan.inputs)) if k in post_reads]
+    pre_ins = red.pre_reads(plan)
     lines = []
     if float16 in (*plan.inputs, *(op.out for op in plan.ops)):
         lines.append("enable f16;")
     lines.append("@group(0) @binding(0) var<storage, read> info: array<u32>;")
-    lines.append("@group(0) @binding(1) var<storage, read_write> out0: array<f32>;")
+    for j in range(len(stores)):
+        lines.append(f"@group(0) @binding({1 + j}) var<storage, read_write> out{j}: array<f32>;")
     for k, dt in enumerate(plan.inputs):
-        lines.append(f"@group(0) @binding({k + 2}) var<storage, read> in{k}: array<{WGSL[dt]}>;")
+        binding = 1 + len(stores) + k
+        lines.append(f"@group(0) @binding({binding}) var<storage, read> in{k}: array<{WGSL[dt]}>;")
     lines.append(f"var<workgroup> sh: array<f32, {wg}>;")
     element = [
         *_offsets(names, nd, "2u + ", "i", contig),
-        *_loads(plan),
+        *_loads(plan, only=pre_ins),
         *_op_lines(plan),
         f"acc = combine(acc, f32(v{plan.outputs[0]}));",
     ]
+    post_at = 2 + nd + (nd + 1) * len(names)
+    rr = len(red.shape(plan.shape))
+    scalar_at = post_at + (rr + (rr + 1) * len(post_ins) if red.post else 0)
+    reduced = red.reduced_value(plan)
+    result = "sh[0] / f32(n)" if red.op == "mean" else "sh[0]"
+    finish = [f"let v{reduced} = {result};"]
+    if red.post:
+        finish += _offsets([f"in{k}" for k in post_ins], rr, f"{post_at}u + ", "g", False)
+        finish += [f"let v{k} = in{k}[o_in{k}];" for k in post_ins]
+        finish += _op_lines(plan, red.post, reduced + 1)
+    finish += [f"out{j}[g] = v{v};" for j, v in enumerate(stores)]
     body = [
         "let g = wid.x + wid.y * nwg.x;",
         "let n = info[1];",
         "let valid = g < info[0];",
-        *_scalar_lines(plan, f"{2 + nd + (nd + 1) * len(names)}u + "),
+        *_scalar_lines(plan, f"{scalar_at}u + "),
         f"var acc: f32 = {init};",
         "if (valid) {",
         f"    for (var j = lid.x; j < n; j += {wg}u) {{",
@@ -426,7 +465,9 @@ def render_reduce(plan: FusedKernel, nd: int, contig: bool, wg: int = REDUCE_WG)
         "    if (lid.x < s) { sh[lid.x] = combine(sh[lid.x], sh[lid.x + s]); }",
         "    workgroupBarrier();",
         "}",
-        f"if (lid.x == 0u && valid) {{ out0[g] = {'sh[0] / f32(n)' if red.op == 'mean' else 'sh[0]'}; }}",
+        "if (lid.x == 0u && valid) {",
+        *(f"    {line}" for line in finish),
+        "}",
     ]
     code = " ".join(body) + combine
     helpers = _helpers(code, ("inf",) if "inf()" in code else ())
@@ -440,8 +481,9 @@ def render_reduce(plan: FusedKernel, nd: int, contig: bool, wg: int = REDUCE_WG)
         + "\n".join(f"    {line}" for line in body)
         + "\n}"
     )
-    label = f"fused_reduce_{red.op}_{len(plan.ops)}ops_{nd}d{'_contig' if contig else ''}_wg{wg}"
-    return Kernel(label, "\n".join(lines) + "\n", ("rw",) + ("read",) * len(plan.inputs))
+    post = f"_post{len(red.post)}x{len(stores)}" if red.post else ""
+    label = f"fused_reduce_{red.op}_{len(plan.ops)}ops{post}_{nd}d{'_contig' if contig else ''}_wg{wg}"
+    return Kernel(label, "\n".join(lines) + "\n", ("rw",) * len(stores) + ("read",) * len(plan.inputs))
 
 
 def render_epilogue(plan: FusedKernel, nd: int, contig: bool) -> KM.Epilogue:

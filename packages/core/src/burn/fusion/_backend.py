@@ -593,7 +593,7 @@ class Fusion(Backend):
                 continue  # computed by now, or element-wise (planned when something reads it)
             if users is not None:
                 name = n.op[1]
-                if name == "reduce" and self._fused_reduce(n, users):
+                if name == "reduce" and self._fused_reduce(n, users, stream):
                     continue
             lazy = [a for a in _flat(n.args, Node) if a.op is not None]
             if lazy:
@@ -625,12 +625,13 @@ class Fusion(Backend):
             n.done(out[0])
             twin.done(out[1])
 
-    def _fused_reduce(self, n: Node, users: dict[Node, list[Node]]) -> bool:
+    def _fused_reduce(self, n: Node, users: dict[Node, list[Node]], stream: list[Node]) -> bool:
         """Run reduce call ``n`` as a reduce kernel computing the element-wise chain it reads (the
         reduce prologue), where the chain is lazy, no tensor holds its result, no other call reads
-        that and the runtime has the kernel; False (nothing run) otherwise. A reduction called under
-        ambient settings other than the ones in force now (``call_state``: burn-cuda's matmul
-        precision, recorded with every call) runs as recorded, under them."""
+        that and the runtime has the kernel; False (nothing run) otherwise. The element-wise chain
+        reading the result (the reduce epilogue, ``_post_chain``) runs in the same kernel. A
+        reduction called under ambient settings other than the ones in force now (``call_state``:
+        burn-cuda's matmul precision, recorded with every call) runs as recorded, under them."""
         fuse = self._fuse_reduce
         args: tuple[Any, ...] = n.args
         op, x, dims, keepdim = args
@@ -663,7 +664,45 @@ class Fusion(Backend):
             order = _closure([x])
         if len(order) > self.runtime.max_ops:
             return False
-        return self._launch([x], order, reduce=(n, FusedReduce(op, dims, bool(keepdim))))
+        red = FusedReduce(op, dims, bool(keepdim))
+        chain = self._post_chain(n, users, stream)
+        while chain:  # too many bindings or ops: a shorter prefix of the epilogue
+            part = set(chain)
+            stores = [v for v in (n, *chain) if wanted(v) or any(u not in part for u in users.get(v, ()))]
+            if len(order) + len(chain) <= self.runtime.max_ops and self._launch(
+                [x], order, reduce=(n, red), post=(chain, stores or [n])
+            ):
+                if n not in stores:
+                    n.done(None)  # never written: every reader is in the epilogue
+                return True
+            chain.pop()
+        return self._launch([x], order, reduce=(n, red))
+
+    def _post_chain(self, n: Node, users: dict[Node, list[Node]], stream: list[Node]) -> list[Node]:
+        """The element-wise nodes after reduce call ``n`` that a reduce kernel can run on each result:
+        of the result's shape, dtype and compute dtype (float), reading ``n``, each other, scalars
+        and computed values only (in stream order)."""
+        if not users.get(n):
+            return []
+        chain: list[Node] = []
+        inside = {n}
+        for u in stream[n.pos + 1 :]:
+            if (
+                u.op is None
+                or u.op[0] == "call"
+                or u.shape != n.shape
+                or u.dtype is not n.dtype
+                or u.compute is not n.dtype
+            ):
+                continue
+            args = [a for a in u.args if type(a) is Node]
+            if any(a in inside for a in args) and all(
+                a in inside or (a.op is None and a.dtype is n.dtype and type(a.value) is not _Failed)
+                for a in args
+            ):
+                chain.append(u)
+                inside.add(u)
+        return chain
 
     def _fused_matmul(self, m: Node, users: dict[Node, list[Node]], stream: list[Node]) -> bool:
         """Run matmul call ``m`` (its operands computed) with the element-wise chain that consumes its
@@ -929,11 +968,13 @@ class Fusion(Backend):
         order: list[Node] | None = None,
         reduce: tuple[Node, FusedReduce] | None = None,
         matmul: Node | None = None,
+        post: tuple[list[Node], list[Node]] | None = None,
     ) -> bool:
         """Run one kernel writing ``outs``; False (nothing run) when it would need too many bindings.
         ``order``: the closure of ``outs`` when the caller has it. ``reduce``: (the reduce call, its
         reduction): a reduce kernel whose one output ``outs[0]`` is reduced into the call's node.
-        ``matmul``: a matmul call (its operands computed) whose product the ops read as input 0."""
+        ``matmul``: a matmul call (its operands computed) whose product the ops read as input 0.
+        ``post``: with ``reduce``, (the epilogue's nodes, the nodes it stores: the call's and theirs)."""
         if order is None:
             order = _closure(outs)
         # one walk builds the plan's signature: inputs as -1-k, ops by position, scalars as None in
@@ -969,23 +1010,48 @@ class Fusion(Backend):
                     scalars.append(a)  # type: ignore[arg-type]  # not a Node: a scalar
                     scalar_dtypes.append(n.compute)
                     sig.append(None)
-        if len(inputs) + len(outs) + (matmul is not None) > self.runtime.max_tensors:
+        stored = len(outs)
+        if post is not None:  # the epilogue: the reduced value "R", its ops by position, scalars
+            chain, stores = post
+            sig.append("post")
+            place = {n: j for j, n in enumerate(chain)}
+            for u in chain:
+                sig += u.op  # type: ignore[arg-type]  # lazy
+                for a in u.args:
+                    if type(a) is Node:
+                        if a in place:
+                            sig.append(("p", place[a]))
+                        elif a.op is not None:
+                            sig.append("R")  # the reduce call
+                        else:
+                            k = inputs.get(a)
+                            if k is None:
+                                k = inputs[a] = len(inputs)
+                            sig.append(-1 - k)
+                    else:
+                        scalars.append(a)  # type: ignore[arg-type]  # not a Node: a scalar
+                        scalar_dtypes.append(u.compute)
+                        sig.append(None)
+            sig += ["R" if v not in place else place[v] for v in stores]
+            stored = len(stores)
+        if len(inputs) + stored + (matmul is not None) > self.runtime.max_tensors:
             return False
         sig += [i.dtype for i in inputs]
         sig += [number[o] if o in number else -1 - inputs[o] for o in outs]
         key = tuple(sig)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = _make_plan(
-                order, inputs, scalar_dtypes, outs, None if reduce is None else reduce[1], matmul is not None
-            )
+            red = None if reduce is None else reduce[1]
+            if post is not None and red is not None:
+                red = _post_reduce(red, order, inputs, len(scalar_dtypes), post, len(order))
+            plan = self._plans[key] = _make_plan(order, inputs, scalar_dtypes, outs, red, matmul is not None)
         operands = list(inputs)
         if matmul is not None:
             operands[:1] = [a for a in matmul.args if type(a) is Node]  # the product's operands
         values = self.runtime.execute(plan, [i.value for i in operands], scalars)
-        written = outs if reduce is None else [reduce[0]]
+        written = outs if reduce is None else [reduce[0]] if post is None else post[1]
         if self._rec is not None:
-            self._rec.kernel(plan, operands, order, written)
+            self._rec.kernel(plan, operands, order if post is None else [*order, *post[0]], written)
         for node, value in zip(written, values):
             node.done(value)
         self.stats["kernels"] += 1
@@ -1026,6 +1092,36 @@ def _make_plan(
         reduce,
         matmul,
     )
+
+
+def _post_reduce(
+    red: FusedReduce,
+    order: list[Node],
+    inputs: dict[Node, int],
+    n_scalars: int,
+    post: tuple[list[Node], list[Node]],
+    n_ops: int,
+) -> FusedReduce:
+    """``red`` with its epilogue (``FusedReduce.post``): value numbers as ``_make_plan`` gives the
+    plan (inputs, scalars, the ops of ``order``), then the reduced value, then the chain's ops; the
+    chain's scalars are the last of the plan's."""
+    chain, stores = post
+    reduced = len(inputs) + n_scalars + n_ops
+    number = {n: reduced + 1 + j for j, n in enumerate(chain)}
+    k = len(inputs) + n_scalars - sum(1 for u in chain for a in u.args if type(a) is not Node)
+    ops = []
+    for u in chain:
+        args = []
+        for a in u.args:
+            if type(a) is Node:
+                args.append(number[a] if a in number else inputs[a] if a.op is None else reduced)
+            else:
+                args.append(k)
+                k += 1
+        kind, name = u.op  # type: ignore[misc]  # lazy
+        ops.append(FusedOp(kind, name, u.compute, u.dtype, tuple(args)))
+    written = tuple(number.get(v, reduced) for v in stores)
+    return FusedReduce(red.op, red.dims, red.keepdim, tuple(ops), written)
 
 
 def _users(stream: list[Node]) -> dict[Node, list[Node]]:

@@ -21,6 +21,7 @@ see ``FusionRuntime``):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -49,6 +50,13 @@ class FusedReduce:
     """The reduction of a reduce kernel: ``op`` (sum, mean, max, min) over ``dims`` (the last dims of
     the plan's shape: the last one, or all), keeping them as size 1 when ``keepdim``.
 
+    The reduce epilogue: ``post`` ops run on each result after the reduction (``rsqrt(var + eps)``,
+    ``log(sum) + max``). The reduced value is number ``plan.first_op + len(plan.ops)`` and post op j
+    is that number + 1 + j; post ops read it, each other, the plan's scalars and its tensor inputs,
+    which they read per result (broadcast to the result's shape; the pre-reduction ops read theirs
+    per element of the plan's shape). ``written``: the values stored per result, in output order
+    (default: the reduced value alone).
+
     >>> FusedReduce("mean", (1,), True).shape((4, 3))
     (4, 1)
     """
@@ -56,12 +64,93 @@ class FusedReduce:
     op: str
     dims: tuple[int, ...]
     keepdim: bool
+    post: tuple[FusedOp, ...] = ()
+    written: tuple[int, ...] = ()
 
     def shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """The result's shape for an iteration of ``shape``."""
         if self.keepdim:
             return tuple(1 if d in self.dims else s for d, s in enumerate(shape))
         return tuple(s for d, s in enumerate(shape) if d not in self.dims)
+
+    def reduced_value(self, plan: FusedKernel) -> int:
+        """The value number of the reduced value in ``plan``."""
+        return plan.first_op + len(plan.ops)
+
+    def stores(self, plan: FusedKernel) -> tuple[int, ...]:
+        """The value numbers stored per result (``written``, or the reduced value alone)."""
+        return self.written or (self.reduced_value(plan),)
+
+    def store_dtypes(self, plan: FusedKernel) -> tuple[DType, ...]:
+        """The dtype of each stored value: the reduced value has the reduced chain's dtype."""
+        r = self.reduced_value(plan)
+        reduced = plan.out_dtypes()[0]
+        return tuple(reduced if v == r else self.post[v - r - 1].out for v in self.stores(plan))
+
+    def pre_reads(self, plan: FusedKernel) -> frozenset[int]:
+        """The tensor inputs read per element: those the plan's ops read, or the one it reduces."""
+        k = len(plan.inputs)
+        reads = {a for op in plan.ops for a in op.args if a < k}
+        if plan.outputs[0] < k:
+            reads.add(plan.outputs[0])
+        return frozenset(reads)
+
+    def post_reads(self) -> frozenset[int]:
+        """The value numbers the post ops read (inputs and scalars among them)."""
+        return frozenset(a for op in self.post for a in op.args)
+
+    def epilogue(self, plan: FusedKernel) -> tuple[FusedKernel, tuple[int, ...], tuple[int, ...]]:
+        """The post ops as an element-wise plan of their own over the result's shape, for a runtime
+        that reduces first and runs the epilogue after: (the plan, the tensor inputs it takes after
+        the reduced value (indices into ``plan``'s inputs), the scalars it takes (indices into
+        ``plan``'s scalars)). Its input 0 is the reduced value; its outputs are the stored post values (not the reduced
+        value itself)."""
+        made = plan.cache.get("epilogue")
+        if made is None:
+            reads = self.post_reads()
+            ins = tuple(k for k in range(len(plan.inputs)) if k in reads)
+            first = len(plan.inputs)
+            scs = tuple(j for j in range(len(plan.scalars)) if first + j in reads)
+            r = self.reduced_value(plan)
+            number = {r: 0, **{k: 1 + i for i, k in enumerate(ins)}}
+            base = 1 + len(ins)
+            number.update({first + j: base + i for i, j in enumerate(scs)})
+            base += len(scs)
+            ops = []
+            for j, op in enumerate(self.post):
+                ops.append(FusedOp(op.kind, op.name, op.compute, op.out, tuple(number[a] for a in op.args)))
+                number[r + 1 + j] = base + j
+            dtypes = (plan.out_dtypes()[0], *(plan.inputs[k] for k in ins))
+            sub = FusedKernel(
+                self.shape(plan.shape),
+                dtypes,
+                tuple(plan.scalars[j] for j in scs),
+                tuple(ops),
+                tuple(number[v] for v in self.stores(plan) if v != r),
+            )
+            made = plan.cache["epilogue"] = (sub, ins, scs)
+        return made
+
+    def finish(
+        self,
+        plan: FusedKernel,
+        reduced: Any,
+        inputs: list[Any],
+        scalars: list[Any],
+        execute: Callable[[FusedKernel, list[Any], list[Any]], list[Any]],
+    ) -> list[Any]:
+        """The stored values of ``plan`` from its ``reduced`` value, running the post ops (if any)
+        as the element-wise plan ``epilogue`` makes, through ``execute``."""
+        if not self.post:
+            return [reduced]
+        sub, ins, scs = self.epilogue(plan)
+        r = self.reduced_value(plan)
+        values = iter(
+            execute(sub, [reduced, *(inputs[k] for k in ins)], [scalars[j] for j in scs])
+            if sub.outputs
+            else ()
+        )
+        return [reduced if v == r else next(values) for v in self.stores(plan)]
 
     def rows(self, shape: tuple[int, ...]) -> tuple[int, int]:
         """(results, elements reduced into each) for an iteration of ``shape``."""

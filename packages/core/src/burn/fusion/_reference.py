@@ -50,7 +50,17 @@ class ReferenceRuntime:
         if plan.matmul:  # value 0 is the product of the first two tensors
             inputs = [b.matmul(inputs[0], inputs[1]), *inputs[2:]]
         values: list[Any] = [*inputs, *scalars]
-        for op in plan.ops:
+        self._run_ops(plan.ops, values)
+        red = plan.reduce
+        if red is not None:
+            reduced = b.reduce(red.op, values[plan.outputs[0]], red.dims, red.keepdim)
+            return red.finish(plan, reduced, inputs, scalars, self.execute)
+        return [values[v] for v in plan.outputs]
+
+    def _run_ops(self, ops: tuple[Any, ...], values: list[Any]) -> None:
+        """Append each op's result to ``values`` (read by value number)."""
+        b = self.backend
+        for op in ops:
             args = [values[i] for i in op.args]
             if op.kind == "unary":
                 r = b.unary(op.name, args[0]) if op.name in self._unary else b.activation(op.name, args[0])
@@ -63,10 +73,6 @@ class ReferenceRuntime:
             else:
                 r = b.cast(args[0], as_dtype(op.name))
             values.append(r)
-        red = plan.reduce
-        if red is not None:
-            return [b.reduce(red.op, values[plan.outputs[0]], red.dims, red.keepdim)]
-        return [values[v] for v in plan.outputs]
 
 
 def _unary_names(b: Backend) -> frozenset[str]:

@@ -9,24 +9,32 @@ import numpy as np
 
 
 def small_training(
-    device: Any, steps: int = 6, layer_norm: bool = True, lr: float = 1e-2
+    device: Any,
+    steps: int = 6,
+    layer_norm: bool = True,
+    lr: float = 1e-2,
+    widths: tuple[int, ...] = (20, 16, 10),
+    batch: int = 8,
 ) -> tuple[list[float], Any]:
-    """Train Linear(20, 16) -> ReLU [-> LayerNorm] -> Linear(16, 10) with Adam for ``steps`` steps on
-    one fixed batch of 8 (seeded); returns (the loss of each step, the trained model)."""
+    """Train an MLP of ``widths`` (Linear -> ReLU [-> LayerNorm] per hidden layer, then a Linear to
+    the classes) with Adam for ``steps`` steps on one fixed ``batch`` (seeded); returns (the loss of
+    each step, the trained model)."""
     import burn
     from burn import nn
     from burn.nn import functional as F
 
     burn.seed(0)
-    layers: list[Any] = [nn.LinearConfig(20, 16).init(device), nn.Relu()]
-    if layer_norm:
-        layers.append(nn.LayerNormConfig(16).init(device))
-    layers.append(nn.LinearConfig(16, 10).init(device))
+    layers: list[Any] = []
+    for a, b in zip(widths[:-2], widths[1:-1]):
+        layers += [nn.LinearConfig(a, b).init(device), nn.Relu()]
+        if layer_norm:
+            layers.append(nn.LayerNormConfig(b).init(device))
+    layers.append(nn.LinearConfig(widths[-2], widths[-1]).init(device))
     model = nn.Sequential(*layers)
     opt = burn.optim.AdamConfig().init()
     rng = np.random.default_rng(0)
-    x = burn.tensor(rng.standard_normal((8, 20)).astype(np.float32), device=device)
-    y = burn.tensor(rng.integers(0, 10, 8).astype(np.int32), device=device)
+    x = burn.tensor(rng.standard_normal((batch, widths[0])).astype(np.float32), device=device)
+    y = burn.tensor(rng.integers(0, widths[-1], batch).astype(np.int32), device=device)
     losses = []
     for _ in range(steps):
         loss = F.cross_entropy(model(x), y)
