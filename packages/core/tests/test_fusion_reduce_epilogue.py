@@ -84,3 +84,23 @@ def test_an_epilogue_plan_runs_the_same_as_its_split_form():
     s = np.exp(x).sum(-1)
     np.testing.assert_allclose(cpu.to_numpy(out[0]), s, rtol=1e-6)
     np.testing.assert_allclose(cpu.to_numpy(out[1]), s * w + 0.5, rtol=1e-6)
+
+
+def test_a_runtime_that_does_not_offer_epilogues_gets_none(monkeypatch):
+    """A runtime with reduce kernels but no ``reduce_epilogues`` (a third party's, written before
+    epilogues existed) is never handed a plan with post ops, and the results are the same."""
+
+    class Older(Recording):
+        reduce_epilogues = False
+
+    dev = burn.device("cpu", fusion=True)
+    fb = dev.backend
+    runtime = Older(fb.inner)
+    monkeypatch.setattr(fb, "runtime", runtime)
+    for name in ("_programs", "_lengths", "_plans"):
+        monkeypatch.setattr(fb, name, type(getattr(fb, name))())
+    fn, want_fn = CASES["log_sum_exp"]
+    got = fn(burn.tensor(X, device=dev), burn.tensor(C, device=dev), {}).numpy()
+    np.testing.assert_allclose(got, want_fn(X, C), rtol=1e-5, atol=1e-5)
+    reduces = [p.reduce for p in runtime.plans if p.reduce is not None]
+    assert reduces and not any(r.post for r in reduces)

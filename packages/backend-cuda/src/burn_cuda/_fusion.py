@@ -46,6 +46,7 @@ class CudaFusion:
 
     max_tensors = 32
     max_ops = 64
+    reduce_epilogues = True  # reduce kernels run ``FusedReduce.post``
 
     def __init__(self, backend: CudaBackend) -> None:
         self.backend = backend

@@ -58,6 +58,7 @@ class WgpuFusion:
     """The ``FusionRuntime`` of burn-wgpu: renders plans as WGSL and dispatches them on the executor."""
 
     max_ops = 48
+    reduce_epilogues = True  # reduce kernels run ``FusedReduce.post``
 
     def __init__(self, backend: WgpuBackend) -> None:
         self.backend = backend

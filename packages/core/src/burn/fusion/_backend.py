@@ -665,7 +665,7 @@ class Fusion(Backend):
         if len(order) > self.runtime.max_ops:
             return False
         red = FusedReduce(op, dims, bool(keepdim))
-        chain = self._post_chain(n, users, stream)
+        chain = self._post_chain(n, users, stream) if getattr(self.runtime, "reduce_epilogues", False) else []
         while chain:  # too many bindings or ops: a shorter prefix of the epilogue
             part = set(chain)
             stores = [v for v in (n, *chain) if wanted(v) or any(u not in part for u in users.get(v, ()))]

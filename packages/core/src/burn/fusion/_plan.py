@@ -235,7 +235,9 @@ class FusionRuntime(Protocol):
 
     Optional capabilities (a runtime without them keeps element-wise kernels only):
     ``fuse_reduce(op, dtype, shape, dims)``: whether it runs a reduce kernel (``FusedReduce``) of that
-    op over ``dims`` of an iteration ``shape`` producing ``dtype``; ``fuse_matmul(lhs, rhs)``: whether it
+    op over ``dims`` of an iteration ``shape`` producing ``dtype``, and ``reduce_epilogues = True``
+    where those kernels also run ``FusedReduce.post`` (a reduce epilogue; store every value of
+    ``FusedReduce.stores``); ``fuse_matmul(lhs, rhs)``: whether it
     runs a matmul epilogue for those operands (primitives of the backend);
     ``execute_reusing(plan, inputs, scalars, donors)``: ``execute`` that may write outputs into the
     inputs numbered in ``donors`` (values nothing reads after this kernel and no view shares; fusion

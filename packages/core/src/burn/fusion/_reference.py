@@ -29,6 +29,7 @@ class ReferenceRuntime:
 
     max_tensors = 64
     max_ops = 64
+    reduce_epilogues = True  # reduce kernels run ``FusedReduce.post``
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
