@@ -53,14 +53,20 @@ def test_a_broadcast_or_strided_donor_is_not_written(cuda):
     np.testing.assert_array_equal(backend.to_numpy(full), np.arange(16, dtype=np.float32))
 
 
-def test_a_replayed_training_step_writes_in_place_and_equals_unfused(cuda, monkeypatch):
+# the small model with LayerNorm (its backward leaves dense values dying at a kernel) and the
+# benchmark's MLP (matmul epilogues read values that die there)
+CONFIGS = {"layer_norm": {}, "mlp": {"layer_norm": False, "widths": (784, 256, 256, 10), "batch": 64}}
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+def test_a_replayed_training_step_writes_in_place_and_equals_unfused(cuda, config, monkeypatch):
     adev = burn.device("cuda:0", autodiff=True)
     fb = adev.backend.inner
     for name in ("_programs", "_lengths"):
         monkeypatch.setattr(fb, name, type(getattr(fb, name))())
     monkeypatch.setattr(fb, "_capture", None)  # step by step (a CUDA graph has its own buffers)
     before = fb.stats["in_place"]
-    got, _ = small_training(adev)  # LayerNorm's backward leaves dense values dying at a kernel
-    plain, _ = small_training(burn.device("cuda:0", fusion=False, autodiff=True))
+    got, _ = small_training(adev, **CONFIGS[config])
+    plain, _ = small_training(burn.device("cuda:0", fusion=False, autodiff=True), **CONFIGS[config])
     np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-6)
     assert fb.stats["in_place"] > before

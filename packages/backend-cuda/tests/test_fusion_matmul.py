@@ -30,9 +30,11 @@ def forced(cuda, monkeypatch):
     runs: list = []
 
     def force(name):
-        def run(b, plan, a, w, rest, scalars):
+        def run(b, plan, a, w, rest, scalars, donors=()):
             runs.append(plan)
-            return list(_epilogue.EPILOGUE.by_name[name].fn(b, plan, a, w, rest, scalars))
+            if name == "cublas":
+                return list(_epilogue.run_cublas(b, plan, a, w, rest, scalars, donors))
+            return list(_epilogue.run_tiled(b, name, plan, a, w, rest, scalars, donors))
 
         monkeypatch.setattr(_epilogue, "run", run)
         return runs
@@ -169,3 +171,28 @@ def test_generated_source_reads_each_operand_by_its_strides():
     assert "l1[off1]" in src and "o0[at] = " in src
     assert "const long long off1 = row * st1_0 + col * st1_1;" in src
     assert "As[kk][r] = (gr < M && gk < K) ? A[gr * sam + gk * sak] : 0.0f;" in src
+
+
+@pytest.mark.parametrize("name", CANDIDATES)
+def test_an_epilogue_writes_into_a_dead_input_of_its_shape(cuda, name):
+    """``run_tiled`` / ``run_cublas`` with a donor: the output is the donated array, the values are
+    numpy's (the donor, read at each element before it is written, is the mask of a ReLU backward)."""
+    from burn.fusion import FusedKernel, FusedOp
+    from burn_cuda import _epilogue
+
+    backend = burn.device("cuda:0", fusion=False).backend
+    f32 = burn.float32
+    rng = np.random.default_rng(8)
+    g = rng.standard_normal((70, 40)).astype(np.float32)
+    w = rng.standard_normal((40, 90)).astype(np.float32)
+    mask = (rng.random((70, 90)) > 0.5).astype(np.float32)
+    ops = (FusedOp("binary", "mul", f32, f32, (0, 1)),)  # product * mask
+    plan = FusedKernel((70, 90), (f32, f32), (), ops, (2,), matmul=True)
+    a, b, m = (backend.from_numpy(v, f32) for v in (g, w, mask))
+    if name == "cublas":
+        (out,) = _epilogue.run_cublas(backend, plan, a, b, [m], [], (0,))
+    else:
+        (out,) = _epilogue.run_tiled(backend, name, plan, a, b, [m], [], (0,))
+    if name != "cublas":  # cuBLAS's path writes into the dead product instead, the first donor
+        assert out is m
+    np.testing.assert_allclose(backend.to_numpy(out), (g @ w) * mask, rtol=1e-4, atol=1e-4)

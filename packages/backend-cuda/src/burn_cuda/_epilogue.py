@@ -47,12 +47,16 @@ TILES = {
 _MAX_GRID_Y = 65535
 
 
-def gemm_source(plan: FusedKernel, name: str, tile: tuple[int, ...], a_kfast: bool, b_nfast: bool) -> str:
+def gemm_source(
+    plan: FusedKernel, name: str, tile: tuple[int, ...], a_kfast: bool, b_nfast: bool, aliased: bool = False
+) -> str:
     """The CUDA C of the tiled GEMM running matmul epilogue ``plan`` (2-d, float32 operands).
     Parameters: A, B, the plan's inputs after the product (``l1``...), its scalars, its outputs, then
     M, N, K, A's strides (m, k), B's strides (k, n), in elements, and each input's strides (row, col)
     seen from the (M, N) output (0 where it broadcasts). ``a_kfast``: A is contiguous along K (a
-    row-major A); ``b_nfast``: B is contiguous along N (a row-major B)."""
+    row-major A); ``b_nfast``: B is contiguous along N (a row-major B). ``aliased``: an output may be
+    an input's buffer (each element's inputs are loaded before its stores), so the epilogue's
+    pointers are not declared ``__restrict__``."""
     from ._fusion import source
 
     bm, bn, bk, tm, tn = tile
@@ -61,10 +65,11 @@ def gemm_source(plan: FusedKernel, name: str, tile: tuple[int, ...], a_kfast: bo
     body = re.sub(r"\bl(\d+)([;)])", r"l\1[off\1]\2", body)
     body = re.sub(r"^o(\d+) = ", r"o\1[at] = ", body, flags=re.M)
     k = len(plan.inputs)
+    restrict = "" if aliased else " __restrict__"
     params = ["const float* __restrict__ A", "const float* __restrict__ B"]
-    params += [f"const {C_TYPE[TO_NP[d]]}* __restrict__ l{i}" for i, d in enumerate(plan.inputs) if i]
+    params += [f"const {C_TYPE[TO_NP[d]]}*{restrict} l{i}" for i, d in enumerate(plan.inputs) if i]
     params += [f"const {C_TYPE[scalar_dtype(TO_NP[d])]} s{i}" for i, d in enumerate(plan.scalars)]
-    params += [f"{C_TYPE[TO_NP[d]]}* __restrict__ o{i}" for i, d in enumerate(plan.out_dtypes())]
+    params += [f"{C_TYPE[TO_NP[d]]}*{restrict} o{i}" for i, d in enumerate(plan.out_dtypes())]
     params += ["const int M", "const int N", "const int K"]
     params += ["const long long sam", "const long long sak", "const long long sbk", "const long long sbn"]
     params += [f"const long long st{i}_{d}" for i in range(1, k) for d in range(2)]
@@ -157,27 +162,47 @@ def _layout(a: Prim, w: Prim) -> tuple[bool, bool]:
 
 
 def run_tiled(
-    b: CudaBackend, tag: str, plan: FusedKernel, a: Prim, w: Prim, rest: list[Prim], scalars: list[Any]
+    b: CudaBackend,
+    tag: str,
+    plan: FusedKernel,
+    a: Prim,
+    w: Prim,
+    rest: list[Prim],
+    scalars: list[Any],
+    donors: tuple[int, ...] = (),
 ) -> tuple[Prim, ...]:
-    """Matmul epilogue ``plan`` as the generated GEMM of tile ``tag`` (``TILES``)."""
+    """Matmul epilogue ``plan`` as the generated GEMM of tile ``tag`` (``TILES``); ``donors``:
+    indices into ``rest`` of dead inputs an output of their dtype may be written into (dense ones of
+    the output's shape: each is read at the element it is written at)."""
     from ._bf16 import bits
     from ._dtypes import param_dtype
     from ._fusion import _element_strides, _scalar_args, _typed
 
     cp = b._on()
     tile = TILES[tag]
-    a_kfast, b_nfast = _layout(a, w)
-    spec = ("gemm", tag, a_kfast, b_nfast)
-    kernel = plan.cache.get(spec)
-    if kernel is None:
-        name = f"burn_epilogue_{tag}_{int(a_kfast)}{int(b_nfast)}"
-        label = f"matmul_epilogue_{tag}_{len(plan.ops)}ops"
-        kernel = plan.cache[spec] = _compiled(
-            (*spec, plan.key), gemm_source(plan, name, tile, a_kfast, b_nfast), name, label
-        )
     m, k_dim = a.shape
     n = w.shape[1]
-    outs = [cp.empty((m, n), dtype=param_dtype(TO_NP[dt])) for dt in plan.out_dtypes()]
+    fits = [i for i in donors if rest[i].shape == (m, n) and rest[i].flags.c_contiguous]
+    free = list(fits)
+    outs = []
+    for dt in plan.out_dtypes():
+        want = TO_NP[dt]
+        k = next((i for i in free if rest[i].dtype == want), None)
+        if k is None:
+            outs.append(cp.empty((m, n), dtype=param_dtype(want)))
+        else:
+            free.remove(k)
+            outs.append(bits(rest[k]))
+    aliased = len(free) < len(fits)
+    a_kfast, b_nfast = _layout(a, w)
+    spec = ("gemm", tag, a_kfast, b_nfast, aliased)
+    kernel = plan.cache.get(spec)
+    if kernel is None:
+        name = f"burn_epilogue_{tag}_{int(a_kfast)}{int(b_nfast)}{'_aliased' if aliased else ''}"
+        label = f"matmul_epilogue_{tag}_{len(plan.ops)}ops"
+        kernel = plan.cache[spec] = _compiled(
+            (*spec, plan.key), gemm_source(plan, name, tile, a_kfast, b_nfast, aliased), name, label
+        )
     args: list[Any] = [a, w, *map(bits, rest), *_scalar_args(plan, scalars), *outs]
     args += [np.int32(m), np.int32(n), np.int32(k_dim)]
     args += [np.int64(s) for s in (*_strides(a), *_strides(w))]
@@ -189,10 +214,17 @@ def run_tiled(
 
 
 def run_cublas(
-    b: CudaBackend, plan: FusedKernel, a: Prim, w: Prim, rest: list[Prim], scalars: list[Any]
+    b: CudaBackend,
+    plan: FusedKernel,
+    a: Prim,
+    w: Prim,
+    rest: list[Prim],
+    scalars: list[Any],
+    donors: tuple[int, ...] = (),
 ) -> tuple[Prim, ...]:
     """Matmul epilogue ``plan`` as cuBLAS's product (float32 precision), then the plan's ops as an
-    element-wise kernel (the product among the outputs only where the plan writes it)."""
+    element-wise kernel (the product among the outputs only where the plan writes it); that kernel
+    may write into the ``donors`` (indices into ``rest``) and into the product when it is not kept."""
     from . import _matmul
 
     cp = b._on()
@@ -201,8 +233,12 @@ def run_cublas(
     if plain is None:
         outputs = tuple(v for v in plan.outputs if v)  # value 0 is the product, written already
         plain = plan.cache["plain"] = FusedKernel(plan.shape, plan.inputs, plan.scalars, plan.ops, outputs)
-    values = iter(b.fusion_runtime().execute(plain, [product, *rest], scalars) if plain.outputs else ())
-    return tuple(product if v == 0 else next(values) for v in plan.outputs)
+    values: Any = ()
+    if plain.outputs:
+        dead = (() if 0 in plan.outputs else (0,)) + tuple(1 + i for i in donors)
+        values = b.fusion_runtime().execute_reusing(plain, [product, *rest], scalars, dead)
+    it = iter(values)
+    return tuple(product if v == 0 else next(it) for v in plan.outputs)
 
 
 def _key(b: CudaBackend, plan: FusedKernel, a: Prim, w: Prim, rest: list[Prim], scalars: list[Any]) -> str:
@@ -260,7 +296,17 @@ def fits(a: Prim, w: Prim) -> bool:
 
 
 def run(
-    b: CudaBackend, plan: FusedKernel, a: Prim, w: Prim, rest: list[Prim], scalars: list[Any]
+    b: CudaBackend,
+    plan: FusedKernel,
+    a: Prim,
+    w: Prim,
+    rest: list[Prim],
+    scalars: list[Any],
+    donors: tuple[int, ...] = (),
 ) -> list[Prim]:
-    """Matmul epilogue ``plan`` through its tuned candidate."""
-    return list(tuner(b).run(EPILOGUE, b, plan, a, w, rest, scalars))
+    """Matmul epilogue ``plan`` through its tuned candidate; ``donors``: indices into ``rest`` of dead
+    inputs its outputs may be written into."""
+    tag = tuner(b).choice(EPILOGUE, b, plan, a, w, rest, scalars)
+    if tag == "cublas":
+        return list(run_cublas(b, plan, a, w, rest, scalars, donors))
+    return list(run_tiled(b, tag, plan, a, w, rest, scalars, donors))

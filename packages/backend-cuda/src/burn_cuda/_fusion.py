@@ -131,7 +131,13 @@ class CudaFusion:
         self, plan: FusedKernel, inputs: list[Prim], scalars: list[Any], donors: tuple[int, ...]
     ) -> list[Prim]:
         """``execute``, writing an output into a dead input of its dtype (``donors``) where the plan
-        runs as a dense kernel: each thread reads its element of every input before it stores."""
+        runs as a dense kernel (each thread reads its element of every input before it stores) or
+        as a matmul epilogue (an epilogue input of the output's shape and layout; ``_epilogue``)."""
+        if plan.matmul and _dense_ok(plan):
+            from . import _epilogue
+
+            rest = tuple(i - 2 for i in donors if i >= 2)
+            return _epilogue.run(self.backend, plan, inputs[0], inputs[1], inputs[2:], scalars, rest)
         if plan.reduce is None and not plan.matmul:
             dense = plan.cache.get("dense")
             if dense is None:
