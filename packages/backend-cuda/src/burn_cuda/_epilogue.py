@@ -175,25 +175,14 @@ def run_tiled(
     indices into ``rest`` of dead inputs an output of their dtype may be written into (dense ones of
     the output's shape: each is read at the element it is written at)."""
     from ._bf16 import bits
-    from ._dtypes import param_dtype
-    from ._fusion import _element_strides, _scalar_args, _typed
+    from ._fusion import _element_strides, _outputs, _scalar_args, _typed
 
     cp = b._on()
     tile = TILES[tag]
     m, k_dim = a.shape
     n = w.shape[1]
-    fits = [i for i in donors if rest[i].shape == (m, n) and rest[i].flags.c_contiguous]
-    free = list(fits)
-    outs = []
-    for dt in plan.out_dtypes():
-        want = TO_NP[dt]
-        k = next((i for i in free if rest[i].dtype == want), None)
-        if k is None:
-            outs.append(cp.empty((m, n), dtype=param_dtype(want)))
-        else:
-            free.remove(k)
-            outs.append(bits(rest[k]))
-    aliased = len(free) < len(fits)
+    fits = tuple(i for i in donors if rest[i].shape == (m, n) and rest[i].flags.c_contiguous)
+    outs, aliased = _outputs(cp, plan, (m, n), rest, fits)
     a_kfast, b_nfast = _layout(a, w)
     spec = ("gemm", tag, a_kfast, b_nfast, aliased)
     kernel = plan.cache.get(spec)

@@ -153,17 +153,8 @@ class CudaFusion:
         """Every input of the output's shape and C-contiguous: a RawKernel indexed by the element number
         (no broadcasting or stride arithmetic, and far less launch work than an ElementwiseKernel).
         ``donors``: inputs an output of the same dtype may be written into (``execute_reusing``)."""
-        free = list(donors)
-        outs = []
-        for dt in plan.out_dtypes():
-            want = TO_NP[dt]
-            k = next((i for i in free if inputs[i].dtype == want), None)
-            if k is None:
-                outs.append(cp.empty(plan.shape, dtype=param_dtype(want)))
-            else:
-                free.remove(k)
-                outs.append(bits(inputs[k]))
-        if len(free) == len(donors):
+        outs, aliased = _outputs(cp, plan, plan.shape, inputs, donors)
+        if not aliased:
             kernel = self._raw_kernel(cp, plan, "raw", dense_source)
         else:  # an output aliases an input: the variant whose pointers promise no exclusivity
             kernel = self._raw_kernel(cp, plan, "raw_aliased", functools.partial(dense_source, aliased=True))
@@ -341,6 +332,25 @@ def reduce_source(plan: FusedKernel, name: str) -> str:
         + "}\n"
         + "}\n"
     )
+
+
+def _outputs(
+    cp: Any, plan: FusedKernel, shape: tuple[int, ...], inputs: list[Prim], donors: tuple[int, ...]
+) -> tuple[list[Prim], bool]:
+    """The kernel parameters ``plan``'s outputs are written into (bfloat16 as bits): each output takes
+    the first unused donor input of its dtype (the caller checked their shape and layout), else a
+    new array of ``shape``; and whether any output is a donor."""
+    free = list(donors)
+    outs = []
+    for dt in plan.out_dtypes():
+        want = TO_NP[dt]
+        k = next((i for i in free if inputs[i].dtype == want), None)
+        if k is None:
+            outs.append(cp.empty(shape, dtype=param_dtype(want)))
+        else:
+            free.remove(k)
+            outs.append(bits(inputs[k]))
+    return outs, len(free) < len(donors)
 
 
 def _scalar_args(plan: FusedKernel, scalars: list[Any]) -> list[Any]:
