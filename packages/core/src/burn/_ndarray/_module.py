@@ -722,7 +722,8 @@ def _rows_run(
 # after each multithreaded call, and split convs next to BLAS-threaded ones fight those spinning
 # threads for the cores (the benchmark at batch 32 on 2 cores: 43 ms all split, 54 ms none, 85 ms
 # with the small convs left to BLAS's threads). One image keeps BLAS's threads, at most
-# _ONE_IMAGE_BLAS_THREADS of them (below): its GEMMs are too small to split by hand (split by rows, each thread packs the whole weight matrix: measured slower).
+# _ONE_IMAGE_BLAS_THREADS of them (below): its GEMMs are too small to split by hand (split by
+# rows, each thread packs the whole weight matrix: measured slower).
 # Measured again with the best split of one image (bands of output rows, each thread copying and
 # packing only its band's windows in workspaces of that size; output channels for channels-last runs;
 # a two-lock hand-off, 12 us a region against the executor's 27): the ResNet-like benchmark's

@@ -103,8 +103,8 @@ class FusedReduce:
         """The post ops as an element-wise plan of their own over the result's shape, for a runtime
         that reduces first and runs the epilogue after: (the plan, the tensor inputs it takes after
         the reduced value (indices into ``plan``'s inputs), the scalars it takes (indices into
-        ``plan``'s scalars)). Its input 0 is the reduced value; its outputs are the stored post values (not the reduced
-        value itself)."""
+        ``plan``'s scalars)). Its input 0 is the reduced value; its outputs are the stored post
+        values (not the reduced value itself)."""
         made = plan.cache.get("epilogue")
         if made is None:
             reads = self.post_reads()
