@@ -218,16 +218,9 @@ def run_cublas(
 
     cp = b._on()
     product = _matmul.gemm_f32(cp, a, w, "fp32")
-    plain = plan.cache.get("plain")
-    if plain is None:
-        outputs = tuple(v for v in plan.outputs if v)  # value 0 is the product, written already
-        plain = plan.cache["plain"] = FusedKernel(plan.shape, plan.inputs, plan.scalars, plan.ops, outputs)
-    values: Any = ()
-    if plain.outputs:
-        dead = (() if 0 in plan.outputs else (0,)) + tuple(1 + i for i in donors)
-        values = b.fusion_runtime().execute_reusing(plain, [product, *rest], scalars, dead)
-    it = iter(values)
-    return tuple(product if v == 0 else next(it) for v in plan.outputs)
+    dead = (() if 0 in plan.outputs else (0,)) + tuple(1 + i for i in donors)
+    values = iter(b.fusion_runtime().execute_reusing(plan.product_chain(), [product, *rest], scalars, dead))
+    return tuple(product if v == 0 else next(values) for v in plan.outputs)
 
 
 def _key(b: CudaBackend, plan: FusedKernel, a: Prim, w: Prim, rest: list[Prim], scalars: list[Any]) -> str:

@@ -166,7 +166,7 @@ class WgpuFusion:
         half = float16 in plan.inputs or any(float16 in (op.out, op.compute) for op in plan.ops)
         if chosen is None or half or numel(plan.shape) == 0:  # the product written, then the ops
             product = b.matmul(a, w)
-            values = iter(self._elementwise(_unanchored(plan), [product, *rest], scalars))
+            values = iter(self._elementwise(plan.product_chain(), [product, *rest], scalars))
             return [product if v == 0 else next(values) for v in plan.outputs]
         block, prefetch = chosen
         shape = plan.shape
@@ -322,16 +322,6 @@ def render(
     layout = "vec4" if vec4 else f"{nd}d{'_contig' if contig else ''}"
     label = f"fused_{len(ops)}ops_{len(outputs)}out_{layout}{'_inplace' if alias else ''}"
     return Kernel(label, "\n".join(lines) + "\n", ("rw",) * len(outputs) + ("read",) * len(bound))
-
-
-def _unanchored(plan: FusedKernel) -> FusedKernel:
-    """A matmul epilogue's plan as a plain element-wise plan over the written product (without the
-    product among its outputs)."""
-    plain = plan.cache.get("plain")
-    if plain is None:
-        outputs = tuple(v for v in plan.outputs if v)  # the product itself is written already
-        plain = plan.cache["plain"] = FusedKernel(plan.shape, plan.inputs, plan.scalars, plan.ops, outputs)
-    return plain
 
 
 def _offsets(names: list[str], nd: int, at: int | str, index: str, contig: bool) -> list[str]:

@@ -625,6 +625,11 @@ class Fusion(Backend):
             n.done(out[0])
             twin.done(out[1])
 
+    def _called_now(self, n: Node) -> bool:
+        """Whether call ``n`` was recorded under the ambient settings in force now (``call_state``),
+        so a kernel run now may stand in for it."""
+        return n.compute is None or n.compute == self.inner.call_state()
+
     def _fused_reduce(self, n: Node, users: dict[Node, list[Node]], stream: list[Node]) -> bool:
         """Run reduce call ``n`` as a reduce kernel computing the element-wise chain it reads (the
         reduce prologue), where the chain is lazy, no tensor holds its result, no other call reads
@@ -637,7 +642,7 @@ class Fusion(Backend):
         op, x, dims, keepdim = args
         if (
             fuse is None
-            or (n.compute is not None and n.compute != self.inner.call_state())
+            or not self._called_now(n)
             or op not in _REDUCE_PROLOGUE
             or type(x) is not Node
             or not x.dtype.is_float
@@ -716,12 +721,7 @@ class Fusion(Backend):
         the settings of the call (a replay has the same ones: they are part of the signature)."""
         fuse = self._fuse_matmul
         readers = users.get(m)
-        if (
-            fuse is None
-            or not readers
-            or m.twin is not None
-            or (m.compute is not None and m.compute != self.inner.call_state())
-        ):
+        if fuse is None or not readers or m.twin is not None or not self._called_now(m):
             return False
         chain: list[Node] = []
         inside = {m}
@@ -1043,7 +1043,7 @@ class Fusion(Backend):
         if plan is None:
             red = None if reduce is None else reduce[1]
             if post is not None and red is not None:
-                red = _post_reduce(red, order, inputs, len(scalar_dtypes), post, len(order))
+                red = _post_reduce(red, order, inputs, len(scalar_dtypes), post)
             plan = self._plans[key] = _make_plan(order, inputs, scalar_dtypes, outs, red, matmul is not None)
         operands = list(inputs)
         if matmul is not None:
@@ -1071,18 +1071,7 @@ def _make_plan(
     """The FusedKernel of one launch: values numbered inputs, scalars, then ops (``_plan``)."""
     first = len(inputs) + len(scalar_dtypes)
     number = {n: first + j for j, n in enumerate(order)}
-    ops = []
-    k = len(inputs)
-    for n in order:
-        args = []
-        for a in n.args:
-            if type(a) is Node:
-                args.append(inputs[a] if a in inputs else number[a])
-            else:
-                args.append(k)
-                k += 1
-        kind, name = n.op  # type: ignore[misc]  # lazy
-        ops.append(FusedOp(kind, name, n.compute, n.dtype, tuple(args)))
+    ops = _fused_ops(order, lambda a: inputs[a] if a in inputs else number[a], len(inputs))
     return FusedKernel(
         outs[0].shape,
         tuple(i.dtype for i in inputs),
@@ -1094,32 +1083,40 @@ def _make_plan(
     )
 
 
+def _fused_ops(nodes: list[Node], value: Callable[[Node], int], scalar: int) -> list[FusedOp]:
+    """The ``FusedOp`` of each lazy element-wise node: node operands numbered by ``value``, scalar
+    operands numbered in order from ``scalar``."""
+    ops = []
+    for n in nodes:
+        args = []
+        for a in n.args:
+            if type(a) is Node:
+                args.append(value(a))
+            else:
+                args.append(scalar)
+                scalar += 1
+        kind, name = n.op  # type: ignore[misc]  # lazy
+        ops.append(FusedOp(kind, name, n.compute, n.dtype, tuple(args)))
+    return ops
+
+
 def _post_reduce(
     red: FusedReduce,
     order: list[Node],
     inputs: dict[Node, int],
     n_scalars: int,
     post: tuple[list[Node], list[Node]],
-    n_ops: int,
 ) -> FusedReduce:
     """``red`` with its epilogue (``FusedReduce.post``): value numbers as ``_make_plan`` gives the
     plan (inputs, scalars, the ops of ``order``), then the reduced value, then the chain's ops; the
     chain's scalars are the last of the plan's."""
     chain, stores = post
-    reduced = len(inputs) + n_scalars + n_ops
+    reduced = len(inputs) + n_scalars + len(order)
     number = {n: reduced + 1 + j for j, n in enumerate(chain)}
-    k = len(inputs) + n_scalars - sum(1 for u in chain for a in u.args if type(a) is not Node)
-    ops = []
-    for u in chain:
-        args = []
-        for a in u.args:
-            if type(a) is Node:
-                args.append(number[a] if a in number else inputs[a] if a.op is None else reduced)
-            else:
-                args.append(k)
-                k += 1
-        kind, name = u.op  # type: ignore[misc]  # lazy
-        ops.append(FusedOp(kind, name, u.compute, u.dtype, tuple(args)))
+    first_scalar = len(inputs) + n_scalars - sum(1 for u in chain for a in u.args if type(a) is not Node)
+    ops = _fused_ops(
+        chain, lambda a: number[a] if a in number else inputs[a] if a.op is None else reduced, first_scalar
+    )
     written = tuple(number.get(v, reduced) for v in stores)
     return FusedReduce(red.op, red.dims, red.keepdim, tuple(ops), written)
 

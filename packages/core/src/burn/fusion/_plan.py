@@ -219,6 +219,18 @@ class FusedKernel:
         """The shape of every output: the iteration shape, reduced for a reduce kernel."""
         return self.shape if self.reduce is None else self.reduce.shape(self.shape)
 
+    def product_chain(self) -> FusedKernel:
+        """A matmul epilogue's ops as a plain element-wise plan over the written product (value 0,
+        its first input) without the product among its outputs: for a runtime that writes the
+        product first and runs the ops after (kept in ``cache``)."""
+        plain = self.cache.get("plain")
+        if plain is None:
+            outputs = tuple(v for v in self.outputs if v)
+            plain = self.cache["plain"] = FusedKernel(
+                self.shape, self.inputs, self.scalars, self.ops, outputs
+            )
+        return plain
+
     @property
     def fused(self) -> bool:
         """Whether the kernel fuses several ops (counted in ``burn.profile``'s ``fused``)."""
