@@ -45,6 +45,17 @@ def time_for(fn: Callable[[], Any], sync: Callable[[], None], min_time: float, w
     return (time.perf_counter() - start) / n
 
 
+def warm_up_gpu(dev: Any, seconds: float) -> None:
+    """Bring a GPU to its working clocks before the first figure: 2048^2 matmuls on ``dev`` for
+    ``seconds`` (an idle GPU's first bursts run at idle clocks and read as slow kernels)."""
+    if seconds <= 0:
+        return
+    import burn
+
+    x = burn.ones((2048, 2048), device=dev)
+    time_for(lambda: x @ x, dev.backend.sync, seconds)
+
+
 def emit_json(result: dict[str, Any], out: str | None) -> None:
     """Print ``result`` as indented JSON; also write it to the file ``out`` when one is given."""
     text = json.dumps(result, indent=2)

@@ -25,7 +25,7 @@ from typing import Any
 
 import burn
 import numpy as np
-from _common import emit_json, time_for, time_reps
+from _common import emit_json, time_for, time_reps, warm_up_gpu
 
 
 def _peer_cupy() -> tuple[Any, str]:
@@ -50,12 +50,6 @@ def _peer_torch() -> tuple[Any, str]:
 
 
 MIN_TIME = 0.25  # seconds of repeated calls per timed figure on a GPU (0 on CPU adapters: >= 3 calls)
-
-
-def _warm_up_gpu(dev, seconds: float) -> None:
-    """Bring the GPU to its working clocks before the first figure (matmuls for ``seconds``)."""
-    x = burn.ones((2048, 2048), device=dev)
-    time_for(lambda: x @ x, dev.backend.sync, seconds)
 
 
 def _raw(dev):
@@ -341,7 +335,7 @@ def main() -> None:
     if cpu_adapter:
         MIN_TIME = 0.0
     else:
-        _warm_up_gpu(dev, 1.0)
+        warm_up_gpu(dev, 1.0)
     result["matmul"] = bench_matmul(dev, (128, 256) if cpu_adapter else (1024, 2048, 4096), cp, torch)
     result["elementwise_bandwidth"] = bench_bandwidth(dev, 1 << 20 if cpu_adapter else 1 << 25, cp, torch)
     conv = ((2, 8, 16, 16), 8) if cpu_adapter else ((32, 64, 56, 56), 64)

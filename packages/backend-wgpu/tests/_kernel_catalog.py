@@ -8,6 +8,7 @@ from burn_wgpu._kernels import conv as KC
 from burn_wgpu._kernels import elementwise as EW
 from burn_wgpu._kernels import index as KI
 from burn_wgpu._kernels import matmul as KM
+from burn_wgpu._kernels import matmul_pairs as KMP
 from burn_wgpu._kernels import pool as KP
 from burn_wgpu._kernels import quant as KQ
 from burn_wgpu._kernels import reduce as KR
@@ -95,6 +96,15 @@ def catalog() -> dict[str, str]:
     out["matmul_blocked/float16/h"] = KM.render_blocked(
         burn.float16, 0, KM.BLOCKS[2], "k4", "n4", True, acc16=True
     ).source
+    pair_block = KM.Block(64, 128, 64, 4, 8)
+    for layout in KMP.PAIR_LAYOUTS:  # k-pair float16 matmul: every layout, every load mode once
+        out[f"matmul_pairs/{layout}/k4n4"] = KMP.render_pairs(
+            burn.float16, 0, pair_block, layout, "k4", "n4"
+        ).source
+    for am, bm in zip(KM.A_MODES[1:], KM.B_MODES[1:]):
+        out[f"matmul_pairs/s4/{am}{bm}/fold2"] = KMP.render_pairs(
+            burn.float16, 1, pair_block, "s4", am, bm, fold=2
+        ).source
     for dt in (burn.float32, burn.float16):
         out[f"conv_im2col/{dt.name}/k3x3"] = KC.render_im2col(dt, 3, 3).source
         out[f"conv_implicit/{dt.name}/k3x3"] = KC.render_implicit(dt, KM.BLOCKS[0], 3, 3, "k4", True).source

@@ -12,6 +12,9 @@ browser-portable mode keeps WebGPU's 16 KiB and 256):
   the current one computes);
 * ``..._h``: the same with f16 workgroup tiles and accumulators, for float16 operands (the device has
   ``shader-f16`` whenever float16 tensors exist);
+* ``..._h2<layout>``: k-pair packed float16 kernels (``_kernels.matmul_pairs.render_pairs``): one vec2<f16>
+  FMA per output per two K steps, workgroup tiles of ``PAIR_LAYOUTS[layout]`` elements (``f2``: f32
+  accumulation every second K step); the K-64 ones need 32 KiB of workgroup memory;
 * ``splitk4_...`` / ``splitk16_...``: split-K for outputs of few tiles over a long K.
 
 Keys bucket M, N and K (powers of two above 64) and name the dtype, whether a batch is present, which
@@ -31,6 +34,7 @@ from burn.backend import broadcast_shape, pool_out_size
 
 from . import _elementwise as EW
 from ._kernels import matmul as KM
+from ._kernels import matmul_pairs as KMP
 from ._kernels import reduce as KR
 from ._kernels.elementwise import grid
 from ._primitive import WgpuTensor, numel
@@ -90,11 +94,17 @@ def matmul_blocked(
     splits: int = 1,
     prefetch: bool = False,
     epilogue: tuple[KM.Epilogue, list[WgpuTensor], list[WgpuTensor], bytes] | None = None,
+    pairs: str = "",
+    fold: int = 1,
 ) -> WgpuTensor:
     """Batched matmul with a register-blocked kernel (``_kernels.matmul.render_blocked``); ``splits``
     > 1 runs K in that many slices into float32 partials, then adds them (split-K). ``epilogue``:
     (kernel part, its outputs (the first one is returned), its other inputs, its metadata words): a
-    fused epilogue (``burn_wgpu._fusion``), one dispatch, the caller having checked ``fits_epilogue``."""
+    fused epilogue (``burn_wgpu._fusion``), one dispatch, the caller having checked ``fits_epilogue``.
+    ``pairs``: a k-pair layout of ``_kernels.matmul_pairs.PAIR_LAYOUTS`` (float16; ``fold``: K steps per f32
+    accumulation): ``render_pairs``'s kernel, which takes the same metadata (not with split-K)."""
+    if pairs and (splits > 1 or epilogue is not None or acc16 or prefetch):
+        raise ValueError("matmul: the k-pair kernels take no split-K, epilogue, acc16 or prefetch")
     *ba, m, k = a.shape
     *bb, _, n = b.shape
     batch = broadcast_shape(tuple(ba), tuple(bb))
@@ -142,7 +152,12 @@ def matmul_blocked(
             KM.render_split_sum(a.dtype), [out.buffer, part.buffer], _pack(total, splits), grid(total)
         )
         return out
-    kernel = KM.render_blocked(a.dtype, len(cshape), block, a_mode, b_mode, out_vec, acc16, prefetch=prefetch)
+    if pairs:
+        kernel = KMP.render_pairs(a.dtype, len(cshape), block, pairs, a_mode, b_mode, fold)
+    else:
+        kernel = KM.render_blocked(
+            a.dtype, len(cshape), block, a_mode, b_mode, out_vec, acc16, prefetch=prefetch
+        )
     for base in range(0, count, 65535):
         z = min(65535, count - base)
         meta = _pack(m, n, k, base, *inner, max(k, 1), z, *cshape, *sa, *sb)
@@ -191,24 +206,38 @@ def _float(a: WgpuTensor) -> bool:
     return a.dtype.is_float
 
 
-def _block(block: KM.Block, acc16: bool = False, fast: bool = False, prefetch: bool = False) -> Candidate:
+def _block(
+    block: KM.Block,
+    acc16: bool = False,
+    fast: bool = False,
+    prefetch: bool = False,
+    pairs: str = "",
+    fold: int = 1,
+) -> Candidate:
+    """A register-blocked candidate; ``pairs``: the k-pair kernel of that layout (``fold``) instead."""
+    f16 = acc16 or bool(pairs)  # f16 workgroup tiles, float16 operands only
+
     def fits(backend: Any, a: WgpuTensor, b: WgpuTensor) -> bool:
         limits = backend.ctx.limits
         return (
             _float(a)
-            and (not acc16 or a.dtype is burn.float16)
-            and block.workgroup_bytes(2 if acc16 else 4)
+            and (not f16 or a.dtype is burn.float16)
+            and block.workgroup_bytes(2 if f16 else 4)
             <= limits.get("max-compute-workgroup-storage-size", 16384)
             and block.threads <= limits.get("max-compute-invocations-per-workgroup", 256)
             and _grid_fits(backend, block, a.shape[-2], b.shape[-1])
         )
 
     name = f"{block.name}{'_h' if acc16 else ''}{'_pf' if prefetch else ''}"
-    if not acc16:
+    if pairs:
+        name += f"_h2{pairs}{f'f{fold}' if fold > 1 else ''}"
+    if not f16:
         BLOCKED[name] = (block, prefetch)
     return Candidate(
         name,
-        lambda backend, a, b: matmul_blocked(backend, a, b, block, acc16, prefetch=prefetch),
+        lambda backend, a, b: matmul_blocked(
+            backend, a, b, block, acc16, prefetch=prefetch, pairs=pairs, fold=fold
+        ),
         fast=fast,
         applies=fits,
     )
@@ -251,6 +280,18 @@ def _close(out: Any, ref: Any) -> bool:
 _FAST_BLOCKS = {"b64x64k16r4x4", "b128x128k8r8x8", "b128x64k16r8x4"}
 _SPLIT_BLOCK = KM.Block(64, 64, 16, 4, 4)
 _F16_BLOCK = KM.Block(128, 128, 32, 8, 8)  # f16 tiles: twice the K step in the same 16 KiB
+# the k-pair candidates (block, layout, in the fast set), all with an f32 addition every second K step: on the
+# H200 the 64-K 64x128 tile (24 KiB: beyond WebGPU's default 16) ran at 1.6x the best float32 tile at
+# 1024-4096 (the matrix layout 1-4% behind the struct); within the portable limits the 32-K 64x128,
+# the 64-K 64x64 and the 32-K 64x64 (128 invocations) at 1.35-1.4x. 8x8 per invocation lost to 4x8
+# (about 200 registers: a quarter fewer workgroups in flight)
+_PAIR_CANDIDATES = (
+    (KM.Block(64, 128, 64, 4, 8), "s4", True),
+    (KM.Block(64, 128, 64, 4, 8), "m4", False),
+    (KM.Block(64, 128, 32, 4, 8), "s4", True),
+    (KM.Block(64, 64, 64, 4, 4), "s4", False),
+    (KM.Block(64, 64, 32, 4, 8), "s4", False),
+)
 
 MATMUL = Family(
     "matmul",
@@ -260,6 +301,7 @@ MATMUL = Family(
         *(_block(blk, fast=blk.name in _FAST_BLOCKS, prefetch=True) for blk in KM.BLOCKS[:4]),
         *(_block(blk, acc16=True, fast=True) for blk in (KM.BLOCKS[0], KM.BLOCKS[2], _F16_BLOCK)),
         _block(KM.BLOCKS[2], acc16=True, prefetch=True),
+        *(_block(blk, fast=fast, pairs=layout, fold=2) for blk, layout, fast in _PAIR_CANDIDATES),
         _split(_SPLIT_BLOCK, 4, fast=True),
         _split(_SPLIT_BLOCK, 16),
     ),

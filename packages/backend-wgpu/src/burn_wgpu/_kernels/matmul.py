@@ -17,6 +17,9 @@ contiguous when the shape and offsets are multiples of 4 (``A_MODES`` / ``B_MODE
 it otherwise; stores are vec4 when N is a multiple of 4. With ``prefetch`` the next K step's global
 loads are issued into registers before the current step's FMAs. Split-K runs K in ``kchunk`` slices,
 one per ``wid.z`` block, into float32 partials that ``render_split_sum`` adds up.
+
+``matmul_pairs.render_pairs`` is the k-pair packed float16 variant of the blocked kernel (same
+bindings and metadata, ``_blocked_prelude``).
 """
 
 from __future__ import annotations
@@ -311,6 +314,11 @@ def _load_lines(
             f"            {tile}[kk * {q}u + r / 4u][r % 4u] = v;",
         ]
     lines.append("        }")
+    return _named(lines, src)
+
+
+def _named(lines: list[str], src: str) -> list[str]:
+    """Load lines written for any operand (``o_``, ``s_r``, ``s_k``, ``r0``) for operand ``src``."""
     return [
         line.replace("o_", f"o_{src}")
         .replace("s_r", f"{src}_sr")
@@ -358,15 +366,6 @@ def _prefetch_lines(
             inner = [f"let e = tid + {l * threads}u;", f"if (e < {units}u) {{", *index, *body, "}"]
         return ["        {", *(f"            {line}" for line in inner), "        }"]
 
-    def named(lines: list[str]) -> list[str]:
-        return [
-            line.replace("o_", f"o_{src}")
-            .replace("s_r", f"{src}_sr")
-            .replace("s_k", f"{src}_sk")
-            .replace("r0", f"{src}_r0")
-            for line in lines
-        ]
-
     decls = [f"    var p{src}{l} = {reg_t}(0);" for l in range(steps)]
 
     def fetch(kb: str) -> list[str]:
@@ -378,12 +377,37 @@ def _prefetch_lines(
                 f"if (r0 + r < {bound} && {kb} + kk < kend) {{ {reg} = {load.replace('KB', f'({kb})')}; }}",
             ]
             out += block(l, body)
-        return named(out)
+        return _named(out, src)
 
     store = []
     for l in range(steps):
         store += block(l, [line.replace("REG", f"p{src}{l}") for line in put])
-    return decls, fetch, named(store)
+    return decls, fetch, _named(store, src)
+
+
+def _blocked_prelude(nb: int, blk: Block) -> str:
+    """The metadata reads of ``render_blocked`` and ``render_pairs`` (the layout of the former's
+    docstring): sizes, this workgroup's K slice and batch offsets, strides, tile origins, ``tid``."""
+    return f"""    let M = info[0];
+    let N = info[1];
+    let K = info[2];
+    let kchunk = info[10];
+    let count = info[11];
+    let s = wid.z / count;
+    let bz = wid.z % count + info[3];
+    let kbeg = s * kchunk;
+    let kend = min(K, kbeg + kchunk);
+    var rem = bz;
+    var o_a = info[4];
+    var o_b = info[5];
+{batch_lines(nb, 12, "o_a", "o_b")}
+    let a_sr = info[6];
+    let a_sk = info[7];
+    let b_sk = info[8];
+    let b_sr = info[9];
+    let a_r0 = wid.y * {blk.bm}u;
+    let b_r0 = wid.x * {blk.bn}u;
+    let tid = lid.y * {blk.tx}u + lid.x;"""
 
 
 @lru_cache(maxsize=512)
@@ -504,26 +528,7 @@ var<workgroup> Bs: array<vec4<{acc}>, {blk.bk * nq}>;
 
 @compute @workgroup_size({tx}, {ty})
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {{
-    let M = info[0];
-    let N = info[1];
-    let K = info[2];
-    let kchunk = info[10];
-    let count = info[11];
-    let s = wid.z / count;
-    let bz = wid.z % count + info[3];
-    let kbeg = s * kchunk;
-    let kend = min(K, kbeg + kchunk);
-    var rem = bz;
-    var o_a = info[4];
-    var o_b = info[5];
-{batch_lines(nb, 12, "o_a", "o_b")}
-    let a_sr = info[6];
-    let a_sk = info[7];
-    let b_sk = info[8];
-    let b_sr = info[9];
-    let a_r0 = wid.y * {blk.bm}u;
-    let b_r0 = wid.x * {blk.bn}u;
-    let tid = lid.y * {tx}u + lid.x;
+{_blocked_prelude(nb, blk)}
 {"".join(line + chr(10) for line in prologue)}{zero}
 {main_loop}
 {step_zero}{chr(10) if acc16 else ""}        for (var kk = 0u; kk < {blk.bk}u; kk++) {{
