@@ -83,7 +83,12 @@ def _matmul_row(dev, n: int, dtype, cp, torch) -> dict:
     row["wgpu_ms"] = round(sec * 1e3, 3)
     pa, pb = raw.from_numpy(a.numpy(), dtype), raw.from_numpy(b.numpy(), dtype)
     if _tuned.should_tune(pa, pb):
-        row["candidate"] = _tuned.tuner(raw).choice(_tuned.MATMUL, raw, pa, pb)
+        tuner = _tuned.tuner(raw)
+        row["candidate"] = tuner.choice(_tuned.MATMUL, raw, pa, pb)
+        entry = tuner.cache.get(f"{_tuned.MATMUL.name}|{_tuned.MATMUL.key(raw, pa, pb)}") or {}
+        # what the tuner measured (GFLOP/s), its fastest three: a choice within noise shows here
+        seconds = sorted((entry.get("seconds") or {}).items(), key=lambda kv: kv[1])[:3]
+        row["tuned_gflops"] = {name: round(2 * n**3 / s / 1e9, 1) for name, s in seconds if s > 0}
     timer = _gpu_timer(raw)
     if timer is not None:  # where the time goes: device vs host
         gsec = timer(lambda: raw.matmul(pa, pb))
