@@ -46,13 +46,16 @@ def time_for(fn: Callable[[], Any], sync: Callable[[], None], min_time: float, w
 
 
 def warm_up_gpu(dev: Any, seconds: float) -> None:
-    """Bring a GPU to its working clocks before the first figure: 2048^2 matmuls on ``dev`` for
-    ``seconds`` (an idle GPU's first bursts run at idle clocks and read as slow kernels)."""
+    """Bring a GPU to its working clocks before the first figure: 2048^2 matmuls of random values on
+    ``dev`` for ``seconds`` (an idle GPU's first bursts run at idle clocks and read as slow kernels)."""
     if seconds <= 0:
         return
     import burn
 
-    x = burn.ones((2048, 2048), device=dev)
+    # random values: the warm-up also tunes the 2048^2 key, and constant operands draw less power,
+    # so they ran some tiles faster than real data does (H200: a tile read 26.4 TFLOP/s on ones,
+    # 23.7 on random values) and the tuner chose one that is slower on what the benchmarks feed
+    x = burn.randn((2048, 2048), device=dev)
     time_for(lambda: x @ x, dev.backend.sync, seconds)
 
 
