@@ -52,11 +52,12 @@ def warm_up_gpu(dev: Any, seconds: float) -> None:
         return
     import burn
 
-    # random values: the warm-up also tunes the 2048^2 key, and constant operands draw less power,
-    # so they ran some tiles faster than real data does (H200: a tile read 26.4 TFLOP/s on ones,
-    # 23.7 on random values) and the tuner chose one that is slower on what the benchmarks feed
+    # two random operands: the warm-up also tunes the 2048^2 key, and the tuner's figures on x @ x
+    # (one buffer read as both operands) were not those of real products: on the H200 a tile timed
+    # 26.4 TFLOP/s there ran 23.9 on two matrices, and it was chosen over one that runs 25.8
     x = burn.randn((2048, 2048), device=dev)
-    time_for(lambda: x @ x, dev.backend.sync, seconds)
+    y = burn.randn((2048, 2048), device=dev)
+    time_for(lambda: x @ y, dev.backend.sync, seconds)
 
 
 def emit_json(result: dict[str, Any], out: str | None) -> None:
