@@ -75,6 +75,22 @@ def test_work_runs_on_a_non_default_stream(cuda):
     assert y.item() == 1024.0**3
 
 
+def test_synchronize_runs_the_recorded_ops_first(cuda):
+    """``synchronize`` waits for the work recorded by the fusion decorator too: the ops queued before
+    it have run when it returns (it used to wait on the stream alone, so a timing loop's products all
+    ran in one flush later, holding every result at once)."""
+    fused = cuda.backend
+    if not hasattr(fused, "stats"):
+        pytest.skip("the cuda device has no fusion decorator here")
+    x = burn.ones(256, 256, device=cuda)
+    burn_cuda.synchronize(cuda)
+    before = fused.stats["flushes"]
+    y = x @ x + 1.0
+    burn_cuda.synchronize(cuda)
+    assert fused.stats["flushes"] == before + 1
+    np.testing.assert_allclose(y.numpy(), np.full((256, 256), 257.0, np.float32))
+
+
 def test_bad_device_index_is_a_clear_error(cuda):
     n = burn_cuda.device_count()
     with pytest.raises(burn.DeviceError, match=rf"cuda:{n + 7}"):

@@ -2,7 +2,8 @@
 later step reads (``FusionRuntime.execute_reusing``). The rule is checked by a runtime that really
 writes into every donor it is offered (numpy ``copyto`` into the donor's memory): if fusion offered a
 value something still reads (a later kernel, a view a call made of it, a tensor), the results would
-change. They equal the unfused results, and donors are offered where the rule allows."""
+change. They equal the unfused results, and donors are offered where the rule allows. And what no
+step reads goes early: planning drops each unread call result as soon as it is made."""
 
 from __future__ import annotations
 
@@ -81,3 +82,37 @@ def test_a_value_a_call_viewed_is_never_written_over(inplace):
         np.testing.assert_allclose(b, want_a + 1, rtol=1e-6)
         np.testing.assert_allclose(c, want_a.reshape(4, 3) * 3, rtol=1e-6)
     assert fb.stats["replays"] >= 2
+
+
+def test_planning_drops_each_unread_call_result_at_once(monkeypatch):
+    """A stream of calls whose results nothing reads and no tensor holds (a timing loop's ``a @ b``)
+    keeps at most one of them alive while it is planned, not all until the stream ends; their
+    values are never needed, and the results a tensor holds still arrive."""
+    import weakref
+
+    dev = burn.device("cpu", fusion=True)
+    fb = dev.backend
+    for name in ("_programs", "_lengths", "_plans"):
+        monkeypatch.setattr(fb, name, type(getattr(fb, name))())
+    alive: list[weakref.ref] = []
+    most = [0]
+    matmul = fb._calls["matmul"]
+
+    def counting(*args):
+        out = matmul(*args)
+        most[0] = max(most[0], sum(r() is not None for r in alive) + 1)
+        alive.append(weakref.ref(out))
+        return out
+
+    monkeypatch.setitem(fb._calls, "matmul", counting)
+    rng = np.random.default_rng(0)
+    a = burn.tensor(rng.standard_normal((16, 16)).astype(np.float32), device=dev)
+    b = burn.tensor(rng.standard_normal((16, 16)).astype(np.float32), device=dev)
+    plans = fb.stats["plans"]
+    for _ in range(40):
+        a @ b  # its result dropped: only its time would be wanted
+    kept = a @ b
+    fb.sync()
+    assert fb.stats["plans"] == plans + 1 and len(alive) == 41  # one planned stream; every call ran
+    assert most[0] <= 2
+    np.testing.assert_allclose(kept.numpy(), a.numpy() @ b.numpy(), rtol=1e-5)

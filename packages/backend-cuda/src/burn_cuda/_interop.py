@@ -109,8 +109,9 @@ def to_dlpack(tensor: Tensor) -> object:
 
 
 def synchronize(device: DeviceLike = None) -> None:
-    """Wait until every op queued on the device's stream has finished."""
-    _cuda_backend(device)[2].sync()
+    """Wait until every op queued on the device has finished: the fusion decorator's recorded ops run
+    first (the device backend's own ``sync``), then the stream is waited on."""
+    _cuda_backend(device)[1].sync()
 
 
 def stream(device: DeviceLike = None) -> Stream:
