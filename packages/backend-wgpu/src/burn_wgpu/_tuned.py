@@ -14,7 +14,7 @@ browser-portable mode keeps WebGPU's 16 KiB and 256):
   ``shader-f16`` whenever float16 tensors exist);
 * ``..._h2<layout>``: k-pair packed float16 kernels (``_kernels.matmul_pairs.render_pairs``): one vec2<f16>
   FMA per output per two K steps, workgroup tiles of ``PAIR_LAYOUTS[layout]`` elements (``f2``: f32
-  accumulation every second K step); the K-64 ones need 32 KiB of workgroup memory;
+  accumulation every second K step); the 64-K 64x128 tiles need 24 KiB of workgroup memory;
 * ``splitk4_...`` / ``splitk16_...``: split-K for outputs of few tiles over a long K.
 
 Keys bucket M, N and K (powers of two above 64) and name the dtype, whether a batch is present, which
@@ -280,11 +280,11 @@ def _close(out: Any, ref: Any) -> bool:
 _FAST_BLOCKS = {"b64x64k16r4x4", "b128x128k8r8x8", "b128x64k16r8x4"}
 _SPLIT_BLOCK = KM.Block(64, 64, 16, 4, 4)
 _F16_BLOCK = KM.Block(128, 128, 32, 8, 8)  # f16 tiles: twice the K step in the same 16 KiB
-# the k-pair candidates (block, layout, in the fast set), all with an f32 addition every second K step: on the
-# H200 the 64-K 64x128 tile (24 KiB: beyond WebGPU's default 16) ran at 1.6x the best float32 tile at
-# 1024-4096 (the matrix layout 1-4% behind the struct); within the portable limits the 32-K 64x128,
-# the 64-K 64x64 and the 32-K 64x64 (128 invocations) at 1.35-1.4x. 8x8 per invocation lost to 4x8
-# (about 200 registers: a quarter fewer workgroups in flight)
+# the k-pair candidates (block, layout, in the fast set), all adding into f32 every second K step. On
+# the H200 the 64-K 64x128 tile (24 KiB: beyond WebGPU's default 16) ran at 1.6x the best float32
+# tile at 1024-4096 (the matrix layout 1-4% behind the struct); within the portable limits the 32-K
+# 64x128, the 64-K 64x64 and the 32-K 64x64 (128 invocations) at 1.35-1.4x. 8x8 per invocation lost
+# to 4x8 (about 200 registers: fewer workgroups in flight)
 _PAIR_CANDIDATES = (
     (KM.Block(64, 128, 64, 4, 8), "s4", True),
     (KM.Block(64, 128, 64, 4, 8), "m4", False),

@@ -210,8 +210,8 @@ class Autotuner:
                 dropped[cand.name] = f"{type(exc).__name__}: {exc}"
         # then the timings, back to back, twice over, each candidate keeping its faster figure: a GPU
         # slows its clocks in the host's pauses (compiles, reads), and a candidate timed right after
-        # one ran at idle clocks (wgpu on the H200: 40-60% of its figure at 1024-2048, and the
-        # choice went to whichever came after the shortest pause); the first pass brings it back
+        # one runs at idle clocks (the wgpu sweep timed that way on the H200 read 40-60% of the warm
+        # figures at 1024-2048); the first pass brings the clocks back
         for _ in range(_TIMING_PASSES):
             for cand in checked:
                 if cand.name in dropped:
