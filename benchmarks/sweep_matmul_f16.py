@@ -8,9 +8,9 @@ candidate is reported, its time kept apart), then timed with ``burn_wgpu._timer.
 adapter has no timestamps, as the autotuner does), after ``--warm`` seconds of matmuls that bring the
 GPU to its working clocks, and ``--burst`` seconds of each candidate's own calls just before its timing
 (every candidate is compiled and checked first: the host's pauses let the clocks drop, and a few
-milliseconds of timed calls at 1024-2048 then ran at idle clocks, reading 40-60% of the warm figure). Prints one JSON document: TFLOP/s per candidate
-and dtype, the best float32 and float16 candidates and the float16 / float32 ratio per size (the
-issue's target: >= 1.5).
+milliseconds of timed calls at 1024-2048 then ran at idle clocks, reading 40-60% of the warm figure).
+Prints one JSON document: TFLOP/s per candidate and dtype, the best float32 and float16 candidates and
+the float16 / float32 ratio per size (the issue's target: >= 1.5).
 
     python benchmarks/sweep_matmul_f16.py 1024 2048 4096 [--reps 10] [--only b128] [--out sweep.json]
 

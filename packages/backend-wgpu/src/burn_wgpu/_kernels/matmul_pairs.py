@@ -179,6 +179,7 @@ def render_pairs(
         f"    if (row{i} < M && col{j} < N) {{ out[ob + row{i} * N + col{j}] = f16(c{i}_{j}); }}"
         for i, j in outs
     ]
+    pair_loop = [f"        for (var q = 0u; q < {blk.bk // w}u; q++) {{", *regs, *fma, "        }"]
     a_loads = _pair_load_lines("As", "a", a_mode, blk.bm, blk.bk, threads, pl, "M")
     b_loads = _pair_load_lines("Bs", "b", b_mode, blk.bn, blk.bk, threads, pl, "N")
     a_elem = "vec4<f16>" if a_mode[1] == "4" else "f16"
@@ -199,7 +200,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     for (var k0 = kbeg; k0 < kend; k0 += {blk.bk}u) {{
 {nl.join(a_loads + b_loads)}
         workgroupBarrier();
-{nl.join(step_zero + [f"        for (var q = 0u; q < {blk.bk // w}u; q++) {{"] + regs + fma + ["        }"] + step_add)}
+{nl.join(step_zero + pair_loop + step_add)}
         workgroupBarrier();
     }}
     let ob = (s * count + bz) * M * N;
