@@ -329,3 +329,38 @@ def test_nccl_one_rank_all_reduce_and_ddp(tmp_path):
     assert learner.strategy.collective.name == "nccl"
     for name, value in plain.record().items():
         np.testing.assert_allclose(ddp.record()[name], value, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_nccl_step_leaves_its_reduction_on_the_stream(tmp_path):
+    """An NCCL step's finish() does not wait for its own all-reduces (they run on burn-cuda's stream,
+    before the kernels that read them): it keeps them pending and waits for them in the next step's
+    finish (or in wait()). The averaged gradients are right all the same."""
+    if not _has_gpu():
+        pytest.skip("needs CuPy with NCCL and an NVIDIA GPU")
+    pytest.importorskip("mpi4py", reason="NCCL ranks rendezvous over MPI: pip install 'burn-core[mpi]'")
+    from burn.nn import functional as F
+    from burn.optim import GradientsParams
+    from burn_train.distributed import GradientReducer, world
+
+    dev = burn.device("cuda", autodiff=True)
+    model = TinyMlp(dev)
+    reducer = GradientReducer(world().collective_for(dev.inner, "nccl"), model, dev.inner, 64)
+    assert len(reducer.buckets) > 1  # several buckets, so several operations in flight
+    x = burn.randn((8, 1, 8, 8), device=dev)
+    previous = None
+    for _ in range(2):
+        grads = GradientsParams.from_grads(
+            F.mse_loss(model(x), burn.zeros((8, 10), device=dev)).backward(), model
+        )
+        reduction = reducer.start(3.0)  # one rank: the weighted average is the gradient itself
+        for pid, _, _ in reducer.params:
+            reduction.add(pid, grads.get(pid))
+        reduced, total, _ = reduction.finish()
+        assert total == 3.0
+        assert len(reducer.pending) == len(reducer.buckets)  # this step's, still on the stream
+        assert previous is None or not set(map(id, previous)) & set(map(id, reducer.pending))
+        previous = list(reducer.pending)
+        for pid, _, _ in reducer.params:
+            np.testing.assert_allclose(reduced.get(pid).numpy(), grads.get(pid).numpy(), rtol=1e-6, atol=1e-7)
+    reducer.wait()
+    assert reducer.pending == [] and all(w.done() for w in previous)

@@ -51,10 +51,10 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _mpiexec(
-    n: int, script: Path, *args: str, env: dict[str, str] | None = None
+    n: int, script: Path, *args: str, env: dict[str, str] | None = None, timeout: float = JOB_TIMEOUT
 ) -> subprocess.CompletedProcess:
     cmd = [LAUNCHER, "-prepend-rank", "-n", str(n), sys.executable, str(script), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=JOB_TIMEOUT, env=env or _env())
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env or _env())
 
 
 def _write(folder: Path, name: str, code: str) -> Path:
@@ -182,9 +182,11 @@ TRAIN = """
         def forward(self, x):
             return self.fc2(F.relu(self.fc1(x.flatten(1))))
 
+    RUN = {}  # how the last fit ran: its collective (None in one process) and the model's devices
+
     def fit(directory, epochs, resume=None):
         burn.seed(0)
-        dev = burn.device("cpu", autodiff=True)
+        dev = burn.device(os.environ.get("BURN_TEST_DEVICE", "cpu"), autodiff=True)
         b = ImageClassificationBatcher()
         # 141 items in global batches of 20: the last batch has 1 item, so some ranks get none of it
         train_ds = PartialDataset(DigitsDataset("train"), 0, 141)
@@ -202,6 +204,8 @@ TRAIN = """
         model = learner.fit(train, valid)
         values = learner.store.values
         store = {s: {m: {str(e): v for e, v in ser.items()} for m, ser in d.items()} for s, d in values.items()}
+        collective = getattr(getattr(learner, "strategy", None), "collective", None)
+        RUN.update(collective=getattr(collective, "name", None), devices=[str(d) for d in model.devices()])
         return {k: v.tolist() for k, v in model.record().items()}, store
 
     out, per_rank_dirs, mode = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
@@ -212,7 +216,7 @@ TRAIN = """
         last, _ = fit(directory, 3, resume=2)
     else:  # the reference: 3 epochs in one go
         last, _ = fit(os.path.join(out, "straight"), 3)
-    result = {"first": first, "last": last, "store": store}
+    result = {"first": first, "last": last, "store": store, "run": RUN}
     with open(os.path.join(out, f"result-{rank}.json"), "w") as handle:
         json.dump(result, handle)
 """
@@ -409,3 +413,55 @@ def test_killed_rank_ends_the_job(tmp_path, cleanup):
     reports = ("Killed (signal 9)", "did not complete within 2 s", "process manager error")
     assert any(r in text for r in reports), text
     assert elapsed < 25, elapsed
+
+
+# ---------------------------------------------------------------------------- several GPUs (NCCL)
+def _gpu_count() -> int:
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # no CuPy, no driver, no device
+        return 0
+
+
+GPU_JOB_TIMEOUT = 300  # seconds: kernel compiles and NCCL's start on each rank
+
+
+def test_nccl_ddp_over_several_gpus_matches_one_gpu(tmp_path):
+    """The training script on cuda, one rank per GPU (up to 4) reducing over NCCL, fit 2 epochs then
+    resumed to 3: every rank on its own GPU, the same params as one process on one GPU fed the same
+    global batches (GPU reductions run in other orders: rtol 1e-4), replicas identical."""
+    gpus = _gpu_count()
+    if gpus < 2:
+        pytest.skip(f"needs 2 or more NVIDIA GPUs with CuPy (found {gpus})")
+    script = _write(tmp_path, "train.py", TRAIN)
+    env = _env(BURN_TEST_DEVICE="cuda", NCCL_NVLS_ENABLE="0")  # never NVLink multicast (shared hosts)
+    ref = tmp_path / "one"
+    ref.mkdir()
+    done = subprocess.run(
+        [sys.executable, str(script), str(ref), "0", "straight"],
+        capture_output=True,
+        text=True,
+        timeout=GPU_JOB_TIMEOUT,
+        env=env,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    n = min(gpus, 4)
+    job = tmp_path / "job"
+    job.mkdir()
+    done = _mpiexec(n, script, str(job), "1", "resume", env=env, timeout=GPU_JOB_TIMEOUT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    want = _result(ref, 0)
+    assert want["run"]["collective"] is None
+    rank0 = _result(job, 0)
+    for rank in range(n):
+        got = _result(job, rank)
+        devices = [d.split("+")[0] for d in got["run"]["devices"]]  # the GPU, without its decorators
+        assert got["run"]["collective"] == "nccl" and devices == [f"cuda:{rank}"], got["run"]
+        for stage in ("first", "last"):
+            for name, value in want[stage].items():
+                np.testing.assert_allclose(
+                    got[stage][name], value, rtol=1e-4, atol=1e-5, err_msg=f"{stage} {name} rank {rank}"
+                )
+                assert np.array_equal(got[stage][name], rank0[stage][name]), (stage, name, rank)

@@ -115,6 +115,20 @@ class GradientReducer:
             if collective.name == "nccl"
             else ("host" if getattr(device.backend, "host_memory", False) else "device")
         )
+        self.pending: list[Any] = []  # the last step's NCCL operations, not yet seen complete
+
+    def wait(self) -> None:
+        """Wait (within the collective's timeout) for the all-reduces of the last step still running.
+
+        NCCL operations run on burn-cuda's stream, ordered before every kernel that reads their
+        result, so a step does not wait for its own: the host goes on recording the optimizer step
+        and the next batch while the GPU computes and reduces (a wait there made a 2-GPU ResNet step
+        take the host's and the GPU's times one after the other: 25 ms against 12 ms alone). The next
+        step's ``finish`` waits for them, so a dead or hung peer still fails the job within the
+        timeout, one step later; the strategy also waits at the end of each epoch's training."""
+        pending, self.pending = self.pending, []
+        for work in pending:
+            work.wait()
 
     def signature(self) -> str:
         """The layout as text (ranks compare it once: a rank that built another model fails early)."""
@@ -223,9 +237,14 @@ class StepReduction:
         total, stop, present = float(meta[0]), bool(meta[1] > 0), meta[2:] > 0
         if total <= 0:
             raise DistributedError("distributed: no rank had items in this step (total weight 0)")
+        self.r.wait()  # the previous step's reductions
+        stream_ordered = self.r.mode == "nccl"
         out = GradientsParams()
         for bucket, buf, work in self._launched:
-            work.wait()
+            if stream_ordered:
+                self.r.pending.append(work)
+            else:
+                work.wait()
             for s, grad in zip(bucket.slots, self._unpack(bucket, buf, total)):
                 if present[s.index]:
                     out.register(s.pid, grad)

@@ -172,6 +172,8 @@ class DistributedDataParallel(Strategy):
                 yield [(self.rank, (batch, items))]
         finally:
             epoch.close()
+        if self.reducer is not None:  # the last step's all-reduces, within the timeout
+            self.reducer.wait()
 
     def train_step(self, model: Any, step: Step) -> tuple[list[tuple[int, TrainOutput]], Any, Any]:
         """This rank's ``train_step``, the averaged gradients, and on rank 0 every rank's item."""
