@@ -11,7 +11,9 @@ any test failed or errored, or when the load process did no work.
     python benchmarks/gpu_stress.py --suites cuda,wgpu --load none   # the same runs without load
 
 Suites: ``cuda`` (burn-cuda and burn-metrics-cuda package tests), ``cuda-conformance`` (the conformance
-suite on ``--burn-backend cuda``), ``wgpu`` and ``wgpu-conformance`` likewise, ``all`` for the four.
+suite on ``--burn-backend cuda``), ``wgpu`` and ``wgpu-conformance`` likewise, ``onnx`` (burn-onnx's tests
+against onnxruntime on every available device: cpu, cuda and wgpu), ``ddp`` (data-parallel
+training over NCCL, on every GPU of the machine: the load shares GPU 0 with rank 0), ``all`` for every suite.
 Not part of CI (there is no GPU there); run it on a GPU machine after changing a GPU backend.
 """
 
@@ -36,6 +38,15 @@ SUITES: dict[str, list[str]] = {
     "cuda-conformance": ["--pyargs", "burn.testing", "--burn-backend", "cuda"],
     "wgpu": ["packages/backend-wgpu"],
     "wgpu-conformance": ["--pyargs", "burn.testing", "--burn-backend", "wgpu"],
+    # burn-onnx against onnxruntime: the tests' ``device`` fixture runs each on every available backend
+    "onnx": ["packages/onnx/tests"],
+    # data-parallel over NCCL: one rank, and one rank per GPU (2 to 4) where a machine has several
+    "ddp": [
+        "packages/train/tests/test_distributed.py",
+        "packages/train/tests/test_distributed_mpi.py",
+        "-k",
+        "nccl",
+    ],
 }
 
 # The competing load: square fp32 matmuls in a loop, synchronising each time, until the parent exits
