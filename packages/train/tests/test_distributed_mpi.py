@@ -222,23 +222,28 @@ TRAIN = """
 """
 
 
+def _one_process(
+    script: Path, folder: Path, env: dict[str, str], timeout: float
+) -> tuple[Path, subprocess.CompletedProcess]:
+    """The training script as one process without MPI (3 epochs straight): the reference run."""
+    folder.mkdir()
+    done = subprocess.run(
+        [sys.executable, str(script), str(folder), "0", "straight"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return folder, done
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """The single-process reference and the 2- and 3-rank jobs (each: fit 2 epochs, then resume to 3)."""
     folder = tmp_path_factory.mktemp("ddp")
     script = _write(folder, "train.py", TRAIN)
-    out = {}
-    ref = folder / "one"
-    ref.mkdir()
-    done = subprocess.run(
-        [sys.executable, str(script), str(ref), "0", "straight"],
-        capture_output=True,
-        text=True,
-        timeout=JOB_TIMEOUT,
-        env=_env(),
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    out[1] = (ref, done)
+    out = {1: _one_process(script, folder / "one", _env(), JOB_TIMEOUT)}
     for n, per_rank in ((2, "1"), (3, "0")):
         job = folder / f"n{n}"
         job.mkdir()
@@ -437,16 +442,7 @@ def test_nccl_ddp_over_several_gpus_matches_one_gpu(tmp_path):
         pytest.skip(f"needs 2 or more NVIDIA GPUs with CuPy (found {gpus})")
     script = _write(tmp_path, "train.py", TRAIN)
     env = _env(BURN_TEST_DEVICE="cuda", NCCL_NVLS_ENABLE="0")  # never NVLink multicast (shared hosts)
-    ref = tmp_path / "one"
-    ref.mkdir()
-    done = subprocess.run(
-        [sys.executable, str(script), str(ref), "0", "straight"],
-        capture_output=True,
-        text=True,
-        timeout=GPU_JOB_TIMEOUT,
-        env=env,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    ref, _ = _one_process(script, tmp_path / "one", env, GPU_JOB_TIMEOUT)
     n = min(gpus, 4)
     job = tmp_path / "job"
     job.mkdir()
