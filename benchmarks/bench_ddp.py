@@ -228,6 +228,8 @@ def _burn_worker(args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
             if pid not in early and g is not None:
                 reduction.add(pid, g)
         reduced, _, _ = reduction.finish()
+        if args.wait_each_step:  # the host waits for this step's all-reduces before the optimizer
+            reducer.wait()
         state["model"] = opt.step(0.01, m, reduced)
 
     result: dict[str, Any] = {
@@ -438,6 +440,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bucket-mb", type=float, default=25.0)
     p.add_argument("--no-overlap", dest="overlap", action="store_false", help="reduce after backward")
     p.add_argument(
+        "--wait-each-step",
+        action="store_true",
+        help="burn waits for each step's all-reduces before its optimizer step (NCCL does not need to)",
+    )
+    p.add_argument(
         "--allreduce-mb",
         type=lambda s: [float(v) for v in s.split(",")],
         default=[64.0],
@@ -476,6 +483,7 @@ def main() -> None:
         "model": args.model if args.model == "resnet" else f"mlp 784-{args.hidden}-{args.hidden}-10",
         "batch_per_rank": args.batch,
         "overlap": args.overlap,
+        "wait_each_step": args.wait_each_step,
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
     }
