@@ -233,6 +233,21 @@ def test_one_rank_ddp_trains_like_a_single_device(tmp_path):
     assert (tmp_path / "ddp" / "checkpoint" / "model-2.safetensors").exists()  # rank 0 writes
 
 
+def test_a_launcher_of_another_mpi_is_a_clear_error(monkeypatch):
+    """mpiexec of one MPI starting processes whose mpi4py loaded another: each process is a job of its
+    own (rank 0 of 1) while the launcher's environment says N ranks. World refuses that, naming both."""
+    pytest.importorskip("mpi4py")
+    from burn_train.distributed import DistributedError, World
+
+    for name in ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PMI_SIZE", "3")  # what MPICH's launcher sets for a 3-rank job
+    with pytest.raises(DistributedError, match=r"launcher started 3 ranks, but MPI sees a job of 1 \(.+\)"):
+        World(5.0)
+    monkeypatch.setenv("PMI_SIZE", "1")
+    assert World(5.0).size == 1  # a launcher of one rank agrees with this process's MPI
+
+
 def test_one_rank_reducer_returns_the_gradients():
     pytest.importorskip("mpi4py")
     from burn.optim import GradientsParams

@@ -11,6 +11,7 @@ import dataclasses
 from typing import Any
 
 from ._collective import Collective
+from ._env import launched_size
 from ._errors import DistributedError
 from ._mpi import MpiCollective
 
@@ -24,6 +25,7 @@ class World:
     def __init__(self, timeout: float | None = None) -> None:
         self.mpi = MpiCollective(timeout=timeout)
         self.rank, self.size = self.mpi.rank, self.mpi.size
+        _check_launcher(self.size, self.mpi.MPI)
         self.local_rank, self.local_size = self.mpi.local()
         self._collectives: dict[tuple[Any, str], Collective] = {}
 
@@ -76,6 +78,24 @@ class World:
 
             self._collectives[key] = NcclCollective(self.mpi, device.index)
         return self._collectives[key]
+
+
+def _check_launcher(size: int, MPI: Any) -> None:
+    """The launcher's job size (its environment) against the size MPI reports. They differ when the
+    ``mpiexec`` that started the job belongs to another MPI than the library mpi4py loaded (MPICH's
+    launcher, Open MPI's library): every process then starts as a job of its own, rank 0 of 1, and
+    would train alone and write the outputs of rank 0 next to the others (seen on a GPU machine whose
+    system mpi4py loaded Debian's Open MPI under the mpich wheel's mpiexec)."""
+    launched = launched_size()
+    if launched is None or launched == size:
+        return
+    library = MPI.Get_library_version().strip().splitlines()[0].strip()
+    raise DistributedError(
+        f"distributed: the launcher started {launched} ranks, but MPI sees a job of {size} ({library}): "
+        "the mpiexec that started this job is not the one of the MPI library mpi4py loaded. Start it with "
+        "that library's launcher (burn launch runs the mpich wheel's) or make mpi4py load the launcher's "
+        "library (MPI4PY_LIBMPI, LD_LIBRARY_PATH)"
+    )
 
 
 _world: list[World] = []
