@@ -409,6 +409,8 @@ def _job(peer: str, n: int, forwarded: list[str], env: dict[str, str]) -> dict[s
             )
         with open(result) as handle:
             run: dict[str, Any] = json.load(handle)
+    if run["ranks"] != n:  # a launcher of another MPI than mpi4py's: each process a job of its own
+        raise SystemExit(f"bench_ddp: {peer} was launched as {n} ranks but ran as {run['ranks']}")
     run["job_s"] = round(time.monotonic() - started, 1)
     return run
 
