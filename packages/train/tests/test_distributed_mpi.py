@@ -421,13 +421,15 @@ def test_killed_rank_ends_the_job(tmp_path, cleanup):
 
 
 # ---------------------------------------------------------------------------- several GPUs (NCCL)
-def _gpu_count() -> int:
-    try:
-        import cupy
+def _nccl_gpus() -> int:
+    """The GPUs NCCL ranks can use here: 0 without CuPy, its NCCL or a GPU."""
+    from burn_train.distributed import nccl_available
 
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except Exception:  # no CuPy, no driver, no device
+    if not nccl_available()[0]:
         return 0
+    import burn_cuda
+
+    return burn_cuda.device_count()
 
 
 GPU_JOB_TIMEOUT = 300  # seconds: kernel compiles and NCCL's start on each rank
@@ -437,9 +439,9 @@ def test_nccl_ddp_over_several_gpus_matches_one_gpu(tmp_path):
     """The training script on cuda, one rank per GPU (up to 4) reducing over NCCL, fit 2 epochs then
     resumed to 3: every rank on its own GPU, the same params as one process on one GPU fed the same
     global batches (GPU reductions run in other orders: rtol 1e-4), replicas identical."""
-    gpus = _gpu_count()
+    gpus = _nccl_gpus()
     if gpus < 2:
-        pytest.skip(f"needs 2 or more NVIDIA GPUs with CuPy (found {gpus})")
+        pytest.skip(f"needs 2 or more NVIDIA GPUs with CuPy and NCCL (found {gpus})")
     script = _write(tmp_path, "train.py", TRAIN)
     env = _env(BURN_TEST_DEVICE="cuda", NCCL_NVLS_ENABLE="0")  # never NVLink multicast (shared hosts)
     ref, _ = _one_process(script, tmp_path / "one", env, GPU_JOB_TIMEOUT)
