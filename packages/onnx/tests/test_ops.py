@@ -1,4 +1,5 @@
-"""Node-level conformance against onnxruntime: every row of ``_cases.CASES`` on every available backend."""
+"""Node-level conformance against onnxruntime: every row of ``_cases.CASES`` on every available backend;
+and which pool a values-only MaxPool runs on each backend."""
 
 from __future__ import annotations
 
@@ -28,3 +29,20 @@ def _run_case(case: Case, device) -> None:
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_op(case: Case, device) -> None:
     _run_case(case, device)
+
+
+def test_values_only_max_pool_is_the_backends_pool_off_numpy(device, monkeypatch) -> None:
+    """A values-only MaxPool runs as tap maximums on numpy arrays, and as the backend's own max_pool
+    (one launch) elsewhere, where each tap would be an op of its own; the values agree either way."""
+    import burn
+    import numpy as np
+    from burn_onnx._ops import _nn
+
+    calls = []
+    real = _nn.F.max_pool2d
+    monkeypatch.setattr(_nn.F, "max_pool2d", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    x = np.random.default_rng(0).standard_normal((1, 3, 6, 6)).astype(np.float32)
+    node = _nn.Node("MaxPool", "", 17, "", ["x"], ["y"], {"kernel_shape": [2, 2], "strides": [2, 2]})
+    y = _nn.max_pool(None, node, burn.tensor(x, device=device))
+    assert calls == ([] if device.kind == "ndarray" else [(2, 2)])
+    np.testing.assert_array_equal(y.numpy(), x.reshape(1, 3, 3, 2, 3, 2).max(axis=(3, 5)))
