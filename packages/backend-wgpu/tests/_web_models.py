@@ -1,6 +1,8 @@
 """The ONNX models the web-export tests run: burn-onnx's test builders (ResNet-like, MobileNet-like,
 transformer encoder with int64 tokens, LSTM/GRU/RNN stack) plus a small U-Net with ConvTranspose and
-Resize, with fixed input shapes and example feeds."""
+Resize, with fixed input shapes and example feeds; and ``torch_encoder``, a two-layer
+``torch.nn.TransformerEncoder`` as PyTorch exports it (data/make_torch_encoder.py), with PyTorch's
+output for a fixed input (``torch_reference``)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,13 @@ import numpy as np
 from onnx import TensorProto, helper
 
 _BUILDERS = Path(__file__).resolve().parents[2] / "onnx" / "tests" / "_builders.py"
+_DATA = Path(__file__).resolve().parent / "data"
+
+
+def torch_reference() -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's (input, output) of ``torch_encoder`` (saved by data/make_torch_encoder.py)."""
+    with np.load(_DATA / "torch_encoder_io.npz") as io:
+        return io["x"], io["y"]
 
 
 def _builders() -> Any:
@@ -51,13 +60,17 @@ def feeds(name: str, seed: int = 0) -> dict[str, np.ndarray]:
         return {"tokens": tokens, "attention_mask": mask}
     if name == "recurrent":
         return {"x": rng.standard_normal((5, 2, 4)).astype(np.float32)}
+    if name == "torch_encoder":
+        return {"x": rng.standard_normal((2, 10, 64)).astype(np.float32)}
     return {"x": rng.standard_normal((2, 3, 16, 16)).astype(np.float32)}
 
 
 def model(name: str) -> bytes:
     if name == "unet":
         return unet()
+    if name == "torch_encoder":
+        return (_DATA / "torch_encoder.onnx").read_bytes()
     return getattr(_builders(), name)(17)
 
 
-MODELS = ("resnet", "mobilenet", "transformer", "recurrent", "unet")
+MODELS = ("resnet", "mobilenet", "transformer", "recurrent", "unet", "torch_encoder")

@@ -71,7 +71,7 @@ def _check_page(demo: Any, res: Any, log: dict[str, list[str]], text: str, out_n
     assert [o["name"] for o in res["outputs"]] == out_names
 
 
-@pytest.mark.parametrize("name", ["resnet", "mobilenet", "transformer", "recurrent", "unet"])
+@pytest.mark.parametrize("name", ["resnet", "mobilenet", "transformer", "recurrent", "unet", "torch_encoder"])
 def test_model_in_chromium_matches_numpy_and_onnxruntime(browser, tmp_path, name):
     import burn_wgpu.web as web
 

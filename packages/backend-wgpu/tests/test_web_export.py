@@ -30,7 +30,7 @@ def _schedule(folder: Path) -> dict[str, Any]:
     return json.loads(text[start : text.index("/*END*/", start)])
 
 
-@pytest.mark.parametrize("name", ["resnet", "mobilenet", "transformer", "recurrent", "unet"])
+@pytest.mark.parametrize("name", ["resnet", "mobilenet", "transformer", "recurrent", "unet", "torch_encoder"])
 def test_native_schedule_matches_numpy_and_onnxruntime(web, tmp_path, name):
     import burn
     import burn_onnx
@@ -196,13 +196,20 @@ def test_cli_writes_the_page(dev, tmp_path, capsys):
 # unfused: 25, 26, 66, 222, 34). Since the export folds constant-only ops (a batch norm folded into its
 # conv's weights) and the direct conv kernels add the bias themselves, the CNNs leave fusion little to
 # merge (it was resnet 44, mobilenet 32, unet 52 fused against 67, 56, 71 unfused before).
-FUSED_AT_MOST = {"resnet": 20, "mobilenet": 17, "transformer": 45, "recurrent": 100, "unet": 34}
+FUSED_AT_MOST = {
+    "resnet": 20,
+    "mobilenet": 17,
+    "transformer": 45,
+    "recurrent": 100,
+    "unet": 34,
+    "torch_encoder": 64,
+}
 # models whose unfused schedule already has no element-wise chain fusion can shorten: the U-Net's max
 # pools are one backend dispatch each (burn-onnx runs values-only pools as tap chains on numpy alone)
 NOTHING_TO_MERGE = {"unet"}
 
 
-@pytest.mark.parametrize("name", ["resnet", "mobilenet", "transformer", "recurrent", "unet"])
+@pytest.mark.parametrize("name", ["resnet", "mobilenet", "transformer", "recurrent", "unet", "torch_encoder"])
 def test_fusion_merges_elementwise_chains_with_the_same_outputs(web, tmp_path, name):
     import onnxruntime as ort
     from burn_wgpu_tests import _web_models as M
@@ -317,3 +324,66 @@ def test_constant_only_ops_are_folded_at_export(web, tmp_path):
     want = (x @ w + b) / np.sqrt(np.linspace(0.5, 2.0, 4) + 1e-5)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert out.max_abs_diff["output"] < 1e-5
+
+
+def test_pytorch_transformer_encoder_fused_export_matches_pytorch(web, tmp_path):
+    """Issue 32: PyTorch's two-layer TransformerEncoder, exported fused, ran in the page and natively with
+    outputs off by up to 1e3: fusion captured the second layer's repeated streams as a device graph,
+    whose launches bypass the recorder, so the schedule ran a layer norm on buffers written after it.
+    Fused and unfused schedules, and the model on burn-wgpu, now match PyTorch's own output."""
+    import burn
+    import burn_onnx
+    from burn_wgpu_tests import _web_models as M
+
+    x, want = M.torch_reference()
+    path = tmp_path / "encoder.onnx"
+    path.write_bytes(M.model("torch_encoder"))
+    for fusion in (True, False):
+        page = tmp_path / f"page-{fusion}"
+        out = web.export_onnx(path, page, {"x": x.shape}, fusion=fusion)
+        assert out.max_abs_diff["y"] < 1e-4
+        schedule = web.NativeSchedule(page)
+        for _ in range(2):  # a second run reads nothing the first one left behind
+            got = schedule.run({"x": x})["y"]
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=f"fusion={fusion}")
+    native = burn_onnx.load(str(path), device=burn.device("wgpu"))(burn.tensor(x, device="wgpu"))
+    np.testing.assert_allclose(native.numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_export_checks_the_schedule_it_writes(web, tmp_path, monkeypatch):
+    """The export's own check runs the written schedule (as the page does), not the recorded run: a
+    schedule that lost a dispatch fails the export, naming the output, and nothing is written."""
+    import burn_wgpu.web._export as E
+    from burn import nn
+
+    build = E.build
+
+    def lossy(*args, **kwargs):
+        schedule, blob = build(*args, **kwargs)
+        last = max(i for i, op in enumerate(schedule["ops"]) if op[0] == 0)
+        schedule["ops"].pop(last)
+        return schedule, blob
+
+    monkeypatch.setattr(E, "build", lossy)
+    model = nn.LinearConfig(8, 4).init()
+    x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
+    with pytest.raises(web.WebExportError, match=r"output 'output' of the exported schedule .* differs"):
+        web.export(model, x, tmp_path / "page")
+    assert not (tmp_path / "page").exists()
+
+
+def test_recorder_refuses_what_it_cannot_trace(dev):
+    """A command list replayed (or being captured) while recording would run launches the trace never
+    saw; the recording executor refuses both, and the export's fusion never captures device graphs."""
+    from burn.fusion import Fusion
+    from burn_wgpu.web._record import WebExportError, recording_backend
+
+    backend = recording_backend()
+    with pytest.raises(WebExportError, match="replayed command list"):
+        backend.ex.replay([])
+    backend.ex.recording = []
+    with pytest.raises(WebExportError, match="cannot be traced"):
+        backend.ex.copy(None, 0, None, 0, 4)
+    backend.ex.recording = None
+    assert Fusion(backend, graphs=False)._capture is None
+    assert Fusion(backend)._capture is not None

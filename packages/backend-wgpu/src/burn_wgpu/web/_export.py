@@ -2,13 +2,12 @@
 
 The path: capture the forward as a ``burn.ir`` graph (on the wgpu dtypes: no 64-bit types), replay it
 once on a recording browser-portable wgpu device (``_record``), turn the trace into a schedule with
-buffers allocated once (``_schedule``), check the native results against burn's numpy backend, and
-write ``model.js`` (the runtime with the schedule inlined), ``weights.bin`` and ``index.html``.
+buffers allocated once (``_schedule``), run that schedule natively exactly as the page would
+(``NativeSchedule``) and check it against burn's numpy backend, and only then write ``model.js`` (the runtime with the schedule inlined), ``weights.bin`` and ``index.html``.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -29,7 +28,8 @@ _RTOL, _ATOL = 1e-3, 1e-4  # the export's own native-vs-numpy check (float32 ker
 class WebExport:
     """What ``export`` wrote: the folder, the page's inputs/outputs, the schedule's counts
     (dispatches, copies, submits per run, pipelines, buffers and their bytes) and the largest
-    difference per output between the recorded native run and burn's numpy backend."""
+    difference per output between the written schedule, run natively as the page runs it, and
+    burn's numpy backend (an export whose schedule differs beyond tolerance raises instead)."""
 
     out_dir: Path
     inputs: list[TensorInfo]
@@ -74,8 +74,6 @@ def _write(
     index: int,
     fusion: bool,
 ) -> WebExport:
-    import numpy as np
-
     rec = record(graph, feeds, index, fusion=fusion)
     inputs = [
         TensorInfo(name, tuple(ref.shape), *_page_dtype(src, ref.dtype))
@@ -86,34 +84,63 @@ def _write(
         for name, ref, src in zip(out_names, graph.outputs, declared_out)
     ]
     schedule, blob = build(rec, inputs, outputs, title)
-    # the export checks itself: the recorded native run against burn's numpy backend
+    here = resources.files(__package__)
+    runtime = here.joinpath("runtime.js").read_text(encoding="utf-8")
+    files = {
+        "model.js": runtime.replace(
+            "/*SCHEDULE*/null/*END*/", f"/*SCHEDULE*/{to_json(schedule)}/*END*/"
+        ).encode("utf-8"),
+        "weights.bin": blob,
+        "index.html": here.joinpath("index.html")
+        .read_text(encoding="utf-8")
+        .replace("{{TITLE}}", _html_escape(title))
+        .encode("utf-8"),
+    }
+    diffs = _check(files, graph, feeds, in_names, outputs, index)
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    return WebExport(folder, inputs, outputs, schedule["counts"], diffs)
+
+
+def _check(
+    files: dict[str, bytes],
+    graph: Any,
+    feeds: list[Any],
+    in_names: list[str],
+    outputs: list[TensorInfo],
+    index: int,
+) -> dict[str, float]:
+    """Run the page's own files (``model.js``'s schedule and ``weights.bin``) through
+    ``NativeSchedule``, exactly as the page runs them, against burn's numpy backend; raise
+    ``WebExportError`` naming the first output that differs, before anything is written. Returns the
+    largest difference per output."""
+    import tempfile
+
+    import numpy as np
+
+    from ._native import NativeSchedule
+
+    with tempfile.TemporaryDirectory(prefix="burn-web-check-") as tmp:
+        for name in ("model.js", "weights.bin"):
+            (Path(tmp) / name).write_bytes(files[name])
+        got_out = NativeSchedule(tmp, index).run(dict(zip(in_names, feeds)))
     ref_out = burn.ir.replay(graph, feeds, device="cpu", check=False)
     ref_out = ref_out if isinstance(ref_out, tuple) else (ref_out,)
     diffs: dict[str, float] = {}
-    for info, got, want in zip(outputs, rec.values, ref_out):
+    for info, want in zip(outputs, ref_out):
         w = np.asarray(want.numpy(), dtype=np.float64)
-        g = np.asarray(got, dtype=np.float64)
+        g = np.asarray(got_out[info.name], dtype=np.float64)
         diff = float(np.max(np.abs(g - w))) if w.size else 0.0
         diffs[info.name] = diff
         if w.size and not np.allclose(g, w, rtol=_RTOL, atol=_ATOL * max(1.0, float(np.max(np.abs(w))))):
-            warnings.warn(
-                f"web export: output {info.name!r} of the recorded wgpu run differs from burn's numpy "
-                f"backend by up to {diff:.3g}",
-                RuntimeWarning,
-                stacklevel=3,
+            raise WebExportError(
+                f"web export: output {info.name!r} of the exported schedule (run natively as the page "
+                f"runs it) differs from burn's numpy backend by up to {diff:.3g} (largest reference "
+                f"value {float(np.max(np.abs(w))):.3g}); nothing was written"
             )
-    folder = Path(out_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    here = resources.files(__package__)
-    runtime = here.joinpath("runtime.js").read_text(encoding="utf-8")
-    (folder / "model.js").write_text(
-        runtime.replace("/*SCHEDULE*/null/*END*/", f"/*SCHEDULE*/{to_json(schedule)}/*END*/"),
-        encoding="utf-8",
-    )
-    (folder / "weights.bin").write_bytes(blob)
-    page = here.joinpath("index.html").read_text(encoding="utf-8")
-    (folder / "index.html").write_text(page.replace("{{TITLE}}", _html_escape(title)), encoding="utf-8")
-    return WebExport(folder, inputs, outputs, schedule["counts"], diffs)
+    return diffs
 
 
 def _html_escape(text: str) -> str:

@@ -125,6 +125,7 @@ class RecordingExecutor(Executor):
         self, kernel: Kernel, buffers: list[GPUBuffer], meta: bytes, groups: tuple[int, int, int]
     ) -> None:
         if self.tracing:
+            self._traceable("a dispatch appended to a recorded command list")
             refs = tuple(self.ref(b) for b in buffers)
             for n, access in zip(refs, kernel.bindings):
                 if access == "rw":
@@ -134,10 +135,29 @@ class RecordingExecutor(Executor):
 
     def copy(self, src: GPUBuffer, src_offset: int, dst: GPUBuffer, dst_offset: int, size: int) -> None:
         if self.tracing:
+            self._traceable("a copy appended to a recorded command list")
             s, d = self.ref(src), self.ref(dst)
             self.trace.buffers[d].written = True
             self.trace.events.append(Copy(s, src_offset, d, dst_offset, size))
         super().copy(src, src_offset, dst, dst_offset, size)
+
+    def _traceable(self, what: str) -> None:
+        """Refuse what the trace cannot follow: a command list captured now (``_graphs``) runs later
+        as a replay that bypasses ``dispatch``, so its launches would be logged where they were
+        captured, not where they ran (a fused transformer's second layer norm read buffers that
+        were written after it in the schedule)."""
+        if self.recording is not None:
+            raise WebExportError(f"web export: {what} cannot be traced (device graphs must be off)")
+
+    def replay(self, commands: list[tuple[Any, ...]]) -> None:
+        if self.tracing:
+            raise WebExportError("web export: a replayed command list cannot be traced")
+        super().replay(commands)
+
+    def replay_raw(self, commands: list[tuple[Any, ...]], raw: list[tuple[Any, ...] | None]) -> None:
+        if self.tracing:
+            raise WebExportError("web export: a replayed command list cannot be traced")
+        super().replay_raw(commands, raw)
 
     def write(self, buffer: GPUBuffer, data: bytes) -> None:
         if self.tracing:
@@ -236,7 +256,9 @@ def record(graph: Any, feeds: list[np.ndarray], index: int = 0, *, fusion: bool 
     if fusion:
         from burn.fusion import Fusion
 
-        runner: Any = Fusion(b)
+        # no device graphs: a captured program replays as one command list that bypasses the
+        # executor's dispatch, so the trace would miss its launches
+        runner: Any = Fusion(b, graphs=False)
     else:
         runner = b
     out_ids = {ref.id for ref in graph.outputs}

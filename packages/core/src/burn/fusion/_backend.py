@@ -131,7 +131,9 @@ class Fusion(Backend):
     default on GPU backends; ``fusion=False`` or ``BURN_FUSION=0`` turns it off).
 
     ``runtime``: the kernel generator (default: ``inner.fusion_runtime()``, else the reference
-    runtime, which runs plans op by op). ``stats`` counts ``kernels`` launched from plans, ``fused``
+    runtime, which runs plans op by op). ``graphs``: capture repeated programs as device graphs where
+    the runtime can (default: unless ``BURN_FUSION_GRAPHS=0``); False always replays step by step, each
+    kernel through the inner backend (a web export records those launches). ``stats`` counts ``kernels`` launched from plans, ``fused``
     (those of two ops or more), ``ops`` (element-wise ops deferred), ``calls`` (other ops deferred),
     ``flushes``, ``replays`` (flushes that ran a program planned before) and ``plans`` (flushes that
     planned).
@@ -145,7 +147,12 @@ class Fusion(Backend):
     native_activations = ACTIVATION_OPS  # every activation reaches unary(), which fuses or forwards it
 
     def __init__(
-        self, inner: Backend, device: Device | None = None, runtime: FusionRuntime | None = None
+        self,
+        inner: Backend,
+        device: Device | None = None,
+        runtime: FusionRuntime | None = None,
+        *,
+        graphs: bool | None = None,
     ) -> None:
         if getattr(inner, "is_autodiff", False):
             raise TypeError(
@@ -179,7 +186,8 @@ class Fusion(Backend):
         self._types: dict[tuple[Any, ...], list[tuple[tuple[int, ...], DType]]] = {}
         self.replay = os.environ.get("BURN_FUSION_REPLAY", "1") != "0"
         # a runtime that captures programs as device graphs (CUDA graphs) offers capture_program
-        graphs = os.environ.get("BURN_FUSION_GRAPHS", "1") != "0"
+        if graphs is None:
+            graphs = os.environ.get("BURN_FUSION_GRAPHS", "1") != "0"
         self._capture: Callable[..., Any] | None = (
             getattr(self.runtime, "capture_program", None) if graphs else None
         )
