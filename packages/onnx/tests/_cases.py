@@ -118,6 +118,14 @@ CASES: list[Case] = [
     C("Gelu-tanh", "Gelu", [f(3, 4)], attrs={"approximate": "tanh"}, opset=20),
     C("PRelu", "PRelu", [f(2, 3, 4, 4), f(3, 1, 1)]),
     C("PRelu-scalar", "PRelu", [f(2, 3), np.array([0.25], np.float32)]),
+    # PRelu-6 predates broadcasting: a (C,) slope is one value per channel (onnxruntime starts at 7)
+    C(
+        "PRelu-opset6-per-channel",
+        "PRelu",
+        [f(2, 3, 5), np.array([0.1, 0.2, 0.3], np.float32)],
+        opset=6,
+        expect=lambda x, s: [np.where(x < 0, x * s.reshape(3, 1), x)],
+    ),
     # ---------------------------------------------------------------- binary and variadic
     *[C(op, op, [f(2, 3, 4), f(3, 1)]) for op in ("Add", "Sub", "Mul", "Div")],
     C("Add-int", "Add", [ints(2, 3), ints(3)]),

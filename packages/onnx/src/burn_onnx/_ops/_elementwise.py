@@ -152,6 +152,14 @@ def gelu(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
 
 @op("PRelu")
 def prelu(ctx: Any, node: Node, x: burn.Tensor, slope: burn.Tensor) -> burn.Tensor:
+    if node.opset < 7 and slope.ndim == 1 and slope.shape[0] > 1 and x.ndim > 2:
+        # PRelu-1/6 predate broadcasting: a slope of C values is one per channel (axis 1)
+        if slope.shape[0] != x.shape[1]:
+            raise burn.ShapeError(
+                f"PRelu (opset {node.opset}) {node.name!r}: slope has {slope.shape[0]} values, expected 1 "
+                f"or one per channel ({x.shape[1]} for input {x.shape})"
+            )
+        slope = slope.reshape(slope.shape[0], *([1] * (x.ndim - 2)))
     return burn.where(x < 0, x * slope, x)
 
 
