@@ -169,3 +169,18 @@ def test_bad_arguments_are_clear_errors():
         F.deform_conv2d(x, off.cast(burn.float64), w)
     with pytest.raises(TypeError, match="offset must be a burn.Tensor"):
         F.deform_conv2d(x, np.zeros((1, 18, 3, 3)), w)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_groups_are_read_off_the_weight_as_torchvision_does(device):
+    """torchvision's deform_conv2d has no groups argument: it reads them off the weight (C_in //
+    weight.shape[1]). Called that way with a grouped weight (groups=2, offset_groups=2), burn raised a
+    channel-count ShapeError; now it gives the grouped result of the reference."""
+    rng = np.random.default_rng(3)
+    x, offset, weight, bias, mask, kw = _case(rng)
+    assert kw.pop("groups") == 2
+    expected = deform_conv2d_ref(x, offset, weight, bias, mask=mask, groups=2, **kw)
+    dev = burn.device(device)
+    t = [burn.tensor(a, dtype=burn.float32, device=dev) for a in (x, offset, weight, bias, mask)]
+    got = F.deform_conv2d(t[0], t[1], t[2], t[3], mask=t[4], **kw)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-4, atol=1e-4)

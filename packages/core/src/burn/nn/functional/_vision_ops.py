@@ -33,14 +33,15 @@ def deform_conv2d(
     padding: IntOrPair = 0,
     dilation: IntOrPair = 1,
     mask: Tensor | None = None,
-    groups: int = 1,
+    groups: int | None = None,
 ) -> Tensor:
     """Deformable 2-d convolution (torchvision.ops.deform_conv2d's argument order and semantics).
 
     Shapes: x (N, C_in, H, W); offset (N, 2 * offset_groups * kh * kw, H_out, W_out) holding a
     (dy, dx) pair per kernel tap; weight (C_out, C_in // groups, kh, kw); bias (C_out,); mask
     (N, offset_groups * kh * kw, H_out, W_out) modulates each tap (DCNv2). The number of offset groups
-    is read off the offset's channels. Taps moved outside the image read zero-padded bilinear samples.
+    is read off the offset's channels and, as torchvision does, ``groups`` (None) off the weight's:
+    C_in // weight.shape[1]. Taps moved outside the image read zero-padded bilinear samples.
     Result (N, C_out, H_out, W_out) with H_out = (H + 2 * pad - dilation * (kh - 1) - 1) // stride + 1.
 
     >>> x = burn.ones((1, 2, 5, 5))
@@ -52,6 +53,8 @@ def deform_conv2d(
     op = "deform_conv2d"
     x = spatial_input(op, x, 2)
     weight, bias = weight_and_bias(op, x, weight, bias, 2)
+    if groups is None:  # torchvision reads the groups off the weight
+        groups = x.shape[1] // weight.shape[1] if weight.shape[1] and x.shape[1] % weight.shape[1] == 0 else 1
     groups = int_arg(op, groups, "groups", 1)
     stride_t = ints(op, stride, 2, "stride", 1)
     padding_t = ints(op, padding, 2, "padding", 0)
