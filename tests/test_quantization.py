@@ -26,9 +26,10 @@ SCHEMES = [
 
 def _ref_quantize(x: np.ndarray, scale: np.ndarray, zp: np.ndarray) -> np.ndarray:
     """numpy's rint rounds half to even; x times the float32 reciprocal of the scale (PyTorch's
-    quantize_val: ``value * (1.0f / scale)``)."""
+    quantize_val: ``value * (1.0f / scale)``), the zero point added before rounding, as PyTorch does
+    (torch 2.13: ``quantize_per_tensor([0.25, 0.75], 0.5, 1, qint8)`` gives [2, 2], not [1, 3])."""
     inv = np.float32(1.0) / np.asarray(scale, dtype=np.float32)
-    q = np.rint(x.astype(np.float32) * inv) + zp
+    q = np.rint(x.astype(np.float32) * inv + np.asarray(zp, dtype=np.float32))
     return np.clip(q, -128, 127).astype(np.int8)
 
 
@@ -72,11 +73,35 @@ def test_per_channel_matches_numpy_reference(device):
     np.testing.assert_array_equal(q.zero_point().numpy(), zp)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_ties_with_odd_zero_points_round_as_pytorch(device):
+    """x / scale = k + 0.5 exactly, zero points odd and even, per tensor and per channel: PyTorch adds the
+    zero point before rounding half to even (values read off torch 2.13's quantize_per_tensor /
+    quantize_per_channel), so k + 0.5 + zp rounds to the even neighbour of that sum."""
+    x = np.array([0.25, 0.75, 1.25, -0.25, -0.75, -1.25, 1.75, 2.25], np.float32)
+    torch_values = {
+        0: [0, 2, 2, 0, -2, -2, 4, 4],
+        1: [2, 2, 4, 0, 0, -2, 4, 6],
+        3: [4, 4, 6, 2, 2, 0, 6, 8],
+        -3: [-2, -2, 0, -4, -4, -6, 0, 2],
+    }
+    for zp, want in torch_values.items():
+        mode = "symmetric" if zp == 0 else "affine"
+        got = burn.tensor(x, device=device).quantize(QuantScheme(mode=mode), 0.5, zp).int_repr()
+        assert got.tolist() == want, zp
+    s = QuantScheme(mode="affine", granularity="per_channel", axis=0)
+    xc = np.stack([x, x, x])
+    scales = burn.tensor(np.array([0.5, 0.5, 0.25], np.float32), device=device)
+    zps = burn.tensor(np.array([1, 3, -1]), device=device)
+    got = burn.tensor(xc, device=device).quantize(s, scales, zps).int_repr().tolist()
+    assert got == [torch_values[1], torch_values[3], [0, 2, 4, -2, -4, -6, 6, 8]]
+
+
 def test_explicit_parameters_match_torch():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(2)
     x = _data(rng, (8, 16), 0.05)
-    for scale, zp in ((0.05, 0), (0.02, 17), (0.1, -100)):
+    for scale, zp in ((0.05, 0), (0.02, 17), (0.1, -100), (0.0625, 3), (0.5, -7)):
         mode = "symmetric" if zp == 0 else "affine"
         got = burn.tensor(x).quantize(QuantScheme(mode=mode), scale, zp).int_repr().numpy()
         ref = torch.quantize_per_tensor(torch.from_numpy(x), scale, zp, torch.qint8).int_repr().numpy()

@@ -15,7 +15,7 @@ class QuantOps:
     __slots__ = ()
 
     def quantize(self: Tensor, scheme: QuantScheme, scale: Any, zero_point: Any = None) -> QuantizedTensor:
-        """Quantize with explicit parameters: ``clamp(round_half_even(x / scale) + zero_point, -128,
+        """Quantize with explicit parameters: ``clamp(round_half_even(x / scale + zero_point), -128,
         127)`` (PyTorch's quantize_per_tensor / quantize_per_channel). ``scale``: a number or a tensor
         of the scheme's parameter shape ((C,) per channel); ``zero_point``: None (0), a number or a
         tensor of that shape. A scale <= 0 or a non-float x is a clear error.

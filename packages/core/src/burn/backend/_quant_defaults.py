@@ -33,19 +33,21 @@ def _as(b: Backend, p: Param, dtype: DType) -> Param:
 def quantize(
     b: Backend, x: Prim, scale: Param, zero_point: Param, qmin: int, qmax: int, dtype: DType
 ) -> Prim:
-    """``clamp(round_half_even(x * (1 / scale)) + zero_point, qmin, qmax)`` as the int ``dtype``.
+    """``clamp(round_half_even(x * (1 / scale) + zero_point), qmin, qmax)`` as the int ``dtype``.
 
     x is float; ``scale`` (float, > 0) and ``zero_point`` (any numeric dtype, integral values)
-    broadcast against x; both may be Python numbers."""
+    broadcast against x; both may be Python numbers. PyTorch's rule (``quantize_per_tensor`` /
+    ``quantize_per_channel``): the zero point is added before rounding, so a tie ``x / scale = k + 0.5``
+    with an odd zero point rounds the other way than ONNX's ``round(x / scale) + zero_point``."""
     fdt = b.dtype_of(x)
     # x * (1 / scale), the reciprocal rounded in the scale's float: PyTorch's quantize_val, so ties
     # land where its int values do (x / scale differs in the last bit for scales like 0.02)
     inv = 1.0 / scale if isinstance(scale, (int, float)) else b.binary("div", 1.0, scale)
-    y = b.unary("round", b.binary("mul", x, _as(b, inv, fdt)))
+    y = b.binary("mul", x, _as(b, inv, fdt))
     zp = _as(b, zero_point, fdt)
     if not (isinstance(zp, float) and zp == 0.0):
         y = b.binary("add", y, zp)
-    return b.cast(b.clamp(y, float(qmin), float(qmax)), dtype)
+    return b.cast(b.clamp(b.unary("round", y), float(qmin), float(qmax)), dtype)
 
 
 def dequantize(b: Backend, q: Prim, scale: Param, zero_point: Param, dtype: DType) -> Prim:

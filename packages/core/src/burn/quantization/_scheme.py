@@ -13,7 +13,7 @@ QDTYPES = {"int8": (-128, 127)}
 
 @dataclass(frozen=True)
 class QuantScheme:
-    """A quantization scheme: ``q = clamp(round_half_even(x / scale) + zero_point, -128, 127)``.
+    """A quantization scheme: ``q = clamp(round_half_even(x / scale + zero_point), -128, 127)``.
 
     ``mode``: "symmetric" (zero point 0, scale = max|x| / 127.5, as PyTorch's qint8 observers) or
     "affine" (scale = (max - min) / 255 over a range that includes 0, and an int zero point).
