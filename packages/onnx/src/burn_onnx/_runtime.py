@@ -122,6 +122,21 @@ class Ctx:
             return v.item()
         return None
 
+    def declared_dtype(self, i: int) -> str | None:
+        """The dtype name the model declares for input ``i`` (a graph input's type, an initializer's
+        or a host value's), which a backend without that dtype narrows on the device (int8 is int32
+        on wgpu); None when the model does not say."""
+        v = self.raw[i] if i < len(self.raw) else None
+        if isinstance(v, burn.Tensor) and v.device == host():
+            return v.dtype.name
+        name = self.node.input(i)
+        if name in self.runner.graph.initializers:
+            return str(self.runner.graph.initializers[name].dtype)
+        for info in self.runner.graph.inputs:
+            if info.name == name and info.kind == "tensor":
+                return info.dtype
+        return None
+
     def to_device(self, t: burn.Tensor) -> burn.Tensor:
         return self.runner.place(t, self.device)
 

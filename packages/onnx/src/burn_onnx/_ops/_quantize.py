@@ -49,7 +49,8 @@ def _broadcast(ctx: Any, node: Node, p: burn.Tensor, x: burn.Tensor) -> burn.Ten
 @op("QuantizeLinear", check=_quant_check)
 def quantize_linear(ctx: Any, node: Node, x: burn.Tensor, scale: burn.Tensor, zp: Any = None) -> burn.Tensor:
     if zp is not None:
-        lo, hi = _RANGES.get(zp.dtype.name, (0, 255))
+        # the declared type sets the range: a device narrows int8/uint8 to int32 (wgpu)
+        lo, hi = _RANGES.get(ctx.declared_dtype(2) or zp.dtype.name, (0, 255))
         out_dt = zp.dtype
     else:
         code = int(node.attrs.get("output_dtype", 0) or 2)
