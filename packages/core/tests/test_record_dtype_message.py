@@ -57,3 +57,12 @@ def test_half_precision_record_of_a_matching_model_still_loads():
     np.testing.assert_allclose(
         loaded.fc1.weight.val().numpy(), src.fc1.weight.val().numpy(), rtol=1e-3, atol=1e-3
     )
+
+
+def test_load_record_names_the_arrays_dtype_not_its_kind():
+    """``Module.load_record`` with an int32 array where the module holds float32 said "record has int"."""
+    target = Net()
+    arrays = target.record()
+    arrays["fc1.bias"] = arrays["fc1.bias"].astype(np.int32)
+    with pytest.raises(burn.RecordError, match=r"fc1\.bias: module has float32, record has int32$"):
+        target.load_record(arrays)

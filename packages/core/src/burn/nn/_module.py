@@ -141,7 +141,7 @@ class Module:
 
         record = {k: np.asarray(v) for k, v in record.items()}
         entries = dict(self.named_entries())
-        problems = check_record(entries, {k: (tuple(v.shape), _kind(v.dtype)) for k, v in record.items()})
+        problems = check_record(entries, {k: (tuple(v.shape), v.dtype) for k, v in record.items()})
         if problems:
             raise RecordError(
                 f"record does not match {type(self).__name__} ({len(problems)} problem(s)):\n  "
@@ -233,18 +233,21 @@ def _dtype_kind(dt: Any) -> str:
     return "float" if dt.is_float else "bool" if dt.is_bool else "int"
 
 
-def check_record(entries: dict[str, Entry], found: dict[str, tuple[tuple[int, ...], str]]) -> list[str]:
-    """Every mismatch between a module's entries and a record's (name -> (shape, kind)), as lines."""
+def check_record(entries: dict[str, Entry], found: dict[str, tuple[tuple[int, ...], Any]]) -> list[str]:
+    """Every mismatch between a module's entries and a record's (name -> (shape, numpy dtype)), as
+    lines. Dtypes of one kind (float, int, bool) load into each other; a message names the record's
+    real dtype (int32, not "int")."""
     problems = []
     for name, entry in entries.items():
         if name not in found:
             problems.append(f"missing: {name} (expected shape {entry.shape}, dtype {entry.dtype.name})")
             continue
-        shape, kind = found[name]
+        shape, dtype = found[name]
         if shape != tuple(entry.shape):
             problems.append(f"shape mismatch: {name}: module has {tuple(entry.shape)}, record has {shape}")
-        if kind != _dtype_kind(entry.dtype):
-            problems.append(f"dtype mismatch: {name}: module has {entry.dtype.name}, record has {kind}")
+        if _kind(dtype) != _dtype_kind(entry.dtype):
+            held = getattr(dtype, "name", str(dtype))
+            problems.append(f"dtype mismatch: {name}: module has {entry.dtype.name}, record has {held}")
     for name in found:
         if name not in entries:
             problems.append(f"unexpected: {name} (not in the module)")
