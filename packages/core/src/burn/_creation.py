@@ -254,40 +254,57 @@ def _random_args(
     return b, shape, dt
 
 
+def _random_shape(op: str, dims: tuple, shape: Any) -> Any:
+    """``randn(2, 3)``, ``randn((2, 3))`` or ``randn(shape=(2, 3))``, as ``zeros``; a dtype given
+    positionally (PyTorch takes it by keyword too) is a clear error rather than a bad dim."""
+    for d in dims:
+        if isinstance(d, (D.DType, str)):
+            raise TypeError(f"{op}: give the dtype by keyword ({op}(2, 3, dtype=burn.float16)), got {d!r}")
+    return _shape_of(op, dims, shape)
+
+
 def rand(
-    shape: Sequence[int],
+    *dims: Any,
+    shape: Any = None,
     dtype: D.DTypeLike = None,
     device: DeviceLike = None,
     low: float = 0.0,
     high: float = 1.0,
 ) -> Tensor:
-    """Uniform samples of ``shape`` in ``[low, high)``; seeded by ``burn.seed``.
+    """Uniform samples in ``[low, high)``; seeded by ``burn.seed``. The shape as ``zeros``: ``rand(2, 3)``,
+    ``rand((2, 3))`` or ``rand(shape=(2, 3))``.
 
     >>> x = burn.rand((2, 3), low=-1.0, high=1.0)
     >>> x.shape, bool(((x >= -1) & (x < 1)).all())
     ((2, 3), True)
+    >>> burn.rand(2, 3).shape
+    (2, 3)
     """
-    b, shape, dt = _random_args("rand", shape, dtype, device, "float")
+    b, shape, dt = _random_args("rand", _random_shape("rand", dims, shape), dtype, device, "float")
     return _wrap(b.random_uniform(shape, low, high, dt), b, dt)
 
 
 def randn(
-    shape: Sequence[int],
+    *dims: Any,
+    shape: Any = None,
     dtype: D.DTypeLike = None,
     device: DeviceLike = None,
     mean: float = 0.0,
     std: float = 1.0,
 ) -> Tensor:
-    """Normal samples of ``shape`` (``mean``, ``std``); seeded by ``burn.seed``.
+    """Normal samples (``mean``, ``std``); seeded by ``burn.seed``. The shape as ``zeros``: ``randn(2, 3)``
+    (PyTorch's spelling), ``randn((2, 3))`` or ``randn(shape=(2, 3))``.
 
     >>> burn.randn((2, 3)).shape
+    (2, 3)
+    >>> burn.randn(2, 3).shape
     (2, 3)
     >>> burn.randn(2, mean=3.0, std=0.0).tolist()
     [3.0, 3.0]
     """
     if std < 0:
         raise ValueError(f"randn: std must be non-negative, got {std}")
-    b, shape, dt = _random_args("randn", shape, dtype, device, "float")
+    b, shape, dt = _random_args("randn", _random_shape("randn", dims, shape), dtype, device, "float")
     return _wrap(b.random_normal(shape, mean, std, dt), b, dt)
 
 

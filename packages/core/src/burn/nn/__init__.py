@@ -43,7 +43,7 @@ from ._deform_conv import DeformConv2d, DeformConv2dConfig
 from ._dropout import Dropout, DropoutConfig
 from ._encoding import PositionalEncoding, PositionalEncodingConfig, RotaryEncoding, RotaryEncodingConfig
 from ._linear import Embedding, EmbeddingConfig, Linear, LinearConfig
-from ._module import Module
+from ._module import Module, config_shorthand
 from ._norm import (
     BatchNorm,
     BatchNormConfig,
@@ -74,6 +74,37 @@ from ._pool import (
 from ._rnn import Gru, GruConfig, Lstm, LstmConfig, LstmState
 from ._sequential import Sequential, SequentialConfig
 from ._transformer import TransformerEncoder, TransformerEncoderConfig, TransformerEncoderLayer
+
+# PyTorch's spelling of the common modules, ``nn.Linear(16, 64, device=dev)``, as a shorthand for
+# ``nn.LinearConfig(16, 64).init(dev)`` (the config stays the canonical path); pools take no device
+_SHORTHANDS: tuple[tuple[type, type, bool], ...] = (
+    (Linear, LinearConfig, True),
+    (Embedding, EmbeddingConfig, True),
+    (Conv1d, Conv1dConfig, True),
+    (Conv2d, Conv2dConfig, True),
+    (Conv3d, Conv3dConfig, True),
+    (ConvTranspose1d, ConvTranspose1dConfig, True),
+    (ConvTranspose2d, ConvTranspose2dConfig, True),
+    (ConvTranspose3d, ConvTranspose3dConfig, True),
+    (DeformConv2d, DeformConv2dConfig, True),
+    (BatchNorm, BatchNormConfig, True),
+    (LayerNorm, LayerNormConfig, True),
+    (GroupNorm, GroupNormConfig, True),
+    (InstanceNorm, InstanceNormConfig, True),
+    (RmsNorm, RmsNormConfig, True),
+    (Lstm, LstmConfig, True),
+    (Gru, GruConfig, True),
+    (MultiHeadAttention, MultiHeadAttentionConfig, True),
+    (MaxPool1d, MaxPool1dConfig, False),
+    (MaxPool2d, MaxPool2dConfig, False),
+    (AvgPool1d, AvgPool1dConfig, False),
+    (AvgPool2d, AvgPool2dConfig, False),
+    (AdaptiveAvgPool1d, AdaptiveAvgPool1dConfig, False),
+    (AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, False),
+)
+for _module, _config, _device in _SHORTHANDS:
+    config_shorthand(_config, takes_device=_device)(_module)
+del _module, _config, _device
 
 __all__ = [
     "AdaptiveAvgPool1d",

@@ -184,7 +184,7 @@ class ConvTranspose3d(_ConvNd):
 
 class Conv1dConfig(Config):
     """Builds ``nn.Conv1d``: weight (channels_out, channels_in / groups, kernel_size), bias
-    (channels_out,); ``padding`` is an int, ``"valid"`` or ``"same"``.
+    (channels_out,); ``padding`` is an int (or a 1-tuple, as PyTorch takes), ``"valid"`` or ``"same"``.
 
     >>> nn.Conv1dConfig(4, 8, 3, groups=2).init().weight.shape
     (8, 2, 3)
@@ -192,11 +192,11 @@ class Conv1dConfig(Config):
 
     channels_in: int
     channels_out: int
-    kernel_size: int
-    stride: int = 1
-    dilation: int = 1
+    kernel_size: tuple[int] | int
+    stride: tuple[int] | int = 1
+    dilation: tuple[int] | int = 1
     groups: int = 1
-    padding: int | str = 0
+    padding: tuple[int] | int | str = 0
     bias: bool = True
     initializer: Initializer = _DEFAULT_INIT
 
@@ -255,12 +255,12 @@ class ConvTranspose1dConfig(Config):
     """
 
     channels: tuple[int, int]
-    kernel_size: int
-    stride: int = 1
-    dilation: int = 1
+    kernel_size: tuple[int] | int
+    stride: tuple[int] | int = 1
+    dilation: tuple[int] | int = 1
     groups: int = 1
-    padding: int = 0
-    padding_out: int = 0
+    padding: tuple[int] | int = 0
+    padding_out: tuple[int] | int = 0
     bias: bool = True
     initializer: Initializer = _DEFAULT_INIT
 

@@ -18,6 +18,7 @@ their input lives on an autodiff device; ``valid()`` moves to the inner backend,
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -124,6 +125,81 @@ class Module:
     def clone(self) -> Module:
         """An independent copy (same ids, same tensors: tensors are immutable)."""
         return self.map(lambda t: t)
+
+    # ------------------------------------------------------------------ PyTorch spellings
+    def parameters(self) -> Iterator[Param]:
+        """Every Param, as PyTorch's ``parameters()`` (burn's ``params()`` as an iterator).
+
+        >>> sum(p.numel() for p in nn.LinearConfig(4, 2).init().parameters())
+        10
+        """
+        return iter(self.params())
+
+    def named_parameters(self) -> Iterator[tuple[str, Param]]:
+        """(dotted name, Param) pairs, as PyTorch's ``named_parameters()``.
+
+        >>> [n for n, _ in nn.LinearConfig(4, 2).init().named_parameters()]
+        ['weight', 'bias']
+        """
+        return iter(self.named_params())
+
+    def state_dict(self) -> dict[str, Tensor]:
+        """Dotted name -> tensor of every Param and running state (batch norm's running mean and
+        variance), as PyTorch's ``state_dict()``. Names are burn's attribute paths and layouts burn's:
+        a Linear weight is (d_input, d_output), PyTorch's (out, in) (``burn.record.load_torch`` maps
+        PyTorch's names and layouts).
+
+        >>> {k: v.shape for k, v in nn.LinearConfig(4, 2).init().state_dict().items()}
+        {'weight': (4, 2), 'bias': (2,)}
+        """
+        return {n: e.value for n, e in self.named_entries()}
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> Module:
+        """Load tensors or arrays by dotted name (``state_dict()``'s names and layouts), in place; returns
+        the module (burn's ``load_record``). Every name, shape and dtype is checked first and all
+        problems are raised in one ``burn.RecordError``, the module untouched. ``strict=False`` skips
+        names the module lacks and keeps the current value of names the dict lacks.
+
+        >>> a, b = nn.LinearConfig(4, 2).init(), nn.LinearConfig(4, 2).init()
+        >>> _ = b.load_state_dict(a.state_dict())
+        >>> bool((a.weight.val() == b.weight.val()).all())
+        True
+        """
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"load_state_dict: state_dict must be a dict, got {type(state_dict).__name__}")
+        arrays = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in state_dict.items()}
+        if not strict:
+            current = self.record()
+            arrays = {k: arrays.get(k, current[k]) for k in current}
+        return self.load_record(arrays)
+
+    def eval(self) -> Module:
+        """PyTorch's ``eval()``: burn's ``valid()``, a copy on the inner backend (dropout off, batch norm
+        on its running statistics). It returns a copy, as every burn module method: ``m = m.eval()``.
+
+        >>> m = nn.LinearConfig(2, 2).init(burn.device("cpu", autodiff=True))
+        >>> m.eval().weight.val().device.autodiff
+        False
+        """
+        return self.valid()
+
+    def train(self, mode: bool = True) -> Module:
+        """PyTorch's ``train()``: a copy on the autodiff version of this module's device, where dropout
+        and batch norm train (burn trains what runs under autodiff); ``train(False)`` is ``eval()``.
+        Returns a copy: ``m = m.train()``.
+
+        >>> m = nn.LinearConfig(2, 2).init()
+        >>> m.train().weight.val().device.autodiff
+        True
+        """
+        if not mode:
+            return self.eval()
+        from .._device import device as as_device
+
+        devices = self.devices()
+        if not devices:
+            return self.clone()
+        return self.to(as_device(devices[0], autodiff=True))
 
     # ------------------------------------------------------------------ records
     def record(self) -> dict[str, np.ndarray]:
@@ -277,3 +353,48 @@ def _render(module: Module, depth: int) -> str:
     lines.append(f"{pad}params: {n_params}")
     lines.append("  " * depth + "}")
     return "\n".join(lines)
+
+
+def config_shorthand(config_cls: type, takes_device: bool = True) -> Callable[[type], type]:
+    """Let a module be built PyTorch's way, ``nn.Linear(16, 64, device=dev)``, as a shorthand for
+    ``nn.LinearConfig(16, 64).init(dev)``: arguments that are not a config build one. Arguments the
+    config does not take raise a one-line TypeError showing the burn spelling. A config that starts
+    with ``channels=(c_in, c_out)`` also takes PyTorch's ``(in_channels, out_channels, kernel_size)``;
+    past ``kernel_size`` convs and pools take keywords only (burn's positional order differs)."""
+    names = [f.name for f in dataclasses.fields(config_cls)]
+    pair = names[0] == "channels"
+    last_positional = names.index("kernel_size") if "kernel_size" in names else len(names)
+
+    def decorate(cls: type) -> type:
+        init: Callable[..., None] = cls.__init__  # type: ignore[misc]  # the class's own, wrapped once
+
+        def __init__(self: Any, *args: Any, device: Any = None, **kwargs: Any) -> None:
+            if args and isinstance(args[0], config_cls):
+                if kwargs or len(args) > (2 if takes_device else 1):
+                    raise TypeError(f"nn.{cls.__name__}: give either a {config_cls.__name__} or its fields")
+                rest = list(args[1:]) or ([device] if takes_device and device is not None else [])
+                init(self, args[0], *rest)
+                return
+            if pair and len(args) >= 2 and all(isinstance(a, int) for a in args[:2]):
+                args = ((args[0], args[1]), *args[2:])
+            if len(args) > last_positional + 1:
+                raise TypeError(
+                    f"nn.{cls.__name__}: give the arguments after kernel_size (stride, padding, dilation, "
+                    "groups) by keyword: burn's positional order differs from PyTorch's"
+                )
+            try:
+                config = config_cls(*args, **kwargs)
+            except TypeError as exc:
+                fields = ", ".join(f.name for f in dataclasses.fields(config_cls))
+                raise TypeError(
+                    f"nn.{cls.__name__}(...): {exc}; burn spells it nn.{config_cls.__name__}({fields})"
+                    f".init(device)"
+                ) from None
+            init(self, config, device) if takes_device else init(self, config)
+
+        __init__.__doc__ = init.__doc__
+        __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+        cls.__init__ = __init__  # type: ignore[misc]
+        return cls
+
+    return decorate

@@ -110,10 +110,10 @@ class MaxPool1dConfig(Config):
     MaxPool1d {kernel_size: (3,), stride: (1,), padding: (0,), ceil_mode: False, dilation: (1,)}
     """
 
-    kernel_size: int
-    stride: int = 1
-    padding: int = 0
-    dilation: int = 1
+    kernel_size: tuple[int] | int
+    stride: tuple[int] | int = 1
+    padding: tuple[int] | int = 0
+    dilation: tuple[int] | int = 1
     ceil_mode: bool = False
 
     def init(self, device: DeviceLike = None) -> MaxPool1d:
@@ -144,9 +144,9 @@ class AvgPool1dConfig(Config):
     False
     """
 
-    kernel_size: int
-    stride: int = 1
-    padding: int = 0
+    kernel_size: tuple[int] | int
+    stride: tuple[int] | int = 1
+    padding: tuple[int] | int = 0
     count_include_pad: bool = True
     ceil_mode: bool = False
 

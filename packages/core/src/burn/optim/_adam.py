@@ -96,7 +96,8 @@ def _adam_update(
 
 class AdamConfig(Config):
     """Adam; ``weight_decay`` adds an L2 penalty weight_decay * w to the gradient (Burn's defaults:
-    beta1 0.9, beta2 0.999, epsilon 1e-5).
+    beta1 0.9, beta2 0.999, epsilon 1e-5; PyTorch's eps default is 1e-8: pass ``epsilon=1e-8`` to match
+    it). The learning rate is given at each ``step(lr, ...)``, not here.
 
     >>> dev = burn.device("cpu", autodiff=True)
     >>> model = nn.LinearConfig(2, 1).init(dev)

@@ -206,6 +206,8 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """
     x = _check_tensor("linear", x)
     weight = _check_tensor("linear", weight, "weight")
+    if not x.dtype.is_float:  # as conv and PyTorch: no silent int -> float promotion
+        raise DTypeError(f"linear: x must be a float tensor, got {x.dtype} (cast it: x.float())")
     if weight.ndim != 2:
         raise ShapeError(f"linear: weight must be 2-d (d_input, d_output), got {weight.shape}")
     if x.ndim < 1 or x.shape[-1] != weight.shape[0]:

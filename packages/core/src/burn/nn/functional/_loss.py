@@ -60,6 +60,12 @@ def cross_entropy(
         raise ShapeError(f"cross_entropy: weight must have shape ({c},), got {weight.shape}")
     logp = log_softmax(logits, 1)
     if targets.dtype.is_float:  # class probabilities
+        if tuple(targets.shape) == (n,):
+            raise DTypeError(
+                f"cross_entropy: targets of shape {targets.shape} are class indices and must be an int "
+                f"tensor, got {targets.dtype} (float targets are class probabilities of the logits' shape "
+                f"{logits.shape})"
+            )
         _same_shape("cross_entropy", logits, targets, "logits/targets")
         if ignore_index is not None:
             raise ValueError("cross_entropy: ignore_index needs class-index targets, not probabilities")
