@@ -164,10 +164,10 @@ def test_adapter_selection(monkeypatch, dev):
     from burn_wgpu import _device
 
     monkeypatch.setattr(_device.OPTIONS, "adapter", "no-such-adapter-xyz")
-    with pytest.raises(RuntimeError, match="matches no adapter"):
+    with pytest.raises(burn.DeviceError, match="matches no adapter"):
         _device.pick_adapter(0)
     monkeypatch.setattr(_device.OPTIONS, "adapter", None)
-    with pytest.raises(RuntimeError, match="no such adapter"):
+    with pytest.raises(burn.DeviceError, match="no such adapter"):
         _device.pick_adapter(99)
     name = _device.pick_adapter(0).info["device"]
     monkeypatch.setattr(_device.OPTIONS, "adapter", name[:6])

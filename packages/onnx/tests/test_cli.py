@@ -61,7 +61,7 @@ def test_check_lists_what_is_unsupported(tmp_path, capsys, fresh_plugins):
 def test_check_of_a_truncated_file(tmp_path, capsys, fresh_plugins):
     path = tmp_path / "cut.onnx"
     path.write_bytes(B.resnet(13)[:500])
-    assert _cli.main(["onnx", "check", str(path)]) == 1
+    assert _cli.main(["onnx", "check", str(path)]) == 2
     assert "burn onnx check:" in capsys.readouterr().err
 
 

@@ -22,6 +22,8 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+import burn
+
 from ._buffer import GPUDevice
 
 GPUAdapter = Any  # wgpu-py's adapter (wgpu ships no type information)
@@ -144,7 +146,9 @@ def pick_adapter(index: int) -> GPUAdapter:
     """The adapter for device ``wgpu:index`` (``BURN_WGPU_ADAPTER`` wins when set)."""
     adapters = list_adapters()
     if not adapters:
-        raise RuntimeError("no WebGPU adapter found (install a Vulkan/Metal/DX12 driver, or Mesa lavapipe)")
+        raise burn.BackendUnavailableError(
+            "no WebGPU adapter found (install a Vulkan/Metal/DX12 driver, or Mesa lavapipe)"
+        )
     choice = OPTIONS.adapter
     if choice is not None:
         if choice.isdigit():
@@ -158,10 +162,10 @@ def pick_adapter(index: int) -> GPUAdapter:
                 if needle in text.lower():
                     return a
             names = ", ".join(adapter_label(a.info) for a in adapters)
-            raise RuntimeError(f"BURN_WGPU_ADAPTER={choice!r} matches no adapter (found: {names})")
+            raise burn.DeviceError(f"BURN_WGPU_ADAPTER={choice!r} matches no adapter (found: {names})")
     if not 0 <= index < len(adapters):
         names = ", ".join(f"wgpu:{i} {adapter_label(a.info)}" for i, a in enumerate(adapters))
-        raise RuntimeError(f"wgpu:{index}: no such adapter ({len(adapters)} found: {names})")
+        raise burn.DeviceError(f"wgpu:{index}: no such adapter ({len(adapters)} found: {names})")
     return adapters[index]
 
 

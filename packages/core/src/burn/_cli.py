@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import plugins
+from ._errors import DeviceError
 from ._version import __version__
 from .plugins import _discovery, _known
 
@@ -348,7 +349,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     spec = getattr(args, "_plugin_command", None)
     if spec is not None:
-        status = spec.run(args)
+        try:
+            status = spec.run(args)
+        except DeviceError as exc:  # an unavailable backend or device: a usage error of any command
+            sys.stderr.write(f"burn {spec.name}: {exc}\n")
+            return 2
         return 0 if status is None else int(status)
     if args.timeout <= 0:
         parser.error(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")

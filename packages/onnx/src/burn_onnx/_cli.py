@@ -83,9 +83,9 @@ def run(args: argparse.Namespace) -> int:
     if args.onnx_command == "check":
         try:
             report = check_report(args.model)
-        except OnnxLoadError as exc:
+        except OnnxLoadError as exc:  # a file that cannot be read: a usage error (1 means unsupported ops)
             sys.stderr.write(f"burn onnx check: {exc}\n")
-            return 1
+            return 2
         sys.stdout.write(json.dumps(report, indent=2) + "\n" if args.json else render(report))
         return 1 if report["unsupported"] else 0
     if args.onnx_command == "codegen":
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
             path = codegen(args.model, args.out, name=args.name)
         except (OnnxLoadError, UnsupportedOnnxError, ValueError) as exc:
             sys.stderr.write(f"burn onnx codegen: {exc}\n")
-            return 1
+            return 2
         sys.stdout.write(f"wrote {path} and {path.with_suffix('.safetensors')}\n")
         return 0
     raise SystemExit(f"burn onnx: unknown subcommand {args.onnx_command!r}")

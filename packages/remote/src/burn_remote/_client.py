@@ -21,7 +21,7 @@ from typing import Any
 import burn
 from websockets.protocol import State
 
-from ._errors import ProtocolError, RemoteError
+from ._errors import ProtocolError, RemoteError, RemoteUnavailableError
 from ._protocol import (
     CHUNK,
     DATA,
@@ -91,7 +91,7 @@ class Connection:
                 **extra,
             )
         except Exception as exc:
-            raise RemoteError(
+            raise RemoteUnavailableError(
                 f"remote device: cannot connect to {url}: {type(exc).__name__}: {exc}"
             ) from None
         self._protocol = self._ws.protocol
@@ -340,7 +340,9 @@ def _error(meta: Any) -> Exception:
         return ProtocolError(f"malformed ERROR frame {meta!r:.80}")
     kind, name, message = meta.get("kind"), str(meta.get("type")), str(meta.get("message"))
     if kind == "auth":
-        return RemoteError(f"remote device: {message}")
+        return RemoteUnavailableError(
+            f"remote device: {message} (the server's token: set BURN_REMOTE_TOKEN or pass token=)"
+        )
     cls = getattr(burn, name, None)
     if isinstance(cls, type) and issubclass(cls, burn.BurnError):
         return cls(message)

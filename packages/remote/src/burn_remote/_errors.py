@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from burn import BurnError
+from burn import BackendUnavailableError, BurnError
 
 
 class RemoteError(BurnError, RuntimeError):
@@ -12,3 +12,9 @@ class RemoteError(BurnError, RuntimeError):
 
 class ProtocolError(RemoteError, ValueError):
     """A frame that breaks the wire format (bad magic, version, length, type or arguments)."""
+
+
+class RemoteUnavailableError(RemoteError, BackendUnavailableError):
+    """No session to be had: the server cannot be reached or refused the token. Also a
+    ``burn.BackendUnavailableError``, so a command reports it as an unavailable device (one line,
+    exit 2) rather than a crash."""

@@ -60,8 +60,9 @@ def run(args: argparse.Namespace) -> int:
             args.model, args.out, shapes, title=args.title, index=args.adapter, fusion=args.fusion
         )
     except (OnnxError, WebExportError, ValueError, OSError) as exc:
-        sys.stderr.write(f"burn web export: {exc}\n")
-        return 1
+        message = str(exc).removeprefix("web export: ")  # the command already names itself
+        sys.stderr.write(f"burn web export: {message}\n")
+        return 2
     c = result.counts
     ins = ", ".join(f"{i.name} {i.dtype}{list(i.shape)}" for i in result.inputs)
     outs = ", ".join(f"{o.name} {o.dtype}{list(o.shape)}" for o in result.outputs)

@@ -95,6 +95,10 @@ class NativeSchedule:
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Outputs by name for inputs by name (numpy arrays of the declared shapes)."""
         dev, sch = self.device, self.schedule
+        missing = [i for i in sch["inputs"] if i["name"] not in feeds]
+        if missing:
+            wanted = ", ".join(f"{i['name']!r} {i['dtype']}{i['shape']}" for i in missing)
+            raise ValueError(f"NativeSchedule.run: feeds lack the input(s) {wanted}")
         for info in sch["inputs"]:
             arr = np.ascontiguousarray(np.asarray(feeds[info["name"]]), dtype=_STORAGE[info["storage"]])
             if list(arr.shape) != info["shape"]:

@@ -77,12 +77,32 @@ def resume_problem(directory: str | os.PathLike[str], epoch: Any) -> str | None:
         return f"cannot resume from epoch {epoch!r}: epochs are numbered from 1"
     have = checkpoint_epochs(directory)
     if epoch in have:
+        import burn
+
+        try:
+            read_state(os.path.join(os.fspath(directory), f"state-{epoch}.json"))
+        except (burn.RecordError, OSError) as exc:
+            return f"cannot resume from epoch {epoch}: {exc}"
         return None
     where = os.fspath(directory)
     if not have:
         return f"cannot resume from epoch {epoch}: no checkpoint in {where} (train without resuming first)"
     listed = ", ".join(str(e) for e in have)
     return f"cannot resume from epoch {epoch}: no complete checkpoint of it in {where}; available epochs: {listed}"
+
+
+def read_state(path: str) -> dict[str, Any]:
+    """A checkpoint's ``state-N.json``; a file that is not one is a ``burn.RecordError`` naming it."""
+    import burn
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            state = json.load(handle)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise burn.RecordError(f"{path}: not a checkpoint state (invalid JSON: {exc})") from None
+    if not isinstance(state, dict):
+        raise burn.RecordError(f"{path}: not a checkpoint state (expected a JSON object)")
+    return state
 
 
 def default_policy() -> CheckpointPolicy:
@@ -199,8 +219,7 @@ class FileCheckpointer:
         path = self._path("state", epoch, "json")
         if not os.path.exists(path):
             raise FileNotFoundError(resume_problem(self.directory, epoch))
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+        return read_state(path)
 
     def load(self, epoch: int, model: Any, optim: Any, scheduler: Any = None) -> tuple[Any, Any, Any, dict]:
         """``(model, optim, scheduler, state)`` restored from ``epoch``'s checkpoint."""
