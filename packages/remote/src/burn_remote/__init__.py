@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._errors import ProtocolError, RemoteError
+from ._errors import ProtocolError, RemoteError, RemoteUnavailableError
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -64,4 +64,12 @@ def serve(
     asyncio.run(_serve(ServerConfig(backend=backend, host=host, port=port, token=token, **kwargs)))
 
 
-__all__ = ["ProtocolError", "RemoteError", "__version__", "reconnect", "remote_backend", "serve"]
+__all__ = [
+    "ProtocolError",
+    "RemoteError",
+    "RemoteUnavailableError",
+    "__version__",
+    "reconnect",
+    "remote_backend",
+    "serve",
+]
