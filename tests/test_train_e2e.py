@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 import os
 import re
 import signal
@@ -113,9 +114,15 @@ def test_ctrl_c_ends_training_with_summary_plots_and_exit_130(tmp_path, launcher
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in out + err
-    assert err.splitlines()[-1] == (
-        f"{prog}: training interrupted (Ctrl-C); summary and plots of the epochs so far are in {tmp_path}"
+    last = err.splitlines()[-1]
+    assert last.startswith(
+        f"{prog}: training interrupted (Ctrl-C); summary and plots of the epochs so far are in {tmp_path}; "
     )
+    # interrupted in epoch 2 or later: the completed, checkpointed epochs and the exact command to go on
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    done, kept = summary["completed_epochs"], summary["checkpointed_epochs"]
+    assert done >= 1 and kept and max(kept) == done
+    assert f"--artifacts {tmp_path} --resume {done} --epochs 500`" in last
     assert "(interrupted by Ctrl-C)" in (tmp_path / "summary.txt").read_text().splitlines()[0]
     if _plots_expected():
         assert "loss.png" in os.listdir(tmp_path / "plots")
@@ -178,12 +185,16 @@ def test_dashboard_kill_and_stop_keys_exit_without_a_traceback(tmp_path, keys, c
         assert "loss.png" in os.listdir(tmp_path / "plots")
     summary = (tmp_path / "summary.txt").read_text().splitlines()[0]
     if keys == "qk":
-        assert summary.endswith("(killed)")
+        assert summary.endswith("(killed from the dashboard)")
         assert (
             "python examples/train_digits.py: training killed from the dashboard (k); summary and plots of "
             "the epochs so far are in" in output
         )
     else:
-        assert summary.endswith("(interrupted)")
-        assert "training ended early: stopped from the dashboard" in output
+        assert summary.endswith("(interrupted: stopped from the dashboard)")
+        assert "training ended early (interrupted: stopped from the dashboard)" in output
+        # the stdout line and summary.json agree; the best epoch is one that completed and was saved
+        saved = json.loads((tmp_path / "summary.json").read_text())
+        assert (saved["reason"], saved["detail"]) == ("interrupted", "stopped from the dashboard")
+        assert saved["best"]["epoch"] is None or saved["best"]["epoch"] in saved["checkpointed_epochs"]
         assert "final valid accuracy:" in output

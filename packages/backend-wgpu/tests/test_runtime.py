@@ -195,3 +195,33 @@ def test_kernels_reuse_buffers_within_a_batch(backend, dev):
     for _ in range(30):
         want = want * np.float32(1.5) + np.float32(1.0)
     np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)
+
+
+def test_auto_does_not_pick_a_software_adapter(dev):
+    """``burn.device("auto")`` skips wgpu when every adapter is a software rasteriser (lavapipe here,
+    slower than the numpy backend) and says why; ``burn.device("wgpu")`` still runs on it."""
+    from burn_wgpu._device import list_adapters
+    from burn_wgpu._plugin import _auto_available
+
+    software = all(a.info.get("adapter_type") == "CPU" for a in list_adapters())
+    ok, reason = _auto_available()
+    assert ok is not software
+    if software:
+        assert "only software adapters" in reason
+        cuda = any(i.name == "cuda" and i.available for i in burn.backends())
+        assert str(burn.device("auto")).startswith("cuda" if cuda else "cpu")
+
+
+def test_the_digits_example_on_wgpu_prints_no_warning_of_burns(dev, tmp_path):
+    """The example's int targets are made in the backend's int (no int64 narrowing warning)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[3] / "examples" / "train_digits.py"
+    cmd = [sys.executable, "-W", "error::UserWarning", str(script), "--backend", "wgpu", "--epochs", "1"]
+    cmd += ["--limit", "64", "--renderer", "cli", "--no-plots", "--artifacts", str(tmp_path / "art")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Warning" not in proc.stderr
+    assert "software" in proc.stdout.splitlines()[0] or "[start] training on wgpu:0" in proc.stdout

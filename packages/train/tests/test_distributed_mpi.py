@@ -149,6 +149,9 @@ def test_burn_launch_trains_the_digits_example_like_one_process(tmp_path, ranks)
         env=_env(),
     )
     assert two.returncode == 0, two.stdout + two.stderr
+    # the job says it runs as ranks, and rank 0's start line and summary name its rank
+    assert f"as ranks 0..{ranks - 1} ({ranks} processes" in two.stdout
+    assert f"rank 0 of {ranks}" in json.loads((tmp_path / "two" / "summary.json").read_text())["device"]
     want, got = _summary_values(tmp_path / "one"), _summary_values(tmp_path / "two")
     # the model's metrics; system metrics (CPU usage, memory) appear once a collector has sampled,
     # which depends on timing, and differ between runs anyway

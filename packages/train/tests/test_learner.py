@@ -73,13 +73,14 @@ def test_resume_from_epoch_2_gives_the_same_epoch_3_losses(tmp_path):
     # ... and says that its duration is this run's only
     assert learner.summary.resumed_from == 2 and learner.summary.to_dict()["resumed_from"] == 2
     assert str(learner.summary).splitlines()[0] == (
-        "Training summary: 3 epoch(s) (completed); resumed from the checkpoint of epoch 2: "
+        "Training summary: 3 epoch(s) on cpu (numpy), float32 (completed); resumed from the checkpoint of epoch 2: "
         f"this run trained epoch 3 in {learner.summary.duration_s:.1f} s"
     )
     separators = [
         line for line in (resumed / "experiment.log").read_text().splitlines() if line.startswith("=====")
     ]
-    assert len(separators) == 1 and "[resuming from the checkpoint of epoch 2]" in separators[0]
+    assert len(separators) == 1 and "; resuming from the checkpoint of epoch 2]" in separators[0]
+    assert "[on cpu (numpy), float32; " in separators[0]  # the device, in experiment.log too
 
 
 def test_early_stopping_stops_after_patience_epochs_without_improvement(tmp_path):

@@ -66,6 +66,9 @@ class CudaBackend(CudaModuleOps, Backend):
         self._current_stream_ptr = _current_stream_ptr_fn(cupy)
         self.memory_pool = cupy.get_default_memory_pool()
         self._fusion: CudaFusion | None = None
+        name = self.xp.cuda.runtime.getDeviceProperties(index).get("name", b"")
+        # the GPU's name, for run descriptions ("cuda:0 (NVIDIA H200)")
+        self.device_name = name.decode(errors="replace") if isinstance(name, bytes) else str(name)
         self._on()
         bf16, why = _bf16.probe(cupy)
         self.bf16: Any = bf16  # ml_dtypes' bfloat16 numpy dtype, or None where CuPy cannot hold it

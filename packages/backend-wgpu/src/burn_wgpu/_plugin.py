@@ -26,6 +26,20 @@ def _available() -> tuple[bool, str]:
     return probe()
 
 
+def _auto_available() -> tuple[bool, str]:
+    """``burn.device("auto")`` takes wgpu only with a hardware adapter: a software one (llvmpipe,
+    lavapipe, SwiftShader) trains slower than the numpy backend (``burn.device("wgpu")`` still uses it)."""
+    ok, reason = _available()
+    if not ok:
+        return ok, reason
+    from ._device import adapter_label, list_adapters
+
+    labels = [adapter_label(a.info) for a in list_adapters()]
+    if all(a.info.get("adapter_type") == "CPU" for a in list_adapters()):
+        return False, f"only software adapters ({'; '.join(labels)}): slower than cpu"
+    return True, ""
+
+
 def _devices() -> list[str]:
     from ._device import list_adapters
 
@@ -39,6 +53,7 @@ def burn_register_backends(register: Callable[[BackendSpec], None]) -> None:
             name="wgpu",
             factory=_make,
             is_available=_available,
+            auto_available=_auto_available,
             devices=_devices,
             priority=10,
             default_decorators=("fusion",),

@@ -256,7 +256,8 @@ def _offered(reg: Registry) -> str:
 
 def _best_available(reg: Registry) -> str:
     for spec in sorted(reg.backends.values(), key=lambda s: -s.priority):
-        if probe(spec.is_available)[0]:  # a third-party probe that raises means "not this one"
+        check = spec.auto_available or spec.is_available
+        if probe(check)[0]:  # a third-party probe that raises means "not this one"
             return spec.name
     raise DeviceError("device('auto'): no backend is available")
 

@@ -80,6 +80,7 @@ class StartEvent:
     epoch_total: int
     starting_epoch: int = 1
     items_total: dict[str, int] = field(default_factory=dict)
+    device: str = ""  # what the run trains on (``learner._describe.describe_run``)
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,8 @@ class BackendSpec:
     device). ``is_available()`` returns ``(ok, reason)``. ``devices()`` lists device strings such as
     ``["wgpu:0"]`` and may import the backend's library; it is only called when the backend is
     available. ``aliases`` are other names ``burn.device()`` accepts; ``priority`` orders backends
-    for ``burn.device("auto")`` (higher wins). ``options`` names the backend's own keyword options:
+    for ``burn.device("auto")`` (higher wins), among those whose ``auto_available()`` (default:
+    ``is_available()``) says yes. ``options`` names the backend's own keyword options:
     ``burn.device(name, url=...)`` passes the ones given to ``factory(index, **options)`` (a backend with
     options keeps a separate instance per distinct set of values). For example::
 
@@ -90,6 +91,9 @@ class BackendSpec:
     default_decorators: tuple[str, ...] = ()
     # keyword options burn.device() passes to factory(index, **options) (e.g. ("url", "token", "timeout"))
     options: tuple[str, ...] = ()
+    # whether burn.device("auto") may pick it, as (ok, reason) (None: when is_available; wgpu says no
+    # when its only adapters are software rasterisers, slower than the numpy backend)
+    auto_available: Callable[[], tuple[bool, str]] | None = None
 
     def __post_init__(self) -> None:
         _check_backend_name("name", self.name)

@@ -112,6 +112,12 @@ def run(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     if args.timeout is not None:
         env["BURN_DDP_TIMEOUT"] = repr(args.timeout)
+    target = f"-m {args.target[0]}" if args.module else args.target[0]
+    sys.stdout.write(
+        f"burn launch: {target} as ranks 0..{args.ranks - 1} ({args.ranks} processes, {os.path.basename(launcher)}); "
+        "rank 0 prints and writes the outputs\n"
+    )
+    sys.stdout.flush()
     try:
         return subprocess.run(cmd, env=env, check=False).returncode
     except FileNotFoundError:

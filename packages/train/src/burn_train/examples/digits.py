@@ -17,9 +17,11 @@ unavailable backend print one line and exit 2 before anything is written; other 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 from burn_train import ClassificationOutput, LearnerBuilder, TrainOutput
@@ -164,6 +166,8 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         builder = builder.mixed_precision(args.mixed_precision)
     if args.resume is not None:
         builder = builder.checkpoint(args.resume)
+    if getattr(args, "run_id", None):
+        builder = builder.run_id(args.run_id)
     return builder.build(model, optim, scheduler), train, valid
 
 
@@ -230,7 +234,18 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
         "--lr", type=_positive_float, default=1e-2, help="peak learning rate (cosine-annealed to lr/20)"
     )
     p.add_argument("--seed", type=int, default=0, help="random seed for the init and the data order")
-    p.add_argument("--artifacts", default="artifacts/digits", help="output folder")
+    p.add_argument(
+        "--artifacts",
+        default="artifacts/digits",
+        help="output folder; a run owns it: a new run refuses a folder holding another run's files "
+        "(continue that run with --resume, or pass --overwrite)",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start a new run in an --artifacts folder that holds another run: the old run is moved "
+        "aside to ARTIFACTS.previous-N first (nothing is deleted)",
+    )
     p.add_argument(
         "--renderer",
         choices=("auto", "tui", "cli", "none"),
@@ -271,19 +286,107 @@ def _fail(prog: str, message: str, code: int = EXIT_USAGE) -> None:
     raise SystemExit(code)
 
 
+RUN_FILE = "run.json"  # in the artifacts folder: which run owns it
+
+
+def _run_info(artifacts: str) -> dict[str, Any] | None:
+    path = os.path.join(artifacts, RUN_FILE)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            info = json.load(handle)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        return {"run_id": None, "error": f"{path}: {exc}"}
+    return info if isinstance(info, dict) else {"run_id": None, "error": f"{path}: not a JSON object"}
+
+
 def _check_resume(args: argparse.Namespace) -> str | None:
-    """Why ``--resume`` cannot work (checked before anything is built or written), or None."""
+    """Why ``--resume`` cannot work (checked before anything is built or written), or None: no such
+    checkpoint, nothing left to train, or a checkpoint of another run than the folder's."""
     if args.resume is None:
         return None
-    from burn_train.checkpoint._file import resume_problem
+    from burn_train.checkpoint._file import read_state, resume_problem
 
-    problem = resume_problem(os.path.join(args.artifacts, "checkpoint"), args.resume)
+    folder = os.path.join(args.artifacts, "checkpoint")
+    problem = resume_problem(folder, args.resume)
     if problem is None and args.epochs <= args.resume:
         problem = (
             f"nothing to train: --resume {args.resume} continues at epoch {args.resume + 1} "
             f"but --epochs is {args.epochs} (raise --epochs)"
         )
+    if problem is None:
+        info = _run_info(args.artifacts) or {}
+        owner = info.get("run_id")
+        saved = read_state(os.path.join(folder, f"state-{args.resume}.json")).get("run_id")
+        if owner and saved and owner != saved:
+            problem = (
+                f"the checkpoint of epoch {args.resume} belongs to run {saved}, not to run {owner} that owns "
+                f"{args.artifacts} ({RUN_FILE}); it cannot continue this run"
+            )
     return problem
+
+
+def _resume_hint(prog: str, args: argparse.Namespace, summary: Any) -> str:
+    """``; epochs 1-3 completed, checkpoints of epochs 2, 3: continue with `... --resume 3``."""
+    if summary is None:
+        return ""
+    done = (
+        f"epochs 1-{summary.epochs} completed" if summary.epochs > 1 else f"{summary.epochs} epoch completed"
+    )
+    if not summary.checkpointed:
+        return f"; {done}, no checkpoint to resume from"
+    last = max(summary.checkpointed)
+    kept = ", ".join(str(e) for e in summary.checkpointed)
+    command = f"{prog} --artifacts {args.artifacts} --resume {last} --epochs {args.epochs}"
+    return f"; {done}, checkpoints of epochs {kept}: continue with `{command}`"
+
+
+def _claim_artifacts(args: argparse.Namespace, prog: str) -> str:
+    """The run id of this run: the folder's own when resuming; else a new one, after checking that
+    ``--artifacts`` holds no other run (a usage error unless ``--overwrite``). Writes nothing."""
+    import uuid
+
+    folder = args.artifacts
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        _fail(prog, f"--artifacts {folder} is a file, expected a folder")
+    if args.resume is not None:
+        return str((_run_info(folder) or {}).get("run_id") or uuid.uuid4().hex[:12])
+    if os.path.isdir(folder) and os.listdir(folder) and not args.overwrite:
+        info = _run_info(folder) or {}
+        what = f"run {info['run_id']} started {info.get('started', '?')}" if info.get("run_id") else "files"
+        _fail(
+            prog,
+            f"--artifacts {folder} already holds another run ({what}): continue it with --resume EPOCH, "
+            "choose another --artifacts, or pass --overwrite to move it aside",
+        )
+    return uuid.uuid4().hex[:12]
+
+
+def _move_aside(folder: str) -> None:
+    """``--overwrite``: the previous run's folder becomes ``FOLDER.previous-N`` (nothing is deleted)."""
+    if not (os.path.isdir(folder) and os.listdir(folder)):
+        return
+    n = 1
+    while os.path.exists(f"{folder}.previous-{n}"):
+        n += 1
+    os.replace(folder, f"{folder}.previous-{n}")
+    print(f"moved the previous run in {folder} to {folder}.previous-{n}", flush=True)
+
+
+def _write_run_info(args: argparse.Namespace, run_id: str, device: str) -> None:
+    info = _run_info(args.artifacts) or {}
+    if info.get("run_id") == run_id:
+        return
+    os.makedirs(args.artifacts, exist_ok=True)
+    record = {
+        "run_id": run_id,
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "device": device,
+        "command": " ".join(sys.argv),
+    }
+    with open(os.path.join(args.artifacts, RUN_FILE), "w", encoding="utf-8") as handle:
+        json.dump(record, handle, indent=2)
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> float:
@@ -299,6 +402,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> float:
     problem = _check_resume(args)
     if problem is not None:
         _fail(prog, problem)
+    from burn_train.distributed._strategy import active_world
+
+    world = active_world(None)  # launched as several ranks: rank 0 owns the folder, the others write nothing
+    lead = world is None or world.rank == 0
+    args.run_id = _claim_artifacts(args, prog) if lead else None
     try:
         learner, train, valid = build(args)
     except (DeviceError, DTypeError) as exc:  # an unavailable backend or dtype: its message says why
@@ -306,6 +414,10 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> float:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted before training started", file=sys.stderr, flush=True)
         raise SystemExit(EXIT_INTERRUPTED) from None
+    if lead:
+        if args.resume is None and args.overwrite:
+            _move_aside(args.artifacts)
+        _write_run_info(args, args.run_id, learner._describe())
     try:
         learner.fit(train, valid)
     except KeyboardInterrupt:
@@ -315,17 +427,17 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> float:
             else "interrupted (Ctrl-C)"
         )
         written = "summary and plots of the epochs so far are in" if learner.summary else "nothing written in"
-        print(f"{prog}: training {how}; {written} {args.artifacts}", file=sys.stderr, flush=True)
+        hint = _resume_hint(prog, args, learner.summary)
+        print(f"{prog}: training {how}; {written} {args.artifacts}{hint}", file=sys.stderr, flush=True)
         raise SystemExit(EXIT_INTERRUPTED) from None
     if learner.summary is not None and learner.summary.reason == "interrupted":
-        print(f"training ended early: {learner.interrupter.reason}")
+        print(f"training ended early ({learner.summary.why}){_resume_hint(prog, args, learner.summary)}")
     epochs = learner.store.values["valid"].get("Accuracy", {})
     if not epochs:
         print(f"no validation epoch finished  (artifacts in {args.artifacts})")
         return math.nan
     accuracy = epochs[max(epochs)]
-    world = getattr(learner, "_world", None)
-    if world is None or world.rank == 0:  # launched as several ranks, rank 0 speaks for the job
+    if lead:  # launched as several ranks, rank 0 speaks for the job
         print(f"final valid accuracy: {100 * accuracy:.2f} %  (artifacts in {args.artifacts})")
     return accuracy
 

@@ -53,6 +53,7 @@ class LearnerConfig:
     distributed: Any = None
     writes: bool = True  # False on ranks other than 0 of a distributed job: no file, no terminal output
     mixed_precision: Any = None  # learner._amp.AmpOptions; None: float32 training
+    run_id: str | None = None  # written into every checkpoint: a resume can check it is the same run
 
 
 class LearnerBuilder:
@@ -256,6 +257,15 @@ class LearnerBuilder:
         """Resume from the checkpoint of ``epoch``: training continues at ``epoch + 1``."""
         self._c.resume_epoch = _positive_int("checkpoint", epoch)
         self._c.checkpointer = True
+        return self
+
+    def run_id(self, run_id: str) -> LearnerBuilder:
+        """Name the run: every checkpoint's state records it (``checkpoint_run_id``), so a script can
+        check that ``--resume`` continues the run it means (``examples/digits.py`` keeps it in
+        ``run.json``)."""
+        if not isinstance(run_id, str) or not run_id:
+            raise ValueError(f"run_id: expected a non-empty string, got {run_id!r}")
+        self._c.run_id = run_id
         return self
 
     # ---------------------------------------------------------------- output

@@ -73,6 +73,8 @@ class Learner:
         self.scheduler = None if isinstance(lr_or_scheduler, (int, float)) else lr_or_scheduler
         self.lr = float(lr_or_scheduler) if self.scheduler is None else None
         self.summary: LearnerSummary | None = None
+        self.device_description = ""  # what fit trains on, in words (set by fit)
+        self._completed: int | None = None  # the last epoch fit ran to its end
         self.store: Any = None
         self.processor: Any = None
         self.checkpointer: Any = None
@@ -175,6 +177,7 @@ class Learner:
     def _restore_history(self, epoch: int) -> None:
         """Epoch values of the run being resumed (for the summary, keep-best and early stopping)."""
         from ..logger import read_epochs_csv
+        from ..logger._csv import truncate_epochs_csv
 
         scales = {name: scale for name, (_, scale) in self.hub.units().items()}
         values: dict[str, dict[str, dict[int, float]]] = {}
@@ -182,6 +185,8 @@ class Learner:
             path = os.path.join(self.config.directory, split, "epochs.csv")
             if not os.path.exists(path):
                 continue
+            if self.config.writes:  # rows after the checkpoint are retrained: never two rows of one epoch
+                truncate_epochs_csv(path, epoch)
             for name, series in read_epochs_csv(path, scales).items():
                 for e, value in series.items():
                     if e <= epoch:
@@ -213,12 +218,15 @@ class Learner:
             self.amp.check_devices(c.devices)  # before anything is written
         if c.writes:
             os.makedirs(c.directory, exist_ok=True)
+        self.device_description = self._describe()
         app_log = None
         if c.app_log:
             from ..logger import AppLogger
             from ..logger._app import run_separator
 
-            details = f"resuming from the checkpoint of epoch {c.resume_epoch}" if c.resume_epoch else ""
+            details = f"on {self.device_description}"
+            if c.resume_epoch:
+                details += f"; resuming from the checkpoint of epoch {c.resume_epoch}"
             app_log = AppLogger(os.path.join(c.directory, c.app_log), header=run_separator(details))
         started = time.monotonic()
         self.hub = MetricsHub(self._metric_slots(), make_renderer(c.renderer), self._loggers(), c.interrupter)
@@ -243,7 +251,7 @@ class Learner:
             sizes = {"train": sum(_Sizes(loader).total for loader in self.strategy.loaders)}
             if valid_loader is not None:
                 sizes["valid"] = _Sizes(valid_loader).total
-            self.processor.submit(StartEvent(c.num_epochs, first, sizes))
+            self.processor.submit(StartEvent(c.num_epochs, first, sizes, self.device_description))
             trained = True  # from here on, the summary and plots describe this run
             self.processor.flush()  # the first frame is drawn now, before the first batch
             reason = self._epochs(first, valid_loader)
@@ -256,8 +264,21 @@ class Learner:
                 self._finish(reason, started, app_log, trained)
         return self.model
 
+    def _describe(self) -> str:
+        """What this fit trains on, in words (devices, adapter, precision, rank)."""
+        from ._describe import describe_run
+
+        devices = list(self.config.devices)
+        if not devices and hasattr(self.model, "devices"):
+            devices = list(self.model.devices())[:1]
+        amp = self.config.mixed_precision
+        precision = amp.dtype if amp is not None else "float32"
+        world = self._world
+        return describe_run(devices, precision, world.rank if world else 0, world.size if world else 1)
+
     def _epochs(self, first: int, valid_loader: Any) -> str:
         c = self.config
+        self._completed = first - 1
         for epoch in range(first, c.num_epochs + 1):
             self._train_epoch(epoch)
             if self._fitting().should_stop(c.interrupter):
@@ -273,6 +294,7 @@ class Learner:
             self._fitting().share_epoch_values(self.store)
             if self.checkpointer is not None:
                 self._checkpoint(epoch)
+            self._completed = epoch
             if c.early_stopping is not None and self._fitting().decide(
                 functools.partial(c.early_stopping.should_stop, epoch, self.store)
             ):
@@ -381,6 +403,8 @@ class Learner:
 
     def _checkpoint(self, epoch: int) -> None:
         extra = {"rng": _host_rng_state(), "time": time.time()}
+        if self.config.run_id is not None:
+            extra["run_id"] = self.config.run_id
         if self.amp is not None:
             extra["amp"] = self.amp.record()
         # written on a worker thread while the next epoch trains (the files stay atomic); old ones the
@@ -401,8 +425,19 @@ class Learner:
                 self.processor.flush(raise_errors=False)
                 duration = time.monotonic() - started
                 self.summary = LearnerSummary.from_store(
-                    self.store, duration, reason, self._best_metric(), c.resume_epoch, self.hub.units()
+                    self.store,
+                    duration,
+                    reason,
+                    self._best_metric(),
+                    c.resume_epoch,
+                    self.hub.units(),
+                    completed=self._completed,
                 )
+                self.summary.detail = c.interrupter.reason
+                self.summary.device = self.device_description
+                if self.checkpointer is not None:
+                    self._wait_checkpoint(reason)  # the epochs it lists are on disk
+                    self.summary.checkpointed = self.checkpointer.epochs()
                 if c.summary:
                     self.summary.save(c.directory)
                 if c.plots:

@@ -30,6 +30,10 @@ class LearnerSummary:
 
     ``epochs`` counts every epoch in the history, resumed ones included; ``duration_s`` is the time of
     this run only. A resumed run (``resumed_from``: the checkpoint epoch it continued from) says so.
+    ``completed``: the last epoch that ran to its end (None: every epoch in the history did); an epoch
+    cut short by an interrupt is not counted, and the best epoch is chosen among completed ones.
+    ``checkpointed``: the epochs with a checkpoint when fit ended; ``detail``: why it stopped early, as
+    the run printed it (``"stopped from the dashboard"``); ``device``: what it trained on.
     """
 
     epochs: int
@@ -41,6 +45,10 @@ class LearnerSummary:
     best_epoch: int | None = None
     best_value: float | None = None
     resumed_from: int | None = None
+    completed: int | None = None
+    checkpointed: list[int] = field(default_factory=list)
+    detail: str = ""
+    device: str = ""
 
     @classmethod
     def from_store(
@@ -51,6 +59,7 @@ class LearnerSummary:
         best: tuple[str, str] | None = None,
         resumed_from: int | None = None,
         units: dict[str, tuple[str, float]] | None = None,
+        completed: int | None = None,
     ) -> LearnerSummary:
         """The summary of ``store``'s epoch values; ``units`` maps a metric to the ``(unit, scale)`` the
         text table shows it in (``metric.display_unit``); ``to_dict`` keeps the raw values."""
@@ -59,6 +68,8 @@ class LearnerSummary:
         for split, metrics in store.values.items():
             rows = []
             for name, series in metrics.items():
+                if completed is not None:  # an epoch an interrupt cut short is no epoch of the run
+                    series = {e: v for e, v in series.items() if e <= completed}
                 finite = {e: v for e, v in series.items() if not math.isnan(v)}
                 epochs = max([epochs, *series])
                 if not finite:
@@ -71,7 +82,9 @@ class LearnerSummary:
                 rows.append(MetricSummary(name, finite[lo], lo, finite[hi], hi, last, higher, unit, scale))
             if rows:
                 splits[split] = rows
-        summary = cls(epochs, duration_s, reason, splits, resumed_from=resumed_from)
+        if completed is not None:
+            epochs = min(epochs, completed)
+        summary = cls(epochs, duration_s, reason, splits, resumed_from=resumed_from, completed=completed)
         if best is not None:
             name, split = best
             for row in splits.get(split, []):
@@ -81,22 +94,39 @@ class LearnerSummary:
                     summary.best_value = row.maximum if row.higher_is_better else row.minimum
         return summary
 
+    @property
+    def why(self) -> str:
+        """The reason with its detail: ``interrupted: stopped from the dashboard``."""
+        if not self.detail or self.detail == self.reason:
+            return self.reason
+        return self.detail if self.detail.startswith(self.reason) else f"{self.reason}: {self.detail}"
+
+    def resume_hint(self) -> str:
+        """Which checkpoint continues this run: ``epoch 3 has a checkpoint (resume from it)``, or ''."""
+        if self.reason == "completed" or not self.checkpointed:
+            return ""
+        last = max(self.checkpointed)
+        return f"completed and checkpointed: epochs up to {last}; resume from the checkpoint of epoch {last}"
+
     def headline(self) -> str:
         """``Training summary: 8 epoch(s) in 12.3 s (completed)``; for a resumed run the duration is
         that of the epochs this run trained, and the line says so."""
+        on = f" on {self.device}" if self.device else ""
         if self.resumed_from is None:
-            return f"Training summary: {self.epochs} epoch(s) in {self.duration_s:.1f} s ({self.reason})"
+            return f"Training summary: {self.epochs} epoch(s){on} in {self.duration_s:.1f} s ({self.why})"
         first = self.resumed_from + 1
         ran = f"epochs {first}-{self.epochs}" if self.epochs > first else f"epoch {first}"
         if self.epochs < first:
             ran = "no complete epoch"
         return (
-            f"Training summary: {self.epochs} epoch(s) ({self.reason}); resumed from the checkpoint of "
+            f"Training summary: {self.epochs} epoch(s){on} ({self.why}); resumed from the checkpoint of "
             f"epoch {self.resumed_from}: this run trained {ran} in {self.duration_s:.1f} s"
         )
 
     def __str__(self) -> str:
         lines = [self.headline()]
+        if self.resume_hint():
+            lines.append(self.resume_hint())
         for split, rows in self.splits.items():
             names = [f"{r.name} ({r.unit})" if r.unit else r.name for r in rows]
             width = max(len("Metric"), *(len(n) for n in names))
@@ -124,6 +154,10 @@ class LearnerSummary:
             "epochs": self.epochs,
             "duration_s": self.duration_s,
             "reason": self.reason,
+            "detail": self.detail,
+            "device": self.device,
+            "completed_epochs": self.epochs,
+            "checkpointed_epochs": list(self.checkpointed),
             "resumed_from": self.resumed_from,
             "best": {
                 "metric": self.best_metric,

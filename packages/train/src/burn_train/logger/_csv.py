@@ -124,3 +124,19 @@ def read_epochs_csv(
                 value /= scales.get(name, 1.0)
             out.setdefault(name, {})[int(row["epoch"])] = value
     return out
+
+
+def truncate_epochs_csv(path: str, last_epoch: int) -> None:
+    """Drop the rows of epochs after ``last_epoch`` from an ``epochs.csv`` (atomically): a run resumed
+    from that epoch's checkpoint trains the later ones again and appends their rows anew."""
+    with open(path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    if not rows:
+        return
+    kept = [rows[0]] + [r for r in rows[1:] if r and r[0].isdigit() and int(r[0]) <= last_epoch]
+    if len(kept) == len(rows):
+        return
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(kept)
+    os.replace(tmp, path)

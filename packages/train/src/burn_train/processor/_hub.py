@@ -95,7 +95,14 @@ class MetricsHub:
             if hasattr(logger, "set_units"):
                 logger.set_units(units)
         self.state.start(
-            event.epoch_total, event.starting_epoch, numeric, text, formatters, event.items_total, units
+            event.epoch_total,
+            event.starting_epoch,
+            numeric,
+            text,
+            formatters,
+            event.items_total,
+            units,
+            device=event.device,
         )
         self.renderer.start(self.state, self.interrupter)
 

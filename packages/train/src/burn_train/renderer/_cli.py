@@ -29,8 +29,9 @@ class CliRenderer(Renderer):
         super().start(state, interrupter)
         snap = state.snapshot()
         names = ", ".join(snap.numeric) or "none"
+        on = f" on {snap.device}" if snap.device else ""
         self._print(
-            f"[start] training for {snap.epoch_total} epoch(s) from epoch {snap.epoch}; metrics: {names}"
+            f"[start] training{on} for {snap.epoch_total} epoch(s) from epoch {snap.epoch}; metrics: {names}"
         )
 
     def on_item(self, split: str) -> None:

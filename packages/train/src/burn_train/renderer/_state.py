@@ -78,6 +78,7 @@ class Snapshot:
     autotune_count: int
     status: tuple[str, ...]
     version: int
+    device: str = ""  # what the run trains on
 
 
 class DashboardState:
@@ -92,6 +93,7 @@ class DashboardState:
         self.started_at = time.monotonic()
         self.mode = "starting"  # starting | train | valid | done | interrupted
         self.epoch_total = 0
+        self.device = ""  # what the run trains on
         self.epoch = 0
         self.splits: dict[str, SplitView] = {"train": SplitView(), "valid": SplitView()}
         self.numeric: list[str] = []  # metric names that get plots, in registration order
@@ -120,8 +122,10 @@ class DashboardState:
         formatters: dict[str, Any] | None = None,
         items_total: dict[str, int] | None = None,
         units: dict[str, tuple[str, float]] | None = None,
+        device: str = "",
     ) -> None:
         with self.lock:
+            self.device = device
             self.formatters.update(formatters or {})
             self.units.update(units or {})
             for split, total in (items_total or {}).items():
@@ -230,6 +234,7 @@ class DashboardState:
                 mode=self.mode,
                 epoch=self.epoch,
                 epoch_total=self.epoch_total,
+                device=self.device,
                 splits=MappingProxyType(dict(self.splits)),
                 numeric=tuple(self.numeric),
                 history=MappingProxyType(history),
@@ -255,3 +260,13 @@ class DashboardState:
             if self.mode == "train" and valid.epoch_seconds:
                 left += valid.epoch_seconds
             return left + per_epoch * max(0, self.epoch_total - self.epoch)
+
+
+def tuning_line(event: Any) -> str:
+    """``tuning conv2d (3 of 7 candidates)``: what the Status panel says while a kernel is tuned, so a
+    cold run's seconds of autotuning never read as a stalled 100 %."""
+    total = getattr(event, "total", 0) or 0
+    step = min(getattr(event, "step", 0) or 0, total) if total else 0
+    counted = f" ({step} of {total} candidates)" if total else ""
+    verb = "compiling" if getattr(event, "kind", "") == "compile" else "tuning"
+    return f"{verb} {event.kernel}{counted}"

@@ -20,7 +20,7 @@ from .._sync import threads_available
 from ._base import Renderer, fmt_duration
 from ._keys import KeyReader
 from ._plot import Series, bounds, braille_chart
-from ._state import Snapshot
+from ._state import Snapshot, tuning_line
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions
@@ -313,8 +313,10 @@ class TuiRenderer(Renderer):
             f"Items     : {view.progress.items_processed}/{view.progress.items_total}",
             f"Elapsed   : {fmt_duration(snap.elapsed)}",
         ]
+        lines += [f"» {tuning_line(e)}" for e in snap.autotune_active[:1]]
         lines += [f"» {text}" for text in snap.status[-2:]]
-        return Panel(Text("\n".join(lines)), title="Status (q: quit)", title_align="left")
+        title = f"Status on {snap.device} (q: quit)" if snap.device else "Status (q: quit)"
+        return Panel(Text("\n".join(lines)), title=title, title_align="left")
 
     def _autotune_panel(self, snap: Snapshot) -> Any:
         from rich.panel import Panel

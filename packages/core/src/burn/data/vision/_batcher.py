@@ -117,9 +117,12 @@ class ImageClassificationBatcher:
             images = np.stack(arrays)
         images = self._normalise(images)
         targets = np.asarray([int(label) for _, label in pairs], dtype=np.int64)
+        from ..._device import device as as_device
+
+        ints = as_device(device).backend.default_int  # int64, or the backend's int where it has none
         return (
             _creation.tensor(images, dtype="float32", device=device),
-            _creation.tensor(targets, device=device),  # int64, or the backend's int where it has none
+            _creation.tensor(targets, dtype=ints, device=device),  # said, not narrowed with a warning
         )
 
     def __repr__(self) -> str:
