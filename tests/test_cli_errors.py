@@ -44,6 +44,13 @@ def test_train_on_a_device_that_does_not_exist(tmp_path):
     assert not (tmp_path / "art").exists()
 
 
+REMOTE = pytest.mark.skipif(
+    importlib.util.find_spec("websockets") is None or importlib.util.find_spec("burn_remote") is None,
+    reason="burn-remote and websockets are not installed",
+)
+
+
+@REMOTE
 def test_train_on_a_remote_server_that_is_not_there(tmp_path):
     url = f"ws://127.0.0.1:{_free_port()}"
     cmd = [*TRAIN, "--backend", "remote", "--remote-url", url, "--artifacts", "art"]
@@ -51,6 +58,7 @@ def test_train_on_a_remote_server_that_is_not_there(tmp_path):
     assert not (tmp_path / "art").exists()
 
 
+@REMOTE
 def test_train_on_a_remote_server_without_its_token(tmp_path):
     token = tmp_path / "token"
     token.write_text("s3cret-token")

@@ -702,4 +702,43 @@ CASES: list[Case] = [
         opset=21,
     ),
     C("DynamicQuantizeLinear", "DynamicQuantizeLinear", [f(3, 4)], outputs=3, rtol=1e-3, atol=1e-3),
+    # 3-d pools (kept last: a row inserted earlier would shift every later row's random inputs)
+    C("MaxPool-3d", "MaxPool", [f(1, 2, 5, 6, 7)], attrs={"kernel_shape": [2, 3, 2], "strides": [2, 1, 2]}),
+    C(
+        "MaxPool-3d-pads-dilation-ceil",
+        "MaxPool",
+        [f(2, 2, 6, 5, 7)],
+        attrs={"kernel_shape": [3, 2, 2], "pads": [1, 0, 1, 1, 1, 0], "dilations": [1, 2, 1], "ceil_mode": 1},
+    ),
+    C(
+        "MaxPool-3d-indices",
+        "MaxPool",
+        [f(1, 2, 4, 5, 6)],
+        attrs={"kernel_shape": [2, 2, 2], "strides": [2, 2, 2]},
+        outputs=2,
+    ),
+    C(
+        "AveragePool-3d",
+        "AveragePool",
+        [f(1, 3, 5, 6, 7)],
+        attrs={"kernel_shape": [2, 2, 3], "strides": [1, 2, 2]},
+    ),
+    C(
+        "AveragePool-3d-pads-exclude",
+        "AveragePool",
+        [f(2, 2, 5, 5, 6)],
+        attrs={"kernel_shape": [3, 3, 3], "pads": [1, 1, 1, 1, 1, 1], "count_include_pad": 0},
+    ),
+    C(
+        "AveragePool-3d-pads-include-ceil",
+        "AveragePool",
+        [f(1, 2, 6, 5, 7)],
+        attrs={
+            "kernel_shape": [2, 3, 2],
+            "strides": [2, 2, 2],
+            "pads": [1, 1, 0, 0, 1, 1],
+            "count_include_pad": 1,
+            "ceil_mode": 1,
+        },
+    ),
 ]

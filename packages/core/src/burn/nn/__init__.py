@@ -66,10 +66,14 @@ from ._pool import (
     AvgPool1dConfig,
     AvgPool2d,
     AvgPool2dConfig,
+    AvgPool3d,
+    AvgPool3dConfig,
     MaxPool1d,
     MaxPool1dConfig,
     MaxPool2d,
     MaxPool2dConfig,
+    MaxPool3d,
+    MaxPool3dConfig,
 )
 from ._rnn import Gru, GruConfig, Lstm, LstmConfig, LstmState
 from ._sequential import Sequential, SequentialConfig
@@ -99,6 +103,8 @@ _SHORTHANDS: tuple[tuple[type, type, bool], ...] = (
     (MaxPool2d, MaxPool2dConfig, False),
     (AvgPool1d, AvgPool1dConfig, False),
     (AvgPool2d, AvgPool2dConfig, False),
+    (MaxPool3d, MaxPool3dConfig, False),
+    (AvgPool3d, AvgPool3dConfig, False),
     (AdaptiveAvgPool1d, AdaptiveAvgPool1dConfig, False),
     (AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, False),
 )
@@ -115,6 +121,8 @@ __all__ = [
     "AvgPool1dConfig",
     "AvgPool2d",
     "AvgPool2dConfig",
+    "AvgPool3d",
+    "AvgPool3dConfig",
     "BatchNorm",
     "BatchNormConfig",
     "Conv1d",
@@ -156,6 +164,8 @@ __all__ = [
     "MaxPool1dConfig",
     "MaxPool2d",
     "MaxPool2dConfig",
+    "MaxPool3d",
+    "MaxPool3dConfig",
     "MhaOutput",
     "Module",
     "MultiHeadAttention",

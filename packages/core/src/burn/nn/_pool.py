@@ -103,6 +103,29 @@ class AvgPool2d(_Pool):
     _n, _op = 2, "avg"
 
 
+class MaxPool3d(_Pool):
+    """Max over sliding windows: (N, C, D, H, W) -> (N, C, D_out, H_out, W_out), each size as in MaxPool1d.
+
+    >>> pool = nn.MaxPool3dConfig(2, stride=2).init()
+    >>> pool(burn.zeros((1, 3, 4, 6, 8))).shape
+    (1, 3, 2, 3, 4)
+    """
+
+    _n, _op = 3, "max"
+
+
+class AvgPool3d(_Pool):
+    """Mean over sliding windows: (N, C, D, H, W) -> (N, C, D_out, H_out, W_out), each size as in
+    AvgPool1d.
+
+    >>> pool = nn.AvgPool3dConfig(3, padding=1).init()
+    >>> pool(burn.ones((1, 2, 4, 4, 4))).shape
+    (1, 2, 4, 4, 4)
+    """
+
+    _n, _op = 3, "avg"
+
+
 class MaxPool1dConfig(Config):
     """Builds ``nn.MaxPool1d``; ``stride`` defaults to 1 (Burn), not to kernel_size (PyTorch).
 
@@ -170,6 +193,41 @@ class AvgPool2dConfig(Config):
 
     def init(self, device: DeviceLike = None) -> AvgPool2d:
         return AvgPool2d(self)
+
+
+class MaxPool3dConfig(Config):
+    """Builds ``nn.MaxPool3d``: kernel_size, stride (default 1, as Burn), padding and dilation are ints or
+    triples.
+
+    >>> nn.MaxPool3dConfig(2, stride=(1, 2, 2)).init().stride
+    (1, 2, 2)
+    """
+
+    kernel_size: tuple[int, int, int] | int
+    stride: tuple[int, int, int] | int = 1
+    padding: tuple[int, int, int] | int = 0
+    dilation: tuple[int, int, int] | int = 1
+    ceil_mode: bool = False
+
+    def init(self, device: DeviceLike = None) -> MaxPool3d:
+        return MaxPool3d(self)
+
+
+class AvgPool3dConfig(Config):
+    """Builds ``nn.AvgPool3d``: kernel_size, stride (default 1) and padding are ints or triples.
+
+    >>> nn.AvgPool3dConfig((1, 2, 2)).init().kernel_size
+    (1, 2, 2)
+    """
+
+    kernel_size: tuple[int, int, int] | int
+    stride: tuple[int, int, int] | int = 1
+    padding: tuple[int, int, int] | int = 0
+    count_include_pad: bool = True
+    ceil_mode: bool = False
+
+    def init(self, device: DeviceLike = None) -> AvgPool3d:
+        return AvgPool3d(self)
 
 
 class _AdaptiveAvgPool(Module):

@@ -513,6 +513,22 @@ def _module_rows() -> list[OpSpec]:
             tol,
         ),
         OpSpec(
+            "max_pool3d",
+            lambda c, x: _module_fn("max_pool3d")(x, (2, 3, 2), stride=(2, 1, 2), padding=(1, 1, 0)),
+            gen((1, 2, 5, 6, 5)),
+            FLOATS,
+            None,
+            tol,
+        ),
+        OpSpec(
+            "avg_pool3d",
+            lambda c, x: _module_fn("avg_pool3d")(x, 3, stride=2, padding=1, count_include_pad=False),
+            gen((1, 2, 5, 5, 6)),
+            FLOATS,
+            None,
+            tol,
+        ),
+        OpSpec(
             "unfold4d",
             lambda c, x: _module_fn("unfold4d")(x, 3, stride=2, padding=1),
             gen((2, 3, 6, 5)),

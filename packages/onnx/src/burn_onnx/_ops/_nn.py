@@ -142,7 +142,7 @@ def _pool_check(node: Node) -> str | None:
     return None
 
 
-@op("MaxPool", check=checks(attr_in("auto_pad", _AUTO_PAD, "NOTSET"), _nd_check(1, 2), _pool_check))
+@op("MaxPool", check=checks(attr_in("auto_pad", _AUTO_PAD, "NOTSET"), _nd_check(1, 2, 3), _pool_check))
 def max_pool(ctx: Any, node: Node, x: burn.Tensor) -> Any:
     kernel = tuple(node.attrs["kernel_shape"])
     nd = len(kernel)
@@ -161,7 +161,7 @@ def max_pool(ctx: Any, node: Node, x: burn.Tensor) -> Any:
         pads = (0,) * nd
     else:
         pads = tuple(begin)
-    pool = F.max_pool1d if nd == 1 else F.max_pool2d
+    pool = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[nd - 1]
     result = pool(src, kernel, tuple(stride), pads, tuple(dilation), ceil, return_indices=want_indices)
     if not want_indices:
         return result
@@ -236,7 +236,7 @@ def _avg_check(node: Node) -> str | None:
     return None
 
 
-@op("AveragePool", check=checks(attr_in("auto_pad", _AUTO_PAD, "NOTSET"), _nd_check(1, 2), _avg_check))
+@op("AveragePool", check=checks(attr_in("auto_pad", _AUTO_PAD, "NOTSET"), _nd_check(1, 2, 3), _avg_check))
 def average_pool(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
     kernel = tuple(node.attrs["kernel_shape"])
     nd = len(kernel)
@@ -244,7 +244,7 @@ def average_pool(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
     begin, end = _window_pads(node, tuple(x.shape[2:]), kernel, stride, [1] * nd)
     ceil = bool(node.attrs.get("ceil_mode", 0))
     include = bool(node.attrs.get("count_include_pad", 0))
-    pool = F.avg_pool1d if nd == 1 else F.avg_pool2d
+    pool = (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)[nd - 1]
     if begin == end and all(p <= k // 2 for p, k in zip(begin, kernel)):
         return pool(x, kernel, tuple(stride), tuple(begin), ceil, include)
     # asymmetric pads: pool the zero-padded input, divided by the window's count of real (or all) cells

@@ -42,22 +42,29 @@ from ._norm import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from ._pool_ops import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
     adaptive_max_pool1d,
     adaptive_max_pool2d,
+    adaptive_max_pool3d,
     avg_pool1d,
     avg_pool2d,
+    avg_pool3d,
     max_pool1d,
     max_pool2d,
+    max_pool3d,
 )
 from ._vision_ops import deform_conv2d, nms, roi_align
 
 __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
+    "adaptive_max_pool3d",
     "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "batch_norm",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
@@ -84,6 +91,7 @@ __all__ = [
     "log_softmax",
     "max_pool1d",
     "max_pool2d",
+    "max_pool3d",
     "mish",
     "mse_loss",
     "nms",

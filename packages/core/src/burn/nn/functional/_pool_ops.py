@@ -1,5 +1,5 @@
-"""Pools of ``burn.nn.functional``: max, average and adaptive pools over 1 or 2 spatial dims (PyTorch
-semantics, channels-first). Each family has one checked implementation behind its 1/2-d public
+"""Pools of ``burn.nn.functional``: max, average and adaptive pools over 1, 2 or 3 spatial dims
+(PyTorch semantics, channels-first; the backend's pools take any number of spatial dims). Each family has one checked implementation behind its 1/2-d public
 functions."""
 
 from __future__ import annotations
@@ -93,6 +93,24 @@ def max_pool2d(
     return _max_pool("max_pool2d", 2, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
+def max_pool3d(
+    x: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any:
+    """3-d max pool of x (N, C, D, H, W) -> (N, C, D_out, H_out, W_out); ``stride`` defaults to
+    ``kernel_size``; with ``return_indices`` also the int64 flat index ``(d * H + h) * W + w``.
+
+    >>> F.max_pool3d(burn.ones((1, 2, 4, 4, 4)), 2).shape
+    (1, 2, 2, 2, 2)
+    """
+    return _max_pool("max_pool3d", 3, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
 def _avg_pool(
     op: str,
     nd: int,
@@ -141,6 +159,22 @@ def avg_pool2d(
     (1, 3, 4, 4)
     """
     return _avg_pool("avg_pool2d", 2, x, kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+
+def avg_pool3d(
+    x: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:
+    """3-d average pool of x (N, C, D, H, W) -> (N, C, D_out, H_out, W_out).
+
+    >>> F.avg_pool3d(burn.ones((1, 2, 4, 4, 4)), 2, padding=1, count_include_pad=False).shape
+    (1, 2, 3, 3, 3)
+    """
+    return _avg_pool("avg_pool3d", 3, x, kernel_size, stride, padding, ceil_mode, count_include_pad)
 
 
 def _adaptive(op: str, nd: int, x: Any, output_size: Any, kind: str) -> tuple[Tensor, tuple[int, ...]]:
@@ -194,3 +228,24 @@ def adaptive_max_pool2d(
     (1, 2, 2, 3)
     """
     return _adaptive_max("adaptive_max_pool2d", 2, x, output_size, return_indices)
+
+
+def adaptive_avg_pool3d(x: Tensor, output_size: int | tuple[int | None, int | None, int | None]) -> Tensor:
+    """Adaptive average pool of x (N, C, D, H, W) -> (N, C, *output_size); a None entry keeps that size.
+
+    >>> F.adaptive_avg_pool3d(burn.ones((1, 2, 5, 6, 7)), (1, 2, None)).shape
+    (1, 2, 1, 2, 7)
+    """
+    return _adaptive_avg("adaptive_avg_pool3d", 3, x, output_size)
+
+
+def adaptive_max_pool3d(
+    x: Tensor, output_size: int | tuple[int | None, int | None, int | None], return_indices: bool = False
+) -> Any:
+    """Adaptive max pool of x (N, C, D, H, W) -> (N, C, *output_size); indices are flat
+    ``(d * H + h) * W + w``.
+
+    >>> F.adaptive_max_pool3d(burn.ones((1, 2, 4, 4, 4)), 2).shape
+    (1, 2, 2, 2, 2)
+    """
+    return _adaptive_max("adaptive_max_pool3d", 3, x, output_size, return_indices)
