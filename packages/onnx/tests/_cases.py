@@ -741,4 +741,29 @@ CASES: list[Case] = [
             "ceil_mode": 1,
         },
     ),
+    # legacy forms (opsets 7-8): per-position batch-norm statistics, column-major max-pool indices
+    C(
+        "BatchNormalization-opset7-spatial0",
+        "BatchNormalization",
+        [f(2, 3, 4), pos(3, 4), f(3, 4), f(3, 4), pos(3, 4)],
+        attrs={"spatial": 0, "epsilon": 1e-3},
+        opset=7,
+        consts=(1, 2, 3, 4),
+    ),
+    C(
+        "MaxPool-storage-order-1",
+        "MaxPool",
+        [f(2, 2, 5, 6)],
+        attrs={"kernel_shape": [2, 2], "strides": [2, 2], "storage_order": 1},
+        opset=8,
+        outputs=2,
+    ),
+    C(
+        "MaxPool-3d-storage-order-1-pads",
+        "MaxPool",
+        [f(1, 2, 4, 5, 6)],
+        attrs={"kernel_shape": [2, 2, 2], "pads": [1, 0, 1, 0, 1, 1], "storage_order": 1},
+        opset=12,
+        outputs=2,
+    ),
 ]

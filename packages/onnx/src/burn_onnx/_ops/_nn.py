@@ -136,13 +136,7 @@ def conv_transpose(
 # ------------------------------------------------------------------ pools
 
 
-def _pool_check(node: Node) -> str | None:
-    if node.attrs.get("storage_order", 0):
-        return "storage_order=1 (column-major indices) is not supported"
-    return None
-
-
-@op("MaxPool", check=checks(attr_in("auto_pad", _AUTO_PAD, "NOTSET"), _nd_check(1, 2, 3), _pool_check))
+@op("MaxPool", check=checks(attr_in("auto_pad", _AUTO_PAD, "NOTSET"), _nd_check(1, 2, 3)))
 def max_pool(ctx: Any, node: Node, x: burn.Tensor) -> Any:
     kernel = tuple(node.attrs["kernel_shape"])
     nd = len(kernel)
@@ -168,16 +162,19 @@ def max_pool(ctx: Any, node: Node, x: burn.Tensor) -> Any:
     values, idx = result
     n, c = x.shape[:2]
     plane = math.prod(x.shape[2:])
-    if padded:  # indices into the padded plane -> into the input plane
+    column_major = bool(node.attrs.get("storage_order", 0))
+    if padded or column_major:
+        # indices into the padded plane -> into the input plane; storage_order=1: first dim fastest
         widths = src.shape[2:]
         coords = []
         rest = idx
         for i in reversed(range(nd)):
-            coords.append(rest % widths[i] - begin[i])
+            coords.append(rest % widths[i] - (begin[i] if padded else 0))
             rest = rest // widths[i]
         coords.reverse()
-        idx = coords[0]
-        for i in range(1, nd):
+        order = list(reversed(range(nd))) if column_major else list(range(nd))
+        idx = coords[order[0]]
+        for i in order[1:]:
             idx = idx * x.shape[2 + i] + coords[i]
     base = burn.arange(0, n * c, device=idx.device).cast(idx.dtype).reshape(n, c, *([1] * nd)) * plane
     return values, (idx + base).cast(ctx.fit(burn.int64))
@@ -291,8 +288,6 @@ def _channel(t: burn.Tensor, rank: int) -> burn.Tensor:
 def _bn_check(node: Node) -> str | None:
     if node.attrs.get("training_mode", 0):
         return "training_mode=1 is not supported (burn-onnx runs inference graphs)"
-    if node.opset < 9 and node.attrs.get("spatial", 1) == 0:
-        return "spatial=0 is not supported"
     return None
 
 
@@ -309,6 +304,9 @@ def batch_norm(
     eps = float(node.attrs.get("epsilon", 1e-5))
     factor = scale * (var + eps).rsqrt()
     shift = bias - mean * factor
+    if node.opset < 9 and node.attrs.get("spatial", 1) == 0:
+        # BatchNormalization-7/8 spatial=0: statistics per (channel, position), shaped (C, D1, ...)
+        return x * factor.unsqueeze(0) + shift.unsqueeze(0)
     return x * _channel(factor, x.ndim) + _channel(shift, x.ndim)
 
 
