@@ -28,7 +28,7 @@ def test_help_names_the_command_shows_defaults_and_exit_codes(capsys):
         ("--lr LR peak learning rate", "0.01"),
         ("--seed SEED random seed", "0"),
         ("--renderer {auto,tui,cli,none} auto:", "auto"),
-        ("--backend {cpu,wgpu,cuda,auto} device to train on", "cpu"),
+        ("--backend {cpu,wgpu,cuda,remote,auto} device to train on", "cpu"),
     ]:
         start = text.index(option)
         assert f"(default: {default})" in text[start : text.index("--", start + 2)], option

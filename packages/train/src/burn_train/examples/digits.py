@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from burn.data import Dataset
     from burn.data.vision import DigitsItem
 
-BACKENDS = ("cpu", "wgpu", "cuda", "auto")
+BACKENDS = ("cpu", "wgpu", "cuda", "remote", "auto")
 MODULE_PROG = "python -m burn_train.examples.digits"
 PROG_ENV = "BURN_TRAIN_PROG"  # dev.py sets it so --help reads "usage: python3 dev.py train"
 
@@ -116,6 +116,8 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     )
 
     burn.seed(args.seed)
+    if getattr(args, "remote_url", None):  # the remote backend reads its server from the environment
+        os.environ["BURN_REMOTE_URL"] = args.remote_url
     names = args.devices.split(",") if args.devices else [args.backend]
     devices = [burn.device(name.strip(), autodiff=True) for name in names]
     adev = devices[0]  # the main device: model, optimizer and validation live here
@@ -222,7 +224,20 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
         epilog=EXIT_CODES,
         formatter_class=_HelpFormatter,
     )
-    p.add_argument("--backend", choices=BACKENDS, default="cpu", help="device to train on")
+    p.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="cpu",
+        help="device to train on (auto: cuda, else a hardware wgpu adapter, else cpu; remote: a "
+        "`burn remote serve` server at REMOTE_URL)",
+    )
+    p.add_argument(
+        "--remote-url",
+        default=None,
+        metavar="URL",
+        help="server of --backend remote, e.g. ws://gpu-box:3000 (default: BURN_REMOTE_URL); its token "
+        "comes from BURN_REMOTE_TOKEN",
+    )
     p.add_argument(
         "--devices",
         default="",
