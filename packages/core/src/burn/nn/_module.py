@@ -146,8 +146,7 @@ class Module:
     def state_dict(self) -> dict[str, Tensor]:
         """Dotted name -> tensor of every Param and running state (batch norm's running mean and
         variance), as PyTorch's ``state_dict()``. Names are burn's attribute paths and layouts burn's:
-        a Linear weight is (d_input, d_output), PyTorch's (out, in) (``burn.record.load_torch`` maps
-        PyTorch's names and layouts).
+        a Linear weight is (d_input, d_output), where PyTorch's is (out, in).
 
         >>> {k: v.shape for k, v in nn.LinearConfig(4, 2).init().state_dict().items()}
         {'weight': (4, 2), 'bias': (2,)}
