@@ -187,6 +187,12 @@ class FileCheckpointer:
         except BaseException as exc:  # handed to the training thread by wait()
             self._error = exc
 
+    def join(self) -> None:
+        """Wait for a background save to finish, keeping its error for ``wait`` to raise."""
+        writer = self._writer
+        if writer is not None:
+            writer.join()
+
     def wait(self) -> None:
         """Wait for a background save to finish; re-raise its error (the previous checkpoint is intact)."""
         writer, self._writer = self._writer, None

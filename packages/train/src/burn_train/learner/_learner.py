@@ -436,7 +436,7 @@ class Learner:
                 self.summary.detail = c.interrupter.reason
                 self.summary.device = self.device_description
                 if self.checkpointer is not None:
-                    self._wait_checkpoint(reason)  # the epochs it lists are on disk
+                    self.checkpointer.join()  # the epochs it lists are on disk (an error is raised below)
                     self.summary.checkpointed = self.checkpointer.epochs()
                 if c.summary:
                     self.summary.save(c.directory)
