@@ -163,3 +163,86 @@ def test_dtype_errors_name_the_dtype():
         F.cross_entropy(burn.randn(4, 3), burn.tensor([0.0, 1.0, 2.0, 1.0]))
     probs = F.softmax(burn.randn(4, 3), 1)  # float targets of the logits' shape: probabilities
     assert F.cross_entropy(burn.randn(4, 3), probs).shape == ()
+
+
+def test_every_creator_takes_shapes_alike_and_refuses_a_positional_dtype():
+    for fn in (burn.zeros, burn.ones, burn.empty, burn.rand, burn.randn):
+        assert fn(2, 3).shape == fn((2, 3)).shape == fn([2, 3]).shape == fn(shape=(2, 3)).shape == (2, 3)
+        name = fn.__name__
+        with pytest.raises(TypeError, match=rf"^{name}: give the dtype by keyword, {name}\(2, 3, dtype="):
+            fn((2, 3), burn.float16)
+        with pytest.raises(TypeError, match=rf"^{name}: give the dtype by keyword"):
+            fn(2, 3, "float64")
+        with pytest.raises(TypeError, match=rf"^{name}: the shape must be ints, got a Tensor"):
+            fn(burn.zeros(2))
+    with pytest.raises(TypeError, match="give the shape positionally or as shape=, not both"):
+        burn.empty(2, shape=(2,))
+
+
+def test_randint_takes_pytorchs_high_and_size_form():
+    burn.seed(5)
+    a = burn.randint(7, (4, 5))
+    burn.seed(5)
+    b = burn.randint(0, 7, (4, 5))
+    assert a.shape == (4, 5) and a.tolist() == b.tolist()
+    assert 0 <= min(a.flatten().tolist()) and max(a.flatten().tolist()) < 7
+    with pytest.raises(TypeError, match=r"randint: give low, high and shape .* got low=10, high=3, shape=None"):
+        burn.randint(10, 3)  # PyTorch needs a size tuple here too; burn says what it takes
+
+
+def test_bernoulli_of_a_probability_tensor_names_the_burn_spelling():
+    with pytest.raises(TypeError, match=r"burn.rand\(probs.shape, device=probs.device\) < probs"):
+        burn.bernoulli(burn.rand(3), 0.5)
+
+
+@pytest.mark.parametrize(
+    ("short", "config"),
+    [
+        (lambda d: nn.Dropout(0.2), lambda d: nn.DropoutConfig(0.2).init(d)),
+        (lambda d: nn.Dropout(), lambda d: nn.DropoutConfig().init(d)),
+        (lambda d: nn.PRelu(3, alpha=0.1, device=d), lambda d: nn.PReluConfig(3, 0.1).init(d)),
+        (lambda d: nn.PositionalEncoding(16), lambda d: nn.PositionalEncodingConfig(16).init(d)),
+        (lambda d: nn.RotaryEncoding(16, 8), lambda d: nn.RotaryEncodingConfig(16, 8).init(d)),
+        (
+            lambda d: nn.TransformerEncoder(16, 32, 4, 2, device=d),
+            lambda d: nn.TransformerEncoderConfig(16, 32, 4, 2).init(d),
+        ),
+    ],
+)
+def test_more_module_shorthands_are_the_config_init(short, config):
+    dev = burn.device("cpu")
+    burn.seed(4)
+    a = short(dev)
+    burn.seed(4)
+    b = config(dev)
+    assert type(a) is type(b) and repr(a) == repr(b)
+    _same_params(a, b)
+
+
+@pytest.mark.parametrize(
+    ("call", "hint"),
+    [
+        (lambda: nn.Dropout(p=0.1), "PyTorch's p is prob in burn"),
+        (lambda: nn.Linear(in_features=2, out_features=3), "in_features is d_input, out_features is d_output"),
+        (lambda: nn.BatchNorm(8, eps=1e-3), "PyTorch's eps is epsilon in burn"),
+        (lambda: nn.Embedding(num_embeddings=5, embedding_dim=2), "num_embeddings is n_embedding"),
+        (lambda: nn.Conv1d(in_channels=2, out_channels=3, kernel_size=3), "in_channels is channels_in"),
+        (lambda: nn.Conv2d(in_channels=2, out_channels=3, kernel_size=3), "in_channels is channels=(in, out)"),
+    ],
+)
+def test_pytorch_keyword_names_are_a_one_line_error_naming_burns(call, hint):
+    with pytest.raises(TypeError) as info:
+        call()
+    msg = str(info.value)
+    assert "\n" not in msg and hint in msg and "burn spells it nn." in msg
+
+
+def test_load_state_dict_lists_unexpected_keys_and_dtype_mismatches():
+    m = nn.Linear(3, 4)
+    sd = {k: v.numpy() for k, v in m.state_dict().items()}
+    sd["extra.w"] = np.zeros(2)
+    sd["weight"] = np.zeros((3, 4), np.int32)
+    with pytest.raises(burn.RecordError) as info:
+        m.load_state_dict(sd)
+    msg = str(info.value)
+    assert "unexpected: extra.w" in msg and "dtype mismatch: weight" in msg and "record has int32" in msg

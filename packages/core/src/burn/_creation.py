@@ -117,7 +117,15 @@ def full(shape: Sequence[int], value: Any, dtype: D.DTypeLike = None, device: De
 
 
 def _shape_of(op: str, dims: tuple, shape: Any) -> tuple[int, ...]:
-    """``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(shape=(2, 3))`` (API.md's spelling)."""
+    """``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(shape=(2, 3))`` (API.md's spelling, PyTorch's too);
+    a dtype given positionally (PyTorch takes it by keyword too) is a clear error, not a bad dim."""
+    for d in dims:
+        if isinstance(d, Tensor):
+            raise TypeError(f"{op}: the shape must be ints, got a Tensor; for its shape pass t.shape")
+        if isinstance(d, (D.DType, str)):
+            raise TypeError(
+                f"{op}: give the dtype by keyword, {op}(2, 3, dtype={d!r}); got {d!r} in the shape"
+            )
     if shape is not None:
         if dims:
             raise TypeError(f"{op}: give the shape positionally or as shape=, not both")
@@ -148,13 +156,15 @@ def ones(*dims: Any, shape: Any = None, dtype: D.DTypeLike = None, device: Devic
     return full(_shape_of("ones", dims, shape), 1, dtype=dtype or b.default_float, device=device)
 
 
-def empty(*shape: Any, dtype: D.DTypeLike = None, device: DeviceLike = None) -> Tensor:
-    """A tensor of ``shape`` whose values are not to be relied on (today: zeros, as ``zeros``).
+def empty(*dims: Any, shape: Any = None, dtype: D.DTypeLike = None, device: DeviceLike = None) -> Tensor:
+    """A tensor whose values are not to be relied on (today: zeros); the shape as ``zeros``.
 
     >>> burn.empty(2, 3).shape
     (2, 3)
+    >>> burn.empty(shape=(4,)).shape
+    (4,)
     """
-    return zeros(*shape, dtype=dtype, device=device)
+    return zeros(_shape_of("empty", dims, shape), dtype=dtype, device=device)
 
 
 def zeros_like(t: Tensor, dtype: D.DTypeLike = None) -> Tensor:
@@ -249,18 +259,11 @@ def _random_args(
     op: str, shape: Any, dtype: D.DTypeLike, device: DeviceLike, default: str
 ) -> tuple[Backend, tuple[int, ...], D.DType]:
     b = _backend(device)
+    if isinstance(shape, Tensor):
+        raise TypeError(f"{op}: shape must be an int or a tuple of ints, got a Tensor of shape {shape.shape}")
     shape = check_non_negative_shape(op, shape_arg(op, (shape,) if isinstance(shape, int) else tuple(shape)))
     dt = _dtype_or(dtype, b.default_float if default == "float" else b.default_int, b, op)
     return b, shape, dt
-
-
-def _random_shape(op: str, dims: tuple, shape: Any) -> Any:
-    """``randn(2, 3)``, ``randn((2, 3))`` or ``randn(shape=(2, 3))``, as ``zeros``; a dtype given
-    positionally (PyTorch takes it by keyword too) is a clear error rather than a bad dim."""
-    for d in dims:
-        if isinstance(d, (D.DType, str)):
-            raise TypeError(f"{op}: give the dtype by keyword ({op}(2, 3, dtype=burn.float16)), got {d!r}")
-    return _shape_of(op, dims, shape)
 
 
 def rand(
@@ -280,7 +283,7 @@ def rand(
     >>> burn.rand(2, 3).shape
     (2, 3)
     """
-    b, shape, dt = _random_args("rand", _random_shape("rand", dims, shape), dtype, device, "float")
+    b, shape, dt = _random_args("rand", _shape_of("rand", dims, shape), dtype, device, "float")
     return _wrap(b.random_uniform(shape, low, high, dt), b, dt)
 
 
@@ -304,19 +307,33 @@ def randn(
     """
     if std < 0:
         raise ValueError(f"randn: std must be non-negative, got {std}")
-    b, shape, dt = _random_args("randn", _random_shape("randn", dims, shape), dtype, device, "float")
+    b, shape, dt = _random_args("randn", _shape_of("randn", dims, shape), dtype, device, "float")
     return _wrap(b.random_normal(shape, mean, std, dt), b, dt)
 
 
 def randint(
-    low: int, high: int, shape: Sequence[int], dtype: D.DTypeLike = None, device: DeviceLike = None
+    low: int,
+    high: Any = None,
+    shape: Any = None,
+    dtype: D.DTypeLike = None,
+    device: DeviceLike = None,
 ) -> Tensor:
-    """Integers of ``shape`` in ``[low, high)`` (the default int); seeded by ``burn.seed``.
+    """Integers of ``shape`` in ``[low, high)`` (the default int); seeded by ``burn.seed``. PyTorch's
+    ``randint(high, shape)`` (shape a tuple) means ``randint(0, high, shape)``.
 
     >>> x = burn.randint(0, 10, (2, 3))
     >>> x.shape, x.dtype, bool(((x >= 0) & (x < 10)).all())
     ((2, 3), burn.int64, True)
+    >>> burn.randint(5, (4,)).shape
+    (4,)
     """
+    if shape is None and isinstance(high, (tuple, list)):  # PyTorch's randint(high, size)
+        low, high, shape = 0, low, high
+    if high is None or shape is None:
+        raise TypeError(
+            f"randint: give low, high and shape (randint(0, 10, (2, 3))) or high and a shape tuple "
+            f"(randint(10, (2, 3))), got low={low!r}, high={high!r}, shape={shape!r}"
+        )
     if high <= low:
         raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
     b, shape, dt = _random_args("randint", shape, dtype, device, "int")
@@ -331,6 +348,11 @@ def bernoulli(shape: Sequence[int], p: float, dtype: D.DTypeLike = None, device:
     >>> burn.bernoulli(3, p=0.0, dtype=burn.float32).tolist()
     [0.0, 0.0, 0.0]
     """
+    if isinstance(shape, Tensor):  # torch.bernoulli(probs) samples per element
+        raise TypeError(
+            "bernoulli: takes a shape and one probability p; for a tensor of probabilities write "
+            "burn.rand(probs.shape, device=probs.device) < probs"
+        )
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"bernoulli: p must be in [0, 1], got {p}")
     b, shape, dt = _random_args("bernoulli", shape, dtype or D.bool_, device, "float")

@@ -354,6 +354,31 @@ def _render(module: Module, depth: int) -> str:
     return "\n".join(lines)
 
 
+# PyTorch's keyword names that burn's configs spell otherwise: named in the shorthand's error, not
+# accepted (one spelling per field)
+_TORCH_NAMES: dict[str, tuple[str, ...]] = {
+    "eps": ("epsilon",),
+    "p": ("prob",),
+    "in_features": ("d_input",),
+    "out_features": ("d_output",),
+    "input_size": ("d_input",),
+    "hidden_size": ("d_hidden",),
+    "num_embeddings": ("n_embedding",),
+    "embedding_dim": ("d_model",),
+    "normalized_shape": ("d_model",),
+    "embed_dim": ("d_model",),
+    "num_heads": ("n_heads",),
+    "nhead": ("n_heads",),
+    "dim_feedforward": ("d_ff",),
+    "num_layers": ("n_layers",),
+    "output_padding": ("padding_out",),
+    "init": ("alpha",),
+    "num_features": ("num_channels",),
+    "in_channels": ("channels_in", "channels=(in, out)"),
+    "out_channels": ("channels_out", "channels=(in, out)"),
+}
+
+
 def config_shorthand(config_cls: type, takes_device: bool = True) -> Callable[[type], type]:
     """Let a module be built PyTorch's way, ``nn.Linear(16, 64, device=dev)``, as a shorthand for
     ``nn.LinearConfig(16, 64).init(dev)``: arguments that are not a config build one. Arguments the
@@ -381,12 +406,16 @@ def config_shorthand(config_cls: type, takes_device: bool = True) -> Callable[[t
                     f"nn.{cls.__name__}: give the arguments after kernel_size (stride, padding, dilation, "
                     "groups) by keyword: burn's positional order differs from PyTorch's"
                 )
+            renamed = [
+                f"{k} is {n}" for k in kwargs for n in _TORCH_NAMES.get(k, ()) if n.split("=")[0] in names
+            ]
             try:
                 config = config_cls(*args, **kwargs)
             except TypeError as exc:
-                fields = ", ".join(f.name for f in dataclasses.fields(config_cls))
+                fields = ", ".join(names)
+                hint = f" (PyTorch's {', '.join(renamed)} in burn)" if renamed else ""
                 raise TypeError(
-                    f"nn.{cls.__name__}(...): {exc}; burn spells it nn.{config_cls.__name__}({fields})"
+                    f"nn.{cls.__name__}(...): {exc}{hint}; burn spells it nn.{config_cls.__name__}({fields})"
                     f".init(device)"
                 ) from None
             init(self, config, device) if takes_device else init(self, config)
