@@ -141,4 +141,5 @@ def test_status_says_what_is_being_tuned():
     console = Console(width=100, record=True)
     console.print(TuiRenderer._status_panel(object.__new__(TuiRenderer), snap))
     shown = console.export_text()
-    assert "tuning conv2d (3 of 7 candidates)" in shown and "Status on wgpu:0 (llvmpipe" in shown
+    assert "tuning conv2d (3 of 7 candidates)" in shown and "Status (q: quit)" in shown
+    # the device is in the Progress panel's title, across the full width (test_dashboard_device.py)

@@ -43,6 +43,21 @@ def describe_device(device: Any) -> str:
     return f"{name} ({adapter})" if adapter else name
 
 
+def compact_device(text: str) -> str:
+    """``wgpu:0 (llvmpipe, software), float32`` from ``wgpu:0 (llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan,
+    CPU), software), float32``: the run's description without the details nested inside an adapter's
+    parentheses, for places narrower than the full line (the dashboard)."""
+    out, depth = [], 0
+    for char in text:
+        if char == "(":
+            depth += 1
+        if depth < 2:
+            out.append(char)
+        if char == ")":
+            depth = max(depth - 1, 0)
+    return " ".join("".join(out).split()).replace(" ,", ",").replace(" )", ")")
+
+
 def describe_run(devices: list[Any], precision: str = "float32", rank: int = 0, world: int = 1) -> str:
     """``cpu (numpy), float32`` or ``cuda:0 (NVIDIA H200), cuda:1 (...), float16 mixed precision, rank 0
     of 2``: the devices, the precision and, for a job of several processes, this process's rank."""

@@ -315,8 +315,7 @@ class TuiRenderer(Renderer):
         ]
         lines += [f"» {tuning_line(e)}" for e in snap.autotune_active[:1]]
         lines += [f"» {text}" for text in snap.status[-2:]]
-        title = f"Status on {snap.device} (q: quit)" if snap.device else "Status (q: quit)"
-        return Panel(Text("\n".join(lines)), title=title, title_align="left")
+        return Panel(Text("\n".join(lines)), title="Status (q: quit)", title_align="left")
 
     def _autotune_panel(self, snap: Snapshot) -> Any:
         from rich.panel import Panel
@@ -370,7 +369,25 @@ class TuiRenderer(Renderer):
                 f"  total ETA {fmt_duration(self.state.total_eta_seconds(snap.now))}"
             ),
         )
-        return Panel(grid, title="Progress", title_align="left")
+        return Panel(grid, title=self._progress_title(snap.device), title_align="left")
+
+    def _progress_title(self, device: str) -> Any:
+        """``Progress on wgpu:0 (llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, CPU), software), float32``: the
+        device across the dashboard's full width; shortened (adapter details dropped, then cut) only
+        where the terminal is too narrow, so "software" stays in sight when it applies."""
+        from rich.text import Text
+
+        from ..learner._describe import compact_device
+
+        if not device:
+            return Text("Progress")
+        width = (getattr(self.console, "width", 80) or 80) - 4  # the border's corners, the spaces
+        title = f"Progress on {device}"
+        if len(title) > width:
+            title = f"Progress on {compact_device(device)}"
+        text = Text(title)
+        text.truncate(max(width, 1), overflow="ellipsis")
+        return text
 
     def _popup_panel(self) -> Any:
         from rich.panel import Panel
