@@ -50,6 +50,12 @@ def test_tables_name_every_distribution_and_extra():
     for extra in extras:
         assert re.search(rf"\| `{extra}`( / `[a-z-]+`)? \|", README) or f"`{extra}` |" in README, extra
     assert "seven distributions" not in README and "nine distributions" in README
+    # the `all` row names exactly the extras `all` leaves out
+    in_all = set(extras["all"])
+    left_out = sorted(e for e, deps in extras.items() if e != "all" and not set(deps) <= in_all)
+    row = re.search(r"^\| `all` \| (.*?) \|", README, re.M)
+    assert row is not None
+    assert row.group(1) == "every extra above except " + ", ".join(f"`{e}`" for e in left_out), row.group(1)
 
 
 def test_what_dev_py_test_installs_is_said():

@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 
 class AdaGradConfig(Config):
-    """sum += g^2; w -= lr / (1 + (t - 1) * lr_decay) * g / (sqrt(sum) + epsilon).
+    """sum += g^2; w -= lr / (1 + (t - 1) * lr_decay) * g / (sqrt(sum) + epsilon). Burn's epsilon
+    default is 1e-5, PyTorch's eps 1e-10 (pass ``epsilon=1e-10`` to match).
 
     >>> dev = burn.device("cpu", autodiff=True)
     >>> model = nn.LinearConfig(2, 1).init(dev)

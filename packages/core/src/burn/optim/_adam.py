@@ -142,7 +142,9 @@ class Adam(Optimizer):
 
 
 class AdamWConfig(Config):
-    """AdamW: w = w * (1 - lr * weight_decay) - lr * adam_direction (Loshchilov & Hutter).
+    """AdamW: w = w * (1 - lr * weight_decay) - lr * adam_direction (Loshchilov & Hutter). Burn's
+    defaults: epsilon 1e-5 and weight_decay 1e-4; PyTorch's are eps 1e-8 and weight_decay 0.01: pass
+    ``epsilon=1e-8, weight_decay=0.01`` to match them.
 
     >>> dev = burn.device("cpu", autodiff=True)
     >>> model = nn.LinearConfig(2, 1).init(dev)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 class RmsPropConfig(Config):
     """sq = alpha * sq + (1 - alpha) * g^2; avg = sq - gavg^2 (centred, gavg the running mean of g) or
     sq; step = g / (sqrt(avg) + eps); with momentum: buf = momentum * buf + step, w -= lr * buf.
+    Burn's epsilon default is 1e-5, PyTorch's eps 1e-8 (pass ``epsilon=1e-8`` to match); alpha 0.99 in both.
 
     >>> dev = burn.device("cpu", autodiff=True)
     >>> model = nn.LinearConfig(2, 1).init(dev)
