@@ -184,3 +184,39 @@ def test_groups_are_read_off_the_weight_as_torchvision_does(device):
     t = [burn.tensor(a, dtype=burn.float32, device=dev) for a in (x, offset, weight, bias, mask)]
     got = F.deform_conv2d(t[0], t[1], t[2], t[3], mask=t[4], **kw)
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-4, atol=1e-4)
+
+
+# groups / offset_groups / mask / stride / padding / dilation, each row against the numpy loop
+# reference (issue 32: a grouped call with offset_groups=2 was reported to raise a channel-count
+# ShapeError on cuda and wgpu while cpu gave the right values)
+_TABLE = [
+    # (c, c_out, groups, offset_groups, mask, stride, padding, dilation)
+    (4, 6, 2, 2, False, (1, 1), (1, 1), (1, 1)),
+    (4, 6, 2, 2, True, (2, 1), (0, 1), (1, 2)),
+    (4, 4, 1, 2, True, (1, 1), (1, 0), (2, 1)),
+    (4, 4, 2, 1, False, (2, 2), (1, 1), (1, 1)),
+    (6, 4, 2, 3, True, (1, 2), (2, 1), (1, 1)),
+    (6, 6, 3, 2, False, (1, 1), (0, 0), (2, 2)),
+    (8, 8, 4, 2, True, (2, 2), (1, 1), (1, 2)),
+    (2, 2, 2, 2, True, (1, 1), (1, 1), (1, 1)),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("row", _TABLE, ids=lambda r: "c{}o{}g{}og{}m{:d}s{}p{}d{}".format(*r))
+def test_grouped_table_matches_reference(device, row):
+    c, c_out, groups, og, with_mask, stride, pad, dil = row
+    rng = np.random.default_rng(_TABLE.index(row))
+    x, offset, weight, bias, mask, kw = _case(
+        rng, n=1, c=c, h=5, w=6, c_out=c_out, k=(3, 2), stride=stride, pad=pad, dil=dil, og=og, groups=groups
+    )
+    mask = mask if with_mask else None
+    expected = deform_conv2d_ref(x, offset, weight, bias, mask=mask, **kw)
+    dev = burn.device(device)
+    t = [burn.tensor(a, dtype=burn.float32, device=dev) for a in (x, offset, weight, bias)]
+    m = None if mask is None else burn.tensor(mask, dtype=burn.float32, device=dev)
+    got = F.deform_conv2d(t[0], t[1], t[2], t[3], mask=m, **kw)  # groups given
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-4, atol=1e-4)
+    kw.pop("groups")  # read off the weight, as torchvision
+    got = F.deform_conv2d(t[0], t[1], t[2], t[3], mask=m, **kw)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-4, atol=1e-4)
