@@ -125,3 +125,19 @@ def test_native_schedule_names_missing_inputs(tmp_path):
     web.export(nn.Relu(), np.zeros((1, 4), np.float32), tmp_path / "page")
     with pytest.raises(ValueError, match=r"feeds lack the input\(s\) 'input' float32\[1, 4\]"):
         web.NativeSchedule(tmp_path / "page").run({})
+
+
+@pytest.mark.parametrize(
+    ("cmd", "needle"),
+    [
+        ([*BURN, "launch", "-n", "0", "x.py"], "-n/--np"),
+        ([*BURN, "remote", "serve", "--port", "abc"], "--port"),
+        ([*BURN, "web", "export"], "model"),
+        ([*BURN, "nosuch"], "nosuch"),
+        ([*TRAIN, "--epochs", "0"], "--epochs"),
+        ([*TRAIN, "--backend", "tpu"], "--backend"),
+    ],
+)
+def test_bad_arguments_are_one_line_without_the_usage_block(tmp_path, cmd, needle):
+    line = _one_line_exit_2(cmd, tmp_path, needle, "--help")
+    assert not line.startswith("usage:")

@@ -336,7 +336,7 @@ def test_keyboard_interrupt_writes_summary_and_plots_then_propagates(tmp_path):
     lines = stream.getvalue().splitlines()
     # the plots are announced while the renderer still runs, before the last line
     assert "[status] writing plots…" in lines and lines.index("[status] writing plots…") < len(lines) - 1
-    assert lines[-1] == "[end] training finished"
+    assert lines[-1] == "[end] training ended early (interrupted by Ctrl-C)"  # not "finished"
 
 
 def test_a_second_ctrl_c_while_the_summary_is_written_is_deferred_then_interrupts(capsys):

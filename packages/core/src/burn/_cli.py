@@ -24,7 +24,7 @@ import platform
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from . import plugins
 from ._errors import DeviceError
@@ -292,9 +292,17 @@ def render_text(info: dict[str, Any], verbose: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (``burn launch: error: argument -n/--np: ...``), exit 2: the
+    usage block is what ``--help`` is for. Subcommand parsers (plugins' included) are of this class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser(commands: Sequence[plugins.CommandSpec] = ()) -> argparse.ArgumentParser:
     """The ``burn`` parser: burn-core's ``info`` and the ``commands`` plugins registered."""
-    parser = argparse.ArgumentParser(prog="burn", description="burn-py command line tools.")
+    parser = _Parser(prog="burn", description="burn-py command line tools.")
     parser.add_argument("--version", action="version", version=f"burn-py {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     info = sub.add_parser(
@@ -334,6 +342,24 @@ def _missing_command(argv: Sequence[str], commands: Sequence[plugins.CommandSpec
     return _known.missing_reason("command", first, reg)
 
 
+def _command_prog(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str:
+    """``burn remote serve``: the words of ``argv`` that name the (sub)command that ran."""
+    for word in argv:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if word.startswith("-") or not subs or word not in subs[0].choices:
+            continue
+        parser = subs[0].choices[word]
+    return parser.prog
+
+
+def _usage_line(prog: str, exc: Exception) -> str:
+    """One line on stderr: ``burn onnx check: model.onnx: not a valid ONNX model ...``."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    for word in reversed(prog.split()[1:]):  # a message that starts with the command's own name
+        message = message.removeprefix(f"{word}: ")
+    return f"{prog}: {message}\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``burn`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -351,8 +377,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if spec is not None:
         try:
             status = spec.run(args)
-        except DeviceError as exc:  # an unavailable backend or device: a usage error of any command
-            sys.stderr.write(f"burn {spec.name}: {exc}\n")
+        except (plugins.CommandError, DeviceError) as exc:  # a usage error, or an unavailable device
+            sys.stderr.write(_usage_line(_command_prog(parser, argv), exc))
             return 2
         return 0 if status is None else int(status)
     if args.timeout <= 0:

@@ -80,29 +80,61 @@ def render_info(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _launcher(args: argparse.Namespace) -> str:
+    """The launcher to run: ``--launcher`` (a path, or a name on PATH), else the one found here."""
+    import shutil
+
+    from burn.plugins import CommandError
+
+    from ._info import find_launcher
+
+    if args.launcher:
+        found = shutil.which(args.launcher)
+        if found is None:
+            raise CommandError(
+                f"--launcher {args.launcher}: no such program (expected an MPI launcher such as mpiexec: "
+                "a path to it, or a name on PATH)"
+            )
+        return found
+    launcher = find_launcher()
+    if launcher is None:
+        raise CommandError(
+            "no MPI launcher (mpiexec) found beside this Python or on PATH: "
+            "pip install 'burn-core[mpi]' (mpi4py and the mpich wheel), or give --launcher PATH"
+        )
+    return launcher
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Refuse bad arguments before anything runs or prints (each a ``CommandError``: one line, exit 2)."""
+    from burn.plugins import CommandError
+
+    if not args.target:
+        raise CommandError("give the script to run (burn launch -n 4 train.py) or -m MODULE")
+    if args.ranks is None:
+        raise CommandError("-n/--np: give the number of ranks to start")
+    try:
+        shlex.split(args.launcher_args)
+    except ValueError as exc:
+        raise CommandError(f"--launcher-args {args.launcher_args!r}: {exc} (expected shell words)") from None
+    script = args.target[0]
+    if args.module or script.startswith("-"):
+        return
+    if not os.path.exists(script):
+        raise CommandError(f"script {script}: no such file")
+    if os.path.isdir(script) and not os.path.isfile(os.path.join(script, "__main__.py")):
+        raise CommandError(f"script {script}: a folder without __main__.py, expected a Python file")
+
+
 def run(args: argparse.Namespace) -> int:
-    from ._info import collectives_info, find_launcher
+    from ._info import collectives_info
 
     if args.info:
         sys.stdout.write(render_info(collectives_info(probe=True)))
         if not args.target:
             return 0
-    if not args.target:
-        sys.stderr.write("burn launch: give the script to run (burn launch -n 4 train.py) or -m MODULE\n")
-        return 2
-    if args.ranks is None:
-        sys.stderr.write("burn launch: -n/--np: give the number of ranks to start\n")
-        return 2
-    launcher = args.launcher or find_launcher()
-    if launcher is None:
-        sys.stderr.write(
-            "burn launch: no MPI launcher (mpiexec) found beside this Python or on PATH: "
-            "pip install 'burn-core[mpi]' (mpi4py and the mpich wheel), or give --launcher PATH\n"
-        )
-        return 2
-    if not args.module and not os.path.exists(args.target[0]):
-        sys.stderr.write(f"burn launch: script: no such file {args.target[0]!r}\n")
-        return 2
+    _check(args)
+    launcher = _launcher(args)
     cmd = command(args, launcher)
     if args.dry_run:
         sys.stdout.write(shlex.join(cmd) + "\n")
@@ -120,9 +152,10 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     try:
         return subprocess.run(cmd, env=env, check=False).returncode
-    except FileNotFoundError:
-        sys.stderr.write(f"burn launch: cannot run the launcher {launcher!r}: no such file\n")
-        return 2
+    except OSError as exc:  # found a moment ago, gone or not executable now
+        from burn.plugins import CommandError
+
+        raise CommandError(f"--launcher {launcher}: cannot run it: {exc.strerror or exc}") from None
     except KeyboardInterrupt:  # the launcher got the same Ctrl-C and ends the ranks
         return 130
 

@@ -22,7 +22,7 @@ import math
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from burn_train import ClassificationOutput, LearnerBuilder, TrainOutput
 
@@ -182,6 +182,13 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
         return super()._get_help_string(action)
 
 
+class _Parser(argparse.ArgumentParser):
+    """One-line usage errors, exit 2 (the usage block is what ``--help`` shows)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _prog() -> str:
     """How the user started this: ``python3 dev.py train``, ``python examples/train_digits.py``, or
     the module form."""
@@ -218,7 +225,7 @@ def _positive_float(text: str) -> float:
 
 def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
     """The options (``prog`` names the command in ``--help``; by default how it was started)."""
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog=prog or _prog(),
         description=__doc__.split("\n")[0],
         epilog=EXIT_CODES,

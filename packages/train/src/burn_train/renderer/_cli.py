@@ -73,4 +73,7 @@ class CliRenderer(Renderer):
 
     def close(self) -> None:
         if hasattr(self, "state"):  # only when start() ran
-            self._print("[end] training finished")
+            # the end's reason (set from EndEvent), so an interrupted run's log does not read "finished"
+            mode = self.state.snapshot().mode
+            ended = {"done": "finished", "failed": "failed"}.get(mode, f"ended early ({mode})")
+            self._print(f"[end] training {ended}")
