@@ -424,3 +424,66 @@ def test_numpy_quantized_matmul_fast_path_and_wide_ints():
     wide_a = rng.integers(-5000, 5000, (4, 3000))
     wide_w = rng.integers(-5000, 5000, (3000, 2))
     np.testing.assert_array_equal(b.quantized_matmul(wide_a, wide_w), wide_a @ wide_w)
+
+
+def _round_first(x: np.ndarray, scale: np.ndarray, zp: np.ndarray) -> np.ndarray:
+    """ONNX QuantizeLinear's rule (also PyTorch's CUDA kernels'): round x / scale half to even, then
+    add the zero point."""
+    q = np.rint(x.astype(np.float32) / np.asarray(scale, np.float32)) + np.asarray(zp)
+    return np.clip(q, -128, 127).astype(np.int8)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_exact_ties_match_torch_per_tensor_and_per_channel(device):
+    """Issue 32: x / scale = k + 0.5 exactly, odd and even zero points, per tensor and per channel, up to
+    the clamp edges, against torch's CPU quantize_per_tensor / quantize_per_channel on every backend.
+    PyTorch's CPU kernels (fbgemm) add the zero point before rounding half to even; the inputs are
+    chosen so that rounding x / scale first (ONNX's rule) gives other integers, so the test tells the
+    two rules apart."""
+    torch = pytest.importorskip("torch")
+    k = np.arange(-140, 140, dtype=np.float32)
+    for scale in (0.5, 0.25, 0.0625):
+        x = ((k + 0.5) * scale).astype(np.float32)  # exact in float32, x * (1 / scale) exact too
+        for zp in (0, 1, 2, 3, -3, -8, 7, 127, -128):
+            mode = "symmetric" if zp == 0 else "affine"
+            got = burn.tensor(x, device=device).quantize(QuantScheme(mode=mode), scale, zp).int_repr()
+            ref = torch.quantize_per_tensor(torch.from_numpy(x), scale, zp, torch.qint8).int_repr().numpy()
+            np.testing.assert_array_equal(got.numpy(), ref, err_msg=f"scale={scale} zp={zp}")
+            if zp % 2:  # the rules differ on every in-range tie when the zero point is odd
+                assert np.any(ref != _round_first(x, np.float32(scale), zp))
+    xc = np.stack([((k + 0.5) * s).astype(np.float32) for s in (0.5, 0.25, 0.125, 0.5)], axis=1)
+    scales = np.array([0.5, 0.25, 0.125, 0.5])
+    zps = np.array([1, -3, 4, 0])
+    s = QuantScheme(mode="affine", granularity="per_channel", axis=1)
+    got = burn.tensor(xc, device=device).quantize(
+        s, burn.tensor(scales.astype(np.float32), device=device), burn.tensor(zps, device=device)
+    )
+    ref = torch.quantize_per_channel(
+        torch.from_numpy(xc), torch.from_numpy(scales), torch.from_numpy(zps), 1, torch.qint8
+    ).int_repr()
+    np.testing.assert_array_equal(got.int_repr().numpy(), ref.numpy())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("scheme", SCHEMES, ids=lambda s: f"{s.mode}-{s.granularity}")
+def test_int_repr_dtype(device, scheme):
+    """int_repr() is int8 on every backend that has int8 (numpy, CUDA). wgpu has no 8-bit dtype (WGSL
+    has no 8-bit storage; the backend's dtypes lack int8), so there the values come back in its default
+    int (int32) holding int8 values, and become int8 as soon as they move to a backend that has it."""
+    x = np.random.default_rng(5).standard_normal((4, 8)).astype(np.float32)
+    q = burn.tensor(x, device=device).quantize_dynamic(scheme)
+    values = q.int_repr()
+    backend = values.backend
+    if burn.int8 in backend.dtypes:
+        assert values.dtype is burn.int8
+    else:
+        assert values.dtype is backend.default_int and values.dtype.is_int
+    v = values.numpy()
+    assert v.min() >= -128 and v.max() <= 127
+    on_cpu = q.to("cpu")
+    assert on_cpu.int_repr().dtype is burn.int8
+    np.testing.assert_array_equal(on_cpu.int_repr().numpy(), v.astype(np.int8))
+    ref = burn.tensor(x).quantize_dynamic(scheme).int_repr()
+    assert ref.dtype is burn.int8
+    # the same integers as the numpy backend, up to one step where a device's float32 scale differs
+    np.testing.assert_allclose(v, ref.numpy(), rtol=0, atol=1)

@@ -3,7 +3,10 @@
 Every function takes the backend ``b`` first and composes the required core (``binary``, ``unary``,
 ``clamp``, ``cast``, ``matmul``, ``slice``), so numpy, wgpu, CUDA and third-party backends all quantize
 the same way. Rounding is ``unary("round")``: half to even on every backend (numpy, WGSL ``round``,
-CUDA ``rint``), as PyTorch's ``quantize_per_tensor``.
+CUDA ``rint``), as PyTorch's ``quantize_per_tensor``. The zero point is added before rounding, as
+PyTorch's CPU kernels (fbgemm) do; PyTorch's CUDA kernels and ONNX's QuantizeLinear round ``x / scale``
+first (burn-onnx keeps that rule in its own QuantizeLinear), which differs by one on a tie with an odd
+zero point.
 """
 
 from __future__ import annotations
@@ -36,9 +39,10 @@ def quantize(
     """``clamp(round_half_even(x * (1 / scale) + zero_point), qmin, qmax)`` as the int ``dtype``.
 
     x is float; ``scale`` (float, > 0) and ``zero_point`` (any numeric dtype, integral values)
-    broadcast against x; both may be Python numbers. PyTorch's rule (``quantize_per_tensor`` /
-    ``quantize_per_channel``): the zero point is added before rounding, so a tie ``x / scale = k + 0.5``
-    with an odd zero point rounds the other way than ONNX's ``round(x / scale) + zero_point``."""
+    broadcast against x; both may be Python numbers. PyTorch's CPU rule (``quantize_per_tensor`` /
+    ``quantize_per_channel`` through fbgemm): the zero point is added before rounding, so a tie
+    ``x / scale = k + 0.5`` with an odd zero point rounds the other way than ONNX's (and PyTorch's CUDA
+    kernels') ``round(x / scale) + zero_point``."""
     fdt = b.dtype_of(x)
     # x * (1 / scale), the reciprocal rounded in the scale's float: PyTorch's quantize_val, so ties
     # land where its int values do (x / scale differs in the last bit for scales like 0.02)
