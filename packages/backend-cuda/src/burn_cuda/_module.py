@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 import numpy as np
-from burn.backend import Backend
+from burn.backend import Backend, pool_out_size
 
 from ._types import Prim
 
@@ -83,10 +83,7 @@ def _windows(cp: ModuleType, x: Prim, out_sp: Ints, kernel: Ints, stride: Ints, 
 
 def _out_spatial(spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints) -> Ints:
     """A convolution's output size per spatial dim."""
-    return tuple(
-        (spatial[d] + 2 * padding[d] - dilation[d] * (kernel[d] - 1) - 1) // stride[d] + 1
-        for d in range(len(stride))
-    )
+    return tuple(pool_out_size(*a, False) for a in zip(spatial, kernel, stride, padding, dilation))
 
 
 def _gather_fits(x: Prim, stride: Ints, out_len: int) -> bool:
@@ -115,15 +112,6 @@ def _gather_columns(
             (-(-length // 128), -(-c // _C_PER), n), (128,), (x, cols, *(np.int32(v) for v in args))
         )
     return cols
-
-
-def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
-    """Output length of a pool as PyTorch computes it (a ceil window must start inside input + left pad)."""
-    span = size + 2 * p - d * (k - 1) - 1
-    out = (-(-span // s) if ceil_mode else span // s) + 1
-    if ceil_mode and (out - 1) * s >= size + p:
-        out -= 1
-    return out
 
 
 class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of a plain mixin
@@ -315,7 +303,8 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
         nd = len(kernel)
         spatial = x.shape[2:]
         out_sp = tuple(
-            _pool_out(spatial[d], kernel[d], stride[d], padding[d], dilation[d], ceil_mode) for d in range(nd)
+            pool_out_size(spatial[d], kernel[d], stride[d], padding[d], dilation[d], ceil_mode)
+            for d in range(nd)
         )
         right = tuple(
             max(
@@ -386,7 +375,7 @@ class CudaModuleOps(Backend):  # CudaBackend(CudaModuleOps, Backend): the MRO of
         x = cp.ascontiguousarray(x)
         n, c, h, w = x.shape
         oh, ow = (
-            _pool_out(s, k, st, p, d, ceil_mode)
+            pool_out_size(s, k, st, p, d, ceil_mode)
             for s, k, st, p, d in zip((h, w), kernel, stride, padding, dilation)
         )
         y = cp.empty((n, c, oh, ow), dtype=x.dtype)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from burn.autotune import Autotuner, Candidate, Family, bucket, tuner_for
+from burn.backend import pool_out_size
 
 _TUNE_MIN_FLOPS = 1 << 24  # below this a conv is not tuned: tuning would cost more than it saves
 
@@ -208,17 +209,11 @@ def pool2d(
         count_include_pad,
     )
     h, w = x.shape[2:]
-    oh = _pool_len(h, kernel[0], stride[0], padding[0], dilation[0], ceil_mode)
-    ow = _pool_len(w, kernel[1], stride[1], padding[1], dilation[1], ceil_mode)
+    oh = pool_out_size(h, kernel[0], stride[0], padding[0], dilation[0], ceil_mode)
+    ow = pool_out_size(w, kernel[1], stride[1], padding[1], dilation[1], ceil_mode)
     if x.shape[0] * x.shape[1] * oh * ow * kernel[0] * kernel[1] >= _POOL_MIN_WORK:
         return tuner(backend).run(POOL, backend, *args)
     return POOL.by_name[_POOL_DEFAULT].fn(backend, *args)
-
-
-def _pool_len(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
-    from ._module import _pool_out
-
-    return _pool_out(size, k, s, p, d, ceil_mode)
 
 
 # ---------------------------------------------------------------------- reductions

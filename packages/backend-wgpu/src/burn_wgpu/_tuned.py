@@ -344,8 +344,7 @@ Ints = tuple[int, ...]
 
 def _conv_sizes(x: WgpuTensor, weight: WgpuTensor, stride: Ints, padding: Ints, dilation: Ints) -> Ints:
     (h, w), (kh, kw) = x.shape[2:], weight.shape[2:]
-    oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
-    ow = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    oh, ow = (pool_out_size(*a, False) for a in zip((h, w), (kh, kw), stride, padding, dilation))
     return oh, ow
 
 

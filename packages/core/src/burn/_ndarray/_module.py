@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..backend import Backend
 from ..backend import _pool_defaults as P
-from ..backend._conv_defaults import fill_value
+from ..backend._conv_defaults import fill_value, pool_out_size
 
 if TYPE_CHECKING:
     import numpy as np
@@ -862,10 +862,7 @@ def _batch_slices(n: int, macs: int, threads: int) -> list[tuple[int, int]]:
 
 
 def _out_sizes(spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints) -> Ints:
-    return tuple(
-        (s + 2 * p - d * (k - 1) - 1) // st + 1
-        for s, k, st, p, d in zip(spatial, kernel, stride, padding, dilation)
-    )
+    return tuple(pool_out_size(*a, False) for a in zip(spatial, kernel, stride, padding, dilation))
 
 
 def _add_bias(y: Array, bias: Array | None) -> Array:
@@ -1165,7 +1162,7 @@ class NdArrayModuleOps(Backend):  # NdArrayBackend(NdArrayModuleOps, Backend): a
         xp = self.xp
         spatial = tuple(x.shape[2:])
         out = tuple(
-            P.pool_out_size(s, k, st, p, d, ceil_mode)
+            pool_out_size(s, k, st, p, d, ceil_mode)
             for s, k, st, p, d in zip(spatial, kernel, stride, padding, dilation)
         )
         pads = P.pool_pads(spatial, kernel, stride, padding, dilation, out)
@@ -1197,8 +1194,7 @@ class NdArrayModuleOps(Backend):  # NdArrayBackend(NdArrayModuleOps, Backend): a
         spatial = tuple(x.shape[2:])
         ones = (1,) * len(spatial)
         out = tuple(
-            P.pool_out_size(s, k, st, p, 1, ceil_mode)
-            for s, k, st, p in zip(spatial, kernel, stride, padding)
+            pool_out_size(s, k, st, p, 1, ceil_mode) for s, k, st, p in zip(spatial, kernel, stride, padding)
         )
         xpad = _pad(xp, x, P.pool_pads(spatial, kernel, stride, padding, ones, out), 0)
         head = (slice(None), slice(None))

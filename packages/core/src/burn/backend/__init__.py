@@ -21,7 +21,7 @@ never burn-core's private modules.
 - ``from_primitive``: a ``burn.Tensor`` around a backend primitive (``tensor.primitive`` is the inverse).
 - ``Gradients``: what a decorator's ``backward`` returns (``burn.Gradients``).
 - ``host_rng``: the process-wide numpy Generator ``burn.seed`` resets, for host-side random ops.
-- ``pool_out_size(size, kernel, stride, padding, dilation, ceil_mode)``: PyTorch's pooling output size.
+- ``pool_out_size(size, kernel, stride, padding, dilation, ceil_mode)``: PyTorch's sliding-window (pool, conv) output size.
 - ``deform_conv2d_backward(b, ...)`` / ``roi_align_backward(b, ...)``: the gradients of those module ops
   composed from ``b``'s core, for decorators' backward rules.
 
@@ -36,6 +36,7 @@ from .._checks import broadcast_shape
 from .._dtype import ALL_DTYPES, DEFAULT_FLOAT, DEFAULT_INT, DType
 from .._gradients import Gradients
 from ._base import Backend, Slices, required
+from ._conv_defaults import pool_out_size
 from ._optable import (
     ACTIVATION_OPS,
     ARG_REDUCE_OPS,
@@ -45,7 +46,6 @@ from ._optable import (
     UNARY_BOOL_RESULT,
     UNARY_OPS,
 )
-from ._pool_defaults import pool_out_size
 from ._random import host_rng
 from ._tensors import from_primitive
 from ._vision_defaults import deform_conv2d_backward, roi_align_backward

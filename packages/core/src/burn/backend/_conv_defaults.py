@@ -32,10 +32,25 @@ def fill_value(dtype: DType, lowest: bool = False) -> float | int | bool:
     return -(2 ** (8 * dtype.itemsize - 1))
 
 
+def pool_out_size(size: int, k: int, st: int, p: int, d: int, ceil_mode: bool) -> int:
+    """PyTorch's output size of a sliding window (pools; convolutions and unfold with ``ceil_mode``
+    False); with ``ceil_mode`` the last window must start inside the input or its left padding. The one
+    home of this rule: backends, shape inference and argument checks call it.
+
+    >>> burn.backend.pool_out_size(112, 3, 2, 1, 1, ceil_mode=False)   # 3x3, stride 2, padding 1
+    56
+    """
+    span = size + 2 * p - d * (k - 1) - 1
+    out = (span + (st - 1 if ceil_mode else 0)) // st + 1
+    if ceil_mode and (out - 1) * st >= size + p:
+        out -= 1
+    return out
+
+
 def conv_out_sizes(spatial: Ints, kernel: Ints, stride: Ints, pads: Pads, dilation: Ints) -> Ints:
     """Output sizes of a sliding window over ``spatial`` padded by ``pads`` (floor division)."""
     return tuple(
-        (s + lo + hi - d * (k - 1) - 1) // st + 1
+        pool_out_size(s + lo + hi, k, st, 0, d, False)
         for s, k, st, (lo, hi), d in zip(spatial, kernel, stride, pads, dilation)
     )
 

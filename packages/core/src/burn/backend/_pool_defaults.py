@@ -17,24 +17,10 @@ if TYPE_CHECKING:
     from ._base import Backend
 
 from .._dtype import bool_
-from ._conv_defaults import fill_value, im2col
+from ._conv_defaults import fill_value, im2col, pool_out_size
 
 Prim = Any
 Ints = tuple[int, ...]
-
-
-def pool_out_size(size: int, k: int, st: int, p: int, d: int, ceil_mode: bool) -> int:
-    """PyTorch's pooling output size; with ``ceil_mode`` the last window must start inside the input
-    or its left padding.
-
-    >>> burn.backend.pool_out_size(112, 3, 2, 1, 1, ceil_mode=False)   # 3x3, stride 2, padding 1
-    56
-    """
-    span = size + 2 * p - d * (k - 1) - 1
-    out = (span + (st - 1 if ceil_mode else 0)) // st + 1
-    if ceil_mode and (out - 1) * st >= size + p:
-        out -= 1
-    return out
 
 
 def pool_pads(

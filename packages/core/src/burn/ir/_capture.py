@@ -17,7 +17,7 @@ from typing import Any
 from .. import _dtype as D
 from .._device import Device
 from ..backend import ACTIVATION_OPS, Backend, broadcast_shape
-from ..backend._pool_defaults import pool_out_size
+from ..backend._conv_defaults import pool_out_size
 from ..backend._vocabulary import OpKind, op_def
 from ._graph import Graph, IrError, OpRecord, Ref, TensorRef
 
@@ -59,10 +59,7 @@ def _reshape(shape: tuple[int, ...], new: Sequence[int]) -> tuple[int, ...]:
 def _conv_out(
     spatial: Sequence[int], kernel: Sequence[int], stride: Ints, padding: Ints, dilation: Ints
 ) -> tuple[int, ...]:
-    return tuple(
-        (s + 2 * p - d * (k - 1) - 1) // st + 1
-        for s, k, st, p, d in zip(spatial, kernel, stride, padding, dilation)
-    )
+    return tuple(pool_out_size(*a, False) for a in zip(spatial, kernel, stride, padding, dilation))
 
 
 def _arange_len(start: float, stop: float, step: float) -> int:

@@ -9,7 +9,7 @@ from typing import Any
 
 import burn
 import numpy as np
-from burn.backend import from_primitive
+from burn.backend import from_primitive, pool_out_size
 from burn.nn import functional as F
 
 from .._graph import Node
@@ -204,7 +204,7 @@ def _max_taps(
     if any(begin) or any(end):
         x = _pad_spatial(x, begin, end, float("-inf"))
     spatial = x.shape[2:]
-    out = [(n - d * (k - 1) - 1) // s + 1 for n, k, s, d in zip(spatial, kernel, stride, dilation)]
+    out = [pool_out_size(n, k, s, 0, d, False) for n, k, s, d in zip(spatial, kernel, stride, dilation)]
     if any(o <= 0 for o in out):
         raise ValueError(
             f"MaxPool: kernel {kernel} (dilation {dilation}) is larger than the padded input {spatial}"

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..._errors import DeviceError, DTypeError, ShapeError
 from ..._tensor import Tensor
-from ...backend._pool_defaults import pool_out_size
+from ...backend._conv_defaults import pool_out_size
 
 LAYOUTS = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
 
