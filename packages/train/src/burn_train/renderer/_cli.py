@@ -75,5 +75,7 @@ class CliRenderer(Renderer):
         if hasattr(self, "state"):  # only when start() ran
             # the end's reason (set from EndEvent), so an interrupted run's log does not read "finished"
             mode = self.state.snapshot().mode
-            ended = {"done": "finished", "failed": "failed"}.get(mode, f"ended early ({mode})")
+            ended = {"done": "finished", "failed": "failed", "early stopped": "ended by early stopping"}.get(
+                mode, f"ended early ({mode})"
+            )
             self._print(f"[end] training {ended}")
