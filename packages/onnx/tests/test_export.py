@@ -223,6 +223,26 @@ CASES = [
         lambda: [f32(1, 2, 4, 3)],
         1e-4,
     ),
+    # 3-d pools: the same rules write MaxPool / AveragePool with three-entry attributes
+    Case(
+        "max_pool3d_pads_dilation_ceil_indices",
+        lambda x: F.max_pool3d(x, (2, 3, 2), (2, 1, 2), (1, 1, 0), (1, 1, 2), True, return_indices=True),
+        lambda: [f32(2, 2, 5, 6, 7)],
+    ),
+    Case(
+        "avg_pool3d",
+        lambda x: [
+            F.avg_pool3d(x, 3, stride=2, padding=1),
+            F.avg_pool3d(x, (2, 3, 2), stride=(1, 2, 2), padding=(1, 1, 0), count_include_pad=False),
+            F.avg_pool3d(x, 2, stride=2, ceil_mode=True),
+        ],
+        lambda: [f32(1, 2, 5, 6, 7)],
+    ),
+    Case(
+        "adaptive_avg_pool3d",
+        lambda x: [F.adaptive_avg_pool3d(x, 1), F.adaptive_avg_pool3d(x, (2, 3, 1))],
+        lambda: [f32(1, 2, 4, 6, 5)],
+    ),
 ]
 
 
@@ -275,6 +295,20 @@ class SmallCnn(nn.Module):
         return self.fc(y.reshape(y.shape[0], -1))
 
 
+class SmallCnn3d(nn.Module):
+    """A video-style stem: Conv3d, MaxPool3d, AvgPool3d and a global average, all in tuple forms."""
+
+    def __init__(self) -> None:
+        self.conv = nn.Conv3dConfig((2, 4), (3, 3, 3), padding=(1, 1, 1)).init(CPU)
+        self.pool = nn.MaxPool3dConfig((1, 2, 2), stride=(1, 2, 2)).init(CPU)
+        self.avg = nn.AvgPool3dConfig(3, stride=2, padding=1, count_include_pad=False).init(CPU)
+        self.fc = nn.LinearConfig(4, 3).init(CPU)
+
+    def forward(self, x: burn.Tensor) -> burn.Tensor:
+        y = self.avg(self.pool(F.relu(self.conv(x))))
+        return self.fc(F.adaptive_avg_pool3d(y, 1).reshape(y.shape[0], -1))
+
+
 class AttentionBlock(nn.Module):
     def __init__(self, d: int = 16) -> None:
         self.norm = nn.LayerNormConfig(d).init(CPU)
@@ -306,6 +340,7 @@ MODULES = [
     ("mlp", Mlp, lambda: [f32(4, 8)]),
     ("cnn", lambda: _trained_batchnorm(SmallCnn()), lambda: [f32(2, 3, 8, 8)]),
     ("attention", AttentionBlock, lambda: [f32(2, 5, 16)]),
+    ("cnn3d", SmallCnn3d, lambda: [f32(2, 2, 5, 8, 8)]),
 ]
 
 
