@@ -95,6 +95,24 @@ def test_model_in_chromium_matches_numpy_and_onnxruntime(browser, tmp_path, name
         assert [i["dtype"] for i in res["inputs"]] == ["int64", "int64"]
 
 
+def test_pytorch_transformer_encoder_page_matches_pytorch(browser, tmp_path):
+    """Issue 32 in the page itself: PyTorch's two-layer TransformerEncoder, exported fused, gives
+    PyTorch's own output for the fixture's input, the same on a second run (it read buffers the
+    previous run left behind, off by up to 1e3, before the fix)."""
+    import burn_wgpu.web as web
+
+    x, want = M.torch_reference()
+    path = tmp_path / "encoder.onnx"
+    path.write_bytes(M.model("torch_encoder"))
+    web.export_onnx(path, tmp_path / "page", {"x": x.shape})
+    demo, res, log, text = _page_run(browser, tmp_path / "page", {"x": x})
+    _check_page(demo, res, log, text, ["y"])
+    got = res["result"]["y"]
+    assert got["shape"] == list(want.shape) and got["same"], "a second run gave other values"
+    arr = np.asarray(got["data"], np.float64).reshape(got["shape"])
+    np.testing.assert_allclose(arr, want, rtol=RTOL, atol=ATOL, err_msg="page vs PyTorch")
+
+
 def test_int64_and_bool_outputs_and_int32_feeds_for_int64(browser, tmp_path):
     """An int64 output keeps dtype "int64" and comes back as an Int32Array; bool as a Uint8Array;
     int64 inputs may be Int32Arrays."""

@@ -387,3 +387,48 @@ def test_recorder_refuses_what_it_cannot_trace(dev):
     backend.ex.recording = None
     assert Fusion(backend, graphs=False)._capture is None
     assert Fusion(backend)._capture is not None
+
+
+def test_a_schedule_reading_a_buffer_before_the_run_writes_it_is_refused(web, tmp_path, monkeypatch):
+    """Issue 32's defect itself, brought back: the export's fusion captures device graphs again and the
+    recorder lets their replays through untraced, so the second layer's kernels are missing where they
+    ran. The export refuses the trace (a layer norm reads buffers nothing wrote before it) instead of
+    writing a page that is off by 1e3, and writes nothing."""
+    import burn.fusion
+    import burn_wgpu.web._record as R
+    from burn_wgpu._executor import Executor
+    from burn_wgpu_tests import _web_models as M
+
+    fusion = burn.fusion.Fusion
+
+    def capturing(inner: Any, *args: Any, graphs: bool | None = None, **kwargs: Any) -> Any:
+        return fusion(inner, *args, graphs=True, **kwargs)
+
+    monkeypatch.setattr(burn.fusion, "Fusion", capturing)
+    monkeypatch.setattr(R.RecordingExecutor, "_traceable", lambda self, what: None)
+    monkeypatch.setattr(R.RecordingExecutor, "replay", Executor.replay)
+    monkeypatch.setattr(R.RecordingExecutor, "replay_raw", Executor.replay_raw)
+    x, _ = M.torch_reference()
+    path = tmp_path / "encoder.onnx"
+    path.write_bytes(M.model("torch_encoder"))
+    with pytest.raises(web.WebExportError, match=r"out of order: dispatch \d+ \(fused_reduce_\w+\) reads"):
+        web.export_onnx(path, tmp_path / "page", {"x": x.shape})
+    assert not (tmp_path / "page").exists()
+
+
+def test_check_order_counts_read_write_bindings_and_copies_as_writes():
+    """``check_order`` on hand-made traces: a buffer first bound read-only is refused (named with the
+    dispatch and kernel), one written by an earlier copy or read-write binding is fine."""
+    from burn_wgpu._executor import Kernel
+    from burn_wgpu.web._record import BufferRecord, Copy, Dispatch, Recorded, Trace, WebExportError
+    from burn_wgpu.web._schedule import check_order
+
+    k = Kernel("add_one", "", ("read", "rw"))
+    bufs = [BufferRecord(16, "input"), BufferRecord(16), BufferRecord(16), BufferRecord(16, "scratch")]
+    good = [Dispatch(k, (0, 1), b"", (1, 1, 1)), Copy(1, 0, 2, 0, 16), Dispatch(k, (2, 3), b"", (1, 1, 1))]
+    check_order(Recorded(Trace(bufs, good), [0], [(3, 0, 16)], []))
+    bad = [Dispatch(k, (0, 1), b"", (1, 1, 1)), Dispatch(k, (2, 3), b"", (1, 1, 1))]
+    with pytest.raises(WebExportError, match=r"dispatch 1 \(add_one\) reads buffer 2 \(temp, read\)"):
+        check_order(Recorded(Trace(bufs, bad), [0], [(3, 0, 16)], []))
+    with pytest.raises(WebExportError, match=r"copy 0 reads buffer 3 \(scratch, copy source\)"):
+        check_order(Recorded(Trace(bufs, [Copy(3, 0, 2, 0, 16)]), [0], [(2, 0, 16)], []))

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ._record import Copy, Dispatch, Recorded
+from ._record import Copy, Dispatch, Recorded, WebExportError
 
 META_ALIGN = 256  # WebGPU's default minStorageBufferOffsetAlignment
 WEIGHT_ALIGN = 16
@@ -52,6 +52,31 @@ def _liveness(rec: Recorded) -> dict[int, tuple[int, int]]:
     return spans
 
 
+def check_order(rec: Recorded) -> None:
+    """Refuse a trace in which a dispatch or copy reads a buffer that nothing earlier in the run wrote
+    (an input or constant excepted): the page would read zeros on its first run and the previous run's
+    data after that. Commands logged where they did not run leave exactly this trace (issue 32: a
+    fusion program captured as a command list was logged where it was captured, its layer norm reading
+    input buffers that only its later launches fill, and those launches' kernels were not logged at
+    all). A buffer bound read-write counts as written (a kernel may also read it in place)."""
+    ready = {n for n, b in enumerate(rec.trace.buffers) if b.kind in ("input", "constant")}
+    for i, ev in enumerate(rec.trace.events):
+        if isinstance(ev, Dispatch):
+            reads = [(n, "read") for n, a in zip(ev.buffers, ev.kernel.bindings) if a == "read"]
+            what = f"dispatch {i} ({ev.kernel.name})"
+            writes = [n for n, a in zip(ev.buffers, ev.kernel.bindings) if a == "rw"]
+        else:
+            reads, what, writes = [(ev.src, "copy source")], f"copy {i}", [ev.dst]
+        for n, how in reads:
+            if n not in ready:
+                raise WebExportError(
+                    f"web export: the recorded schedule is out of order: {what} reads buffer {n} "
+                    f"({rec.trace.buffers[n].kind}, {how}) before anything in the run writes it (a "
+                    "launch ran on the device without being recorded); nothing was written"
+                )
+        ready.update(writes)
+
+
 def _assign_slots(
     temps: list[tuple[int, int, int, int]],
 ) -> tuple[dict[int, int], list[int]]:
@@ -82,7 +107,9 @@ def _assign_slots(
 def build(
     rec: Recorded, inputs: list[TensorInfo], outputs: list[TensorInfo], name: str
 ) -> tuple[dict[str, Any], bytes]:
-    """The schedule (JSON-ready) and the weight blob (metadata arena first, then constants)."""
+    """The schedule (JSON-ready) and the weight blob (metadata arena first, then constants); raises
+    ``WebExportError`` for a trace that reads a buffer before the run writes it (``check_order``)."""
+    check_order(rec)
     trace = rec.trace
     spans = _liveness(rec)
     phys: dict[int, int] = {}  # trace buffer -> physical buffer
