@@ -17,7 +17,8 @@ A third-party package adds a backend by exposing a module under the ``burn`` ent
 A backend decorator (autodiff, fusion) registers a ``DecoratorSpec`` through
 ``burn_register_decorators(register)``; ``burn.device(name, **{decorator: True})`` then wraps that device's
 backend in it. A subcommand of the ``burn`` command line (``burn onnx ...``) is a ``CommandSpec`` registered
-through ``burn_register_commands(register)``. burn-core itself imports no other burn package: everything reaches it through these hooks.
+through ``burn_register_commands(register)``; it raises ``CommandError`` for a usage error, which ``burn``
+prints as one line (exit status 2). burn-core itself imports no other burn package: everything reaches it through these hooks.
 
 ``BURN_DISABLE_PLUGINS=a,b`` skips entry points (by entry-point or distribution name);
 ``BURN_DISABLE_PLUGIN_AUTOLOAD=1`` loads only burn-core's built-ins and plugins added with
@@ -41,7 +42,15 @@ from ._manager import (
 from ._markers import PROJECT, hookimpl, hookspec
 from ._probe import probe, probe_devices
 from ._registry import Registry
-from ._specs import BackendSpec, BrokenPlugin, CommandSpec, DecoratorSpec, MetricCollectorSpec, PluginInfo
+from ._specs import (
+    BackendSpec,
+    BrokenPlugin,
+    CommandError,
+    CommandSpec,
+    DecoratorSpec,
+    MetricCollectorSpec,
+    PluginInfo,
+)
 
 __all__ = [
     "BUILTINS",
@@ -49,6 +58,7 @@ __all__ = [
     "PROJECT",
     "BackendSpec",
     "BrokenPlugin",
+    "CommandError",
     "CommandSpec",
     "DecoratorSpec",
     "MetricCollectorSpec",

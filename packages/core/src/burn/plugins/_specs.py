@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._errors import BurnError
+
 if TYPE_CHECKING:
     from ..backend import Backend
 
@@ -184,7 +186,9 @@ class CommandSpec:
 
     ``configure(parser)`` adds the command's arguments (and sub-subcommands) to its ``argparse`` parser;
     it runs whenever ``burn`` builds its parser, so it must stay import-light. ``run(args)`` does the work
-    (import heavy libraries here) and returns the exit status (None means 0). For example::
+    (import heavy libraries here) and returns the exit status (None means 0). A usage error found while
+    running (a file that cannot be read, a flag value out of range, a missing optional dependency) is
+    raised as ``CommandError``: ``burn`` prints it as one line and exits 2. For example::
 
         CommandSpec(name="onnx", configure=add_onnx_arguments, run=run_onnx, help="ONNX import tools")
     """
@@ -205,6 +209,19 @@ class CommandSpec:
             raise ValueError(f"CommandSpec.name: {self.name!r} is a command of burn-core itself")
         for name in ("configure", "run"):
             _check_callable("CommandSpec", name, getattr(self, name))
+
+
+class CommandError(BurnError, ValueError):
+    """A usage error of a ``burn`` command: a bad flag value, a file that is missing, unreadable or not
+    what was expected, a missing optional dependency, a port in use. The message names the argument or
+    file and what was expected; ``burn`` prints it after the command's name as one line, without a
+    traceback, and exits with status 2. ``burn.DeviceError`` (an unknown or unavailable device) is
+    reported the same way.
+
+    >>> from burn.plugins import CommandError
+    >>> str(CommandError("--token-file token.txt: no such file"))
+    '--token-file token.txt: no such file'
+    """
 
 
 @dataclass
