@@ -81,6 +81,25 @@ def attr_in(name: str, allowed: tuple[Any, ...], default: Any) -> Check:
     return check
 
 
+def requires(*names: str, before: int | None = None) -> Check:
+    """A check that every attribute in ``names`` is present; with ``before``, only in opsets older than
+    it (where the value later became an input). A missing one fails at load time with the node named,
+    not as a KeyError in the middle of a run."""
+
+    def check(node: Node) -> str | None:
+        if before is not None and node.opset >= before:
+            return None
+        missing = [n for n in names if n not in node.attrs]
+        if missing:
+            since = f" before opset {before}" if before is not None else ""
+            return (
+                f"required attribute(s) {', '.join(missing)} missing ({node.op_type}{since} has no default)"
+            )
+        return None
+
+    return check
+
+
 def checks(*fns: Check) -> Check:
     """Several checks as one: the first problem found."""
 

@@ -8,7 +8,7 @@ from typing import Any
 import burn
 
 from .._graph import Node
-from .._registry import op
+from .._registry import op, requires
 from ._common import as_float, axes_arg, axis, same_dtype
 
 # opset from which each reduction takes its axes as an input instead of an attribute
@@ -104,7 +104,7 @@ def cumsum(ctx: Any, node: Node, x: burn.Tensor, ax: Any) -> burn.Tensor:
     return out.flip([a]) if reverse else out
 
 
-@op("TopK", host=(1,))
+@op("TopK", host=(1,), check=requires("k", before=10))
 def topk(ctx: Any, node: Node, x: burn.Tensor, k_in: Any = None) -> tuple[burn.Tensor, burn.Tensor]:
     k = int(node.attrs["k"]) if node.opset < 10 else int(ctx.scalar(k_in))
     a = axis(int(node.attrs.get("axis", -1)), x.ndim, node)

@@ -15,7 +15,7 @@ import burn
 import numpy as np
 
 from .._graph import Node
-from .._registry import attr_in, checks, op
+from .._registry import attr_in, checks, op, requires
 from ._common import index_tensor
 
 _TRANSFORMS = (
@@ -208,7 +208,11 @@ def resize(
     return _apply(ctx, node, x, node.attrs.get("mode", "nearest"), full_scales, full_sizes, roi_values)
 
 
-@op("Upsample", host=(1,), check=attr_in("mode", ("nearest", "linear", "bilinear"), "nearest"))
+@op(
+    "Upsample",
+    host=(1,),
+    check=checks(attr_in("mode", ("nearest", "linear", "bilinear"), "nearest"), requires("scales", before=9)),
+)
 def upsample(ctx: Any, node: Node, x: burn.Tensor, scales: Any = None) -> burn.Tensor:
     values = [
         float(v) for v in (ctx.array(scales).reshape(-1) if scales is not None else node.attrs["scales"])

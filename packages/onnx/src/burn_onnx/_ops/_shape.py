@@ -10,7 +10,7 @@ import burn
 import numpy as np
 
 from .._graph import Node
-from .._registry import attr_in, checks, op
+from .._registry import attr_in, checks, op, requires
 from ._common import axes_arg, axis, full, index_tensor
 
 
@@ -44,7 +44,7 @@ def squeeze(ctx: Any, node: Node, x: burn.Tensor, axes: Any = None) -> burn.Tens
     return x.reshape(*keep) if keep or x.numel() == 1 else x.reshape(())
 
 
-@op("Unsqueeze", host=(1,))
+@op("Unsqueeze", host=(1,), check=requires("axes", before=13))
 def unsqueeze(ctx: Any, node: Node, x: burn.Tensor, axes: Any = None) -> burn.Tensor:
     raw = ctx.ints(axes) if node.opset >= 13 else list(node.attrs["axes"])
     rank = x.ndim + len(raw)
@@ -55,7 +55,7 @@ def unsqueeze(ctx: Any, node: Node, x: burn.Tensor, axes: Any = None) -> burn.Te
     return x.reshape(*shape)
 
 
-@op("Concat")
+@op("Concat", check=requires("axis"))
 def concat(ctx: Any, node: Node, *xs: burn.Tensor) -> burn.Tensor:
     parts = [x for x in xs if x is not None]
     a = axis(int(node.attrs["axis"]), parts[0].ndim, node)
@@ -87,7 +87,7 @@ def split(ctx: Any, node: Node, x: burn.Tensor, sizes: Any = None) -> tuple[burn
     return tuple(out)
 
 
-@op("Slice", host=(1, 2, 3, 4))
+@op("Slice", host=(1, 2, 3, 4), check=requires("starts", "ends", before=10))
 def slice_(
     ctx: Any,
     node: Node,
@@ -137,7 +137,7 @@ def tile(ctx: Any, node: Node, x: burn.Tensor, repeats: Any) -> burn.Tensor:
 _PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 
-@op("Pad", host=(1, 2, 3), check=attr_in("mode", _PAD_MODES, "constant"))
+@op("Pad", host=(1, 2, 3), check=checks(attr_in("mode", _PAD_MODES, "constant"), requires("pads", before=11)))
 def pad(
     ctx: Any, node: Node, x: burn.Tensor, pads: Any = None, value: Any = None, axes: Any = None
 ) -> burn.Tensor:
@@ -247,7 +247,7 @@ def trilu(ctx: Any, node: Node, x: burn.Tensor, k: Any = None) -> burn.Tensor:
     return x.triu(diag) if node.attrs.get("upper", 1) else x.tril(diag)
 
 
-@op("DepthToSpace", check=attr_in("mode", ("DCR", "CRD"), "DCR"))
+@op("DepthToSpace", check=checks(attr_in("mode", ("DCR", "CRD"), "DCR"), requires("blocksize")))
 def depth_to_space(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
     bs = int(node.attrs["blocksize"])
     b, c, h, w = x.shape
@@ -258,7 +258,7 @@ def depth_to_space(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
     return y.reshape(b, c // (bs * bs), h * bs, w * bs)
 
 
-@op("SpaceToDepth")
+@op("SpaceToDepth", check=requires("blocksize"))
 def space_to_depth(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
     bs = int(node.attrs["blocksize"])
     b, c, h, w = x.shape
