@@ -280,6 +280,37 @@ case(
     R(1, 1, 4, 4),
     id="interp-bicubic",
 )
+# 3-d pools (issue 32) through the public functions: the n-d rules with three spatial dims
+case(
+    "max_pool",
+    lambda x: burn.nn.functional.max_pool3d(x, (2, 3, 2), (2, 1, 2), (1, 1, 0), (1, 1, 2), True),
+    distinct(1, 2, 4, 5, 6),
+    id="max_pool3d-pad-dilation-ceil",
+)
+case(
+    "avg_pool",
+    lambda x: burn.nn.functional.avg_pool3d(x, (3, 2, 2), (2, 1, 2), (1, 1, 0), True, True),
+    R(1, 2, 5, 4, 5),
+    id="avg_pool3d-include-pad-ceil",
+)
+case(
+    "avg_pool",
+    lambda x: burn.nn.functional.avg_pool3d(x, 3, 2, 1, count_include_pad=False),
+    R(2, 1, 4, 5, 4),
+    id="avg_pool3d-exclude-pad",
+)
+case(
+    "adaptive_max_pool",
+    lambda x: burn.nn.functional.adaptive_max_pool3d(x, (2, 3, 2)),
+    distinct(1, 2, 3, 5, 4),
+    id="adaptive_max_pool3d",
+)
+case(
+    "adaptive_avg_pool",
+    lambda x: burn.nn.functional.adaptive_avg_pool3d(x, (2, None, 3)),
+    R(1, 2, 5, 3, 7),
+    id="adaptive_avg_pool3d",
+)
 
 
 def test_every_rule_has_a_gradcheck_row():
