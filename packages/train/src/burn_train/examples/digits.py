@@ -20,6 +20,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import sys
 import time
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -349,6 +350,36 @@ def _check_resume(args: argparse.Namespace) -> str | None:
     return problem
 
 
+# the options that shape a run, in --help's order: a resume command repeats those not at their default,
+# so it goes on with the same data, batches, device and precision (--limit 96 left out trains on all)
+_RUN_OPTIONS = (
+    "backend",
+    "remote_url",
+    "devices",
+    "batch_size",
+    "lr",
+    "seed",
+    "renderer",
+    "patience",
+    "limit",
+    "no_plots",
+    "mixed_precision",
+)
+
+
+def _run_options(args: argparse.Namespace) -> str:
+    """`` --backend wgpu --limit 96 --no-plots``: this run's options that differ from the defaults."""
+    defaults = parse_args([], prog="-")
+    words: list[str] = []
+    for name in _RUN_OPTIONS:
+        value = getattr(args, name)
+        if value == getattr(defaults, name):
+            continue
+        flag = "--" + name.replace("_", "-")
+        words += [flag] if value is True else [flag, shlex.quote(str(value))]
+    return "".join(" " + word for word in words)
+
+
 def _resume_hint(prog: str, args: argparse.Namespace, summary: Any) -> str:
     """``; epochs 1-3 completed, checkpoints of epochs 2, 3: continue with `... --resume 3``."""
     if summary is None:
@@ -359,9 +390,14 @@ def _resume_hint(prog: str, args: argparse.Namespace, summary: Any) -> str:
     if not summary.checkpointed:
         return f"; {done}, no checkpoint to resume from"
     last = max(summary.checkpointed)
-    kept = ", ".join(str(e) for e in summary.checkpointed)
-    command = f"{prog} --artifacts {args.artifacts} --resume {last} --epochs {args.epochs}"
-    return f"; {done}, checkpoints of epochs {kept}: continue with `{command}`"
+    epochs = ", ".join(str(e) for e in summary.checkpointed)
+    kept = (
+        f"checkpoints of epochs {epochs}"
+        if len(summary.checkpointed) > 1
+        else f"checkpoint of epoch {epochs}"
+    )
+    where = f" --artifacts {shlex.quote(args.artifacts)} --resume {last} --epochs {args.epochs}"
+    return f"; {done}, {kept}: continue with `{prog}{_run_options(args)}{where}`"
 
 
 def _claim_artifacts(args: argparse.Namespace, prog: str) -> str:
