@@ -186,7 +186,9 @@ def test_randint_takes_pytorchs_high_and_size_form():
     b = burn.randint(0, 7, (4, 5))
     assert a.shape == (4, 5) and a.tolist() == b.tolist()
     assert 0 <= min(a.flatten().tolist()) and max(a.flatten().tolist()) < 7
-    with pytest.raises(TypeError, match=r"randint: give low, high and shape .* got low=10, high=3, shape=None"):
+    with pytest.raises(
+        TypeError, match=r"randint: give low, high and shape .* got low=10, high=3, shape=None"
+    ):
         burn.randint(10, 3)  # PyTorch needs a size tuple here too; burn says what it takes
 
 
@@ -223,11 +225,17 @@ def test_more_module_shorthands_are_the_config_init(short, config):
     ("call", "hint"),
     [
         (lambda: nn.Dropout(p=0.1), "PyTorch's p is prob in burn"),
-        (lambda: nn.Linear(in_features=2, out_features=3), "in_features is d_input, out_features is d_output"),
+        (
+            lambda: nn.Linear(in_features=2, out_features=3),
+            "in_features is d_input, out_features is d_output",
+        ),
         (lambda: nn.BatchNorm(8, eps=1e-3), "PyTorch's eps is epsilon in burn"),
         (lambda: nn.Embedding(num_embeddings=5, embedding_dim=2), "num_embeddings is n_embedding"),
         (lambda: nn.Conv1d(in_channels=2, out_channels=3, kernel_size=3), "in_channels is channels_in"),
-        (lambda: nn.Conv2d(in_channels=2, out_channels=3, kernel_size=3), "in_channels is channels=(in, out)"),
+        (
+            lambda: nn.Conv2d(in_channels=2, out_channels=3, kernel_size=3),
+            "in_channels is channels=(in, out)",
+        ),
     ],
 )
 def test_pytorch_keyword_names_are_a_one_line_error_naming_burns(call, hint):
@@ -246,3 +254,23 @@ def test_load_state_dict_lists_unexpected_keys_and_dtype_mismatches():
         m.load_state_dict(sd)
     msg = str(info.value)
     assert "unexpected: extra.w" in msg and "dtype mismatch: weight" in msg and "record has int32" in msg
+
+
+def test_state_dict_layouts_against_torch():
+    """The documented layout: a torch Linear's (out, in) weight loads transposed; a conv's as it is."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    t_lin, t_conv = torch.nn.Linear(5, 3), torch.nn.Conv2d(2, 4, 3, padding=1)
+    lin, conv = nn.Linear(5, 3), nn.Conv2d(2, 4, 3, padding=1)
+    lin.load_state_dict(
+        {"weight": t_lin.weight.detach().numpy().T.copy(), "bias": t_lin.bias.detach().numpy()}
+    )
+    conv.load_state_dict({k: v.detach().numpy() for k, v in t_conv.state_dict().items()})
+    x = np.random.default_rng(1).standard_normal((2, 5)).astype(np.float32)
+    img = np.random.default_rng(2).standard_normal((1, 2, 6, 6)).astype(np.float32)
+    with torch.no_grad():
+        ref_lin, ref_conv = t_lin(torch.from_numpy(x)).numpy(), t_conv(torch.from_numpy(img)).numpy()
+    np.testing.assert_allclose(lin(burn.tensor(x)).numpy(), ref_lin, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(conv(burn.tensor(img)).numpy(), ref_conv, rtol=1e-5, atol=1e-5)
+    with pytest.raises(burn.RecordError, match=r"shape mismatch: weight"):  # torch's (out, in) as it is
+        nn.Linear(5, 3).load_state_dict({k: v.detach().numpy() for k, v in t_lin.state_dict().items()})

@@ -146,7 +146,11 @@ class Module:
     def state_dict(self) -> dict[str, Tensor]:
         """Dotted name -> tensor of every Param and running state (batch norm's running mean and
         variance), as PyTorch's ``state_dict()``. Names are burn's attribute paths and layouts burn's:
-        a Linear weight is (d_input, d_output), where PyTorch's is (out, in).
+        a Linear weight is (d_input, d_output), where PyTorch's is (out, in); conv and embedding weights
+        are laid out as PyTorch's; norms call their scale and shift ``gamma`` and ``beta`` (PyTorch:
+        ``weight`` and ``bias``) and batch norm keeps no ``num_batches_tracked``; attention and recurrent
+        layers hold one Linear per projection or gate block (``query.weight``, ``input_transform.weight``),
+        not PyTorch's packed ``in_proj_weight`` / ``weight_ih_l0``.
 
         >>> {k: v.shape for k, v in nn.LinearConfig(4, 2).init().state_dict().items()}
         {'weight': (4, 2), 'bias': (2,)}
