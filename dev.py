@@ -6,7 +6,9 @@
 
 Set-up is idempotent: a virtual environment in .venv with every workspace package installed editable
 (requirements-dev.txt), re-installed only when requirements or package metadata change. On Debian/Ubuntu
-as root, ``test`` also installs Mesa's Vulkan drivers (lavapipe) so the wgpu backend runs on the CPU.
+as root, ``test`` also installs (``apt-get update`` first) Mesa's Vulkan drivers (``mesa-vulkan-drivers``:
+lavapipe, so the wgpu backend runs on the CPU) and ``chromium-headless-shell`` (else ``chromium``) for
+the WebGPU page tests; without root or apt those tests skip with the reason.
 
 After set-up, ``train`` replaces this process with the training script (``os.execve``; a child that
 is waited for on Windows), so Ctrl-C, the dashboard's keys and the exit code are the script's own:
