@@ -529,6 +529,40 @@ def _module_rows() -> list[OpSpec]:
             tol,
         ),
         OpSpec(
+            "max_pool3d_ceil_dilation_indices",
+            lambda c, x: _module_fn("max_pool3d")(
+                x, 2, stride=2, dilation=(1, 2, 1), ceil_mode=True, return_indices=True
+            ),
+            gen((1, 2, 5, 6, 5)),
+            FLOATS,
+            None,
+            tol,
+        ),
+        OpSpec(
+            "avg_pool3d_ceil_include_pad",
+            lambda c, x: _module_fn("avg_pool3d")(x, (2, 3, 2), stride=2, padding=(1, 1, 0), ceil_mode=True),
+            gen((2, 1, 5, 6, 5)),
+            FLOATS,
+            None,
+            tol,
+        ),
+        OpSpec(
+            "adaptive_avg_pool3d",
+            lambda c, x: _module_fn("adaptive_avg_pool3d")(x, (2, 3, None)),
+            gen((1, 2, 5, 7, 3)),
+            FLOATS,
+            None,
+            tol,
+        ),
+        OpSpec(
+            "adaptive_max_pool3d",
+            lambda c, x: _module_fn("adaptive_max_pool3d")(x, (3, 2, 2), return_indices=True),
+            gen((1, 2, 5, 4, 6)),
+            FLOATS,
+            None,
+            tol,
+        ),
+        OpSpec(
             "unfold4d",
             lambda c, x: _module_fn("unfold4d")(x, 3, stride=2, padding=1),
             gen((2, 3, 6, 5)),
