@@ -79,23 +79,40 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _out_folder(flag: str, path: str) -> None:
+    """Refuse an output path that is a file before anything is read or written."""
+    import os
+
+    from burn.plugins import CommandError
+
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise CommandError(f"{flag} {path}: exists and is not a folder, expected a folder to write into")
+
+
 def run(args: argparse.Namespace) -> int:
+    from burn.plugins import CommandError
+
     if args.onnx_command == "check":
         try:
             report = check_report(args.model)
         except OnnxLoadError as exc:  # a file that cannot be read: a usage error (1 means unsupported ops)
-            sys.stderr.write(f"burn onnx check: {exc}\n")
-            return 2
+            raise CommandError(str(exc)) from None
         sys.stdout.write(json.dumps(report, indent=2) + "\n" if args.json else render(report))
         return 1 if report["unsupported"] else 0
     if args.onnx_command == "codegen":
+        import keyword
+
         from ._codegen import codegen
 
+        if not args.name.isidentifier() or keyword.iskeyword(args.name):
+            raise CommandError(f"--name {args.name!r}: expected a Python class name such as Net")
+        _out_folder("-o", args.out)
         try:
             path = codegen(args.model, args.out, name=args.name)
         except (OnnxLoadError, UnsupportedOnnxError, ValueError) as exc:
-            sys.stderr.write(f"burn onnx codegen: {exc}\n")
-            return 2
+            raise CommandError(str(exc)) from None
+        except OSError as exc:  # the model was read (that is an OnnxLoadError): writing failed
+            raise CommandError(f"-o {args.out}: cannot write into it: {exc.strerror or exc}") from None
         sys.stdout.write(f"wrote {path} and {path.with_suffix('.safetensors')}\n")
         return 0
     raise SystemExit(f"burn onnx: unknown subcommand {args.onnx_command!r}")

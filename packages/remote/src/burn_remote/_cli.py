@@ -4,9 +4,54 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from typing import TYPE_CHECKING
 
 from ._protocol import DEFAULT_PORT
+
+if TYPE_CHECKING:
+    from ._server import ServerConfig
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535 (0: any free port), got {text!r}")
+    return value
+
+
+def _index(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a device index >= 0, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def _mib(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a finite number of MiB > 0, got {text!r}")
+    return value
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -18,43 +63,106 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "otherwise, and refuses a non-loopback address without --token-file. Prints the URL once ready.",
     )
     serve.add_argument("--backend", default="cpu", help="local backend: cpu, wgpu or cuda (default cpu)")
-    serve.add_argument("--device", type=int, default=None, metavar="N", help="device index (default 0)")
+    serve.add_argument("--device", type=_index, default=None, metavar="N", help="device index (default 0)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: any free)"
+        "--port", type=_port, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: any free)"
     )
     serve.add_argument("--token-file", metavar="FILE", help="file holding the shared token clients must send")
     serve.add_argument("--tls-cert", metavar="C", help="TLS certificate (PEM): serve wss://")
     serve.add_argument("--tls-key", metavar="K", help="TLS private key (PEM) of --tls-cert")
-    serve.add_argument("--max-frame-mib", type=float, default=64, help="largest frame accepted (default 64)")
+    serve.add_argument("--max-frame-mib", type=_mib, default=64, help="largest frame accepted (default 64)")
     serve.add_argument(
-        "--max-session-mib", type=float, default=4096, help="tensor memory per session (default 4096)"
+        "--max-session-mib", type=_mib, default=4096, help="tensor memory per session (default 4096)"
     )
-    serve.add_argument("--max-sessions", type=int, default=32, help="sessions open at once (default 32)")
+    serve.add_argument("--max-sessions", type=_count, default=32, help="sessions open at once (default 32)")
     serve.add_argument("-v", "--verbose", action="store_true", help="log every session event")
 
 
+def _read_token(path: str) -> str:
+    """The shared token in ``--token-file``: its text, stripped; every way it cannot be one is named."""
+    from burn.plugins import CommandError
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise CommandError(f"--token-file {path}: no such file") from None
+    except IsADirectoryError:
+        raise CommandError(f"--token-file {path}: is a folder, expected a file holding the token") from None
+    except OSError as exc:
+        raise CommandError(f"--token-file {path}: cannot read it: {exc.strerror or exc}") from None
+    try:
+        token = data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise CommandError(
+            f"--token-file {path}: not UTF-8 text, expected a file holding the token"
+        ) from None
+    if not token:
+        raise CommandError(f"--token-file {path}: the file is empty, expected the token")
+    return token
+
+
+def _check_tls(cert: str | None, key: str | None) -> None:
+    """Load the certificate and key now, so a missing or malformed one is a usage error naming the file."""
+    import ssl
+
+    from burn.plugins import CommandError
+
+    from ._server import tls_context
+
+    if not cert or not key:
+        return  # check_config names a half pair
+    for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
+        try:
+            with open(path, "rb"):
+                pass
+        except FileNotFoundError:
+            raise CommandError(f"{flag} {path}: no such file") from None
+        except OSError as exc:
+            raise CommandError(f"{flag} {path}: cannot read it: {exc.strerror or exc}") from None
+    try:
+        tls_context(cert, key)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise CommandError(
+            f"--tls-cert {cert} / --tls-key {key}: not a PEM certificate and its private key ({exc})"
+        ) from None
+
+
+def _listen_error(config: ServerConfig, exc: OSError) -> str:
+    import errno
+    import socket
+
+    where = f"--host {config.host} --port {config.port}"
+    if exc.errno == errno.EADDRINUSE:
+        return f"{where}: the address is already in use (another server? pick another --port, or 0)"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{where}: not an address of this machine"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"{where}: not permitted (ports below 1024 need privileges)"
+    if isinstance(exc, socket.gaierror):
+        return f"--host {config.host}: cannot resolve it ({exc.strerror or exc})"
+    return f"{where}: cannot listen: {exc.strerror or exc}"
+
+
 def run(args: argparse.Namespace) -> int:
+    from importlib.util import find_spec
+
+    from burn.plugins import CommandError
+
+    missing = [name for name in ("websockets", "msgpack") if find_spec(name) is None]
+    if missing:
+        raise CommandError(f"needs {' and '.join(missing)}: pip install 'burn-core[remote]'")
+
     import asyncio
     import logging
+
+    from burn import DeviceError
 
     from ._server import ServerConfig, check_config, serve
     from ._session import Limits
 
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s burn-remote %(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
-    logging.getLogger("burn_remote").setLevel(logging.INFO)  # sessions are always logged
-    token = None
-    if args.token_file:
-        try:
-            with open(args.token_file, encoding="utf-8") as f:
-                token = f.read().strip()
-        except OSError as exc:
-            print(f"burn remote serve: --token-file: {exc}", file=sys.stderr)
-            return 2
+    token = _read_token(args.token_file) if args.token_file else None
     mib = 1 << 20
     config = ServerConfig(
         backend=args.backend,
@@ -69,17 +177,33 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_config(config)
     except ValueError as exc:
-        print(f"burn remote serve: {exc}", file=sys.stderr)
-        return 2
+        raise CommandError(str(exc)) from None
+    _check_tls(args.tls_cert, args.tls_key)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s burn-remote %(levelname)s %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("burn_remote").setLevel(logging.INFO)  # sessions are always logged
+    started = False
 
     def ready(url: str) -> None:
+        nonlocal started
+        started = True
         print(f"burn remote: serving {args.backend} on {url}", flush=True)
 
+    device = args.backend if args.device is None else f"{args.backend} --device {args.device}"
     try:
         asyncio.run(serve(config, ready))
     except KeyboardInterrupt:
         pass
+    except DeviceError as exc:  # before listening: the local device cannot be opened
+        if started:
+            raise
+        raise CommandError(f"--backend {device}: {exc}") from None
     except OSError as exc:
-        print(f"burn remote serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        if not started:  # binding failed: the address is the user's to fix
+            raise CommandError(_listen_error(config, exc)) from None
+        print(f"burn remote serve: stopped serving on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
     return 0

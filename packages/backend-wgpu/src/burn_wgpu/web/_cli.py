@@ -38,6 +38,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
+
+    from burn.plugins import CommandError
+
     if args.web_command != "export":
         raise SystemExit(f"burn web: unknown subcommand {args.web_command!r}")
     from ._export import export_onnx, parse_shapes
@@ -46,23 +50,30 @@ def run(args: argparse.Namespace) -> int:
     try:
         shapes = parse_shapes(args.input)
     except ValueError as exc:
-        sys.stderr.write(f"burn web export: {exc}\n")
-        return 2
+        raise CommandError(str(exc)) from None
+    if args.adapter < 0:
+        raise CommandError(f"--adapter: expected a wgpu adapter index >= 0, got {args.adapter}")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise CommandError(
+            f"-o {args.out}: exists and is not a folder, expected a folder to write the page into"
+        )
     try:
         import burn_onnx  # noqa: F401
     except ImportError:
-        sys.stderr.write("burn web export: ONNX input needs burn-onnx (pip install 'burn-core[onnx]')\n")
-        return 2
+        raise CommandError("ONNX input needs burn-onnx (pip install 'burn-core[onnx]')") from None
+    from burn import DeviceError
     from burn_onnx import OnnxError
 
     try:
         result = export_onnx(
             args.model, args.out, shapes, title=args.title, index=args.adapter, fusion=args.fusion
         )
-    except (OnnxError, WebExportError, ValueError, OSError) as exc:
-        message = str(exc).removeprefix("web export: ")  # the command already names itself
-        sys.stderr.write(f"burn web export: {message}\n")
-        return 2
+    except DeviceError as exc:  # no such adapter, or no WebGPU adapter at all
+        raise CommandError(f"--adapter {args.adapter}: {exc}") from None
+    except (OnnxError, WebExportError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:  # the model is read through burn-onnx (an OnnxError): writing the page failed
+        raise CommandError(f"-o {args.out}: cannot write the page: {exc.strerror or exc}") from None
     c = result.counts
     ins = ", ".join(f"{i.name} {i.dtype}{list(i.shape)}" for i in result.inputs)
     outs = ", ".join(f"{o.name} {o.dtype}{list(o.shape)}" for o in result.outputs)

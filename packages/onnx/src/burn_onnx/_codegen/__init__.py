@@ -11,6 +11,7 @@ small emitter per op type (``_emitters.EMITTERS``); a model with nodes no emitte
 from __future__ import annotations
 
 import importlib.util
+import keyword
 import os
 import re
 import sys
@@ -107,8 +108,8 @@ def _base(op_type: str) -> str:
 
 def generate(source: Any, name: str = "Net") -> tuple[str, dict[str, np.ndarray]]:
     """The module text and its record (dotted name -> array) for ``source`` (a path, bytes or proto)."""
-    if not name.isidentifier():
-        raise ValueError(f"codegen: name must be a Python identifier, got {name!r}")
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise ValueError(f"codegen: name must be a Python identifier (not a keyword), got {name!r}")
     proto, label = _load_proto(source, None)
     shapes = _shapes(proto)
     model = read_model(proto)
