@@ -5,6 +5,7 @@ schedule without a browser) and by benchmarks/bench_web.py (real-GPU figures for
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,7 @@ class NativeSchedule:
         from ._record import portable_context
 
         folder = Path(out_dir)
-        text = (folder / "model.js").read_text(encoding="utf-8")
-        start = text.index("/*SCHEDULE*/") + len("/*SCHEDULE*/")
-        end = text.index("/*END*/", start)
-        self.schedule: dict[str, Any] = json.loads(text[start:end])
+        self.schedule: dict[str, Any] = _read_schedule(folder / "model.js")
         sch = self.schedule
         blob = (folder / sch["weights"]["file"]).read_bytes()
         ctx = portable_context(index)
@@ -95,16 +93,7 @@ class NativeSchedule:
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Outputs by name for inputs by name (numpy arrays of the declared shapes)."""
         dev, sch = self.device, self.schedule
-        missing = [i for i in sch["inputs"] if i["name"] not in feeds]
-        if missing:
-            wanted = ", ".join(f"{i['name']!r} {i['dtype']}{i['shape']}" for i in missing)
-            raise ValueError(f"NativeSchedule.run: feeds lack the input(s) {wanted}")
-        for info in sch["inputs"]:
-            arr = np.ascontiguousarray(np.asarray(feeds[info["name"]]), dtype=_STORAGE[info["storage"]])
-            if list(arr.shape) != info["shape"]:
-                raise ValueError(
-                    f"input {info['name']!r}: expected shape {info['shape']}, got {list(arr.shape)}"
-                )
+        for info, arr in zip(sch["inputs"], _check_feeds(sch["inputs"], feeds)):
             if arr.nbytes:
                 dev.queue.write_buffer(self.buffers[info["buffer"]], 0, arr.tobytes())
         for buf, data in self._reload:
@@ -143,3 +132,56 @@ class NativeSchedule:
             )
             out[o["name"]] = arr.astype(bool) if o["dtype"] == "bool" else arr.copy()
         return out
+
+
+def _read_schedule(path: Path) -> dict[str, Any]:
+    """The schedule JSON that ``burn web export`` wrote into ``model.js``; a file that holds none is named."""
+    text = path.read_text(encoding="utf-8")  # a missing file: FileNotFoundError names it
+    start, end = text.find("/*SCHEDULE*/"), text.find("/*END*/")
+    if start < 0 or end < start:
+        raise ValueError(f"NativeSchedule: {path}: not a page of burn web export (no /*SCHEDULE*/ block)")
+    try:
+        schedule = json.loads(text[start + len("/*SCHEDULE*/") : end])
+    except ValueError as exc:
+        raise ValueError(f"NativeSchedule: {path}: the schedule block is not JSON ({exc})") from None
+    if not isinstance(schedule, dict):
+        raise ValueError(f"NativeSchedule: {path}: the schedule block is not a JSON object")
+    return schedule
+
+
+def _check_feeds(inputs: list[dict[str, Any]], feeds: Any) -> list[np.ndarray]:
+    """One contiguous array per declared input, in order; what is missing, unknown or misshapen is named
+    with what the schedule expects (``'x' float32[1, 4]``)."""
+
+    def declared(info: dict[str, Any]) -> str:
+        return f"{info['name']!r} {info['dtype']}{info['shape']}"
+
+    expected = ", ".join(declared(i) for i in inputs)
+    if not isinstance(feeds, Mapping):
+        raise TypeError(
+            f"NativeSchedule.run: feeds must be a dict of input name -> array ({expected}), "
+            f"got {type(feeds).__name__}"
+        )
+    names = {i["name"] for i in inputs}
+    missing = [declared(i) for i in inputs if i["name"] not in feeds]
+    unknown = [repr(k) for k in feeds if k not in names]
+    if missing or unknown:
+        problems = [f"feeds lack the input(s) {', '.join(missing)}"] if missing else []
+        problems += [f"no input named {', '.join(unknown)}"] if unknown else []
+        raise ValueError(f"NativeSchedule.run: {'; '.join(problems)} (the page's inputs: {expected})")
+    arrays = []
+    for info in inputs:
+        value = np.asarray(feeds[info["name"]])
+        integral = info["storage"] != "f32"
+        if value.dtype.kind not in ("biu" if integral else "biuf"):
+            raise TypeError(
+                f"NativeSchedule.run: input {declared(info)}: got an array of {value.dtype}, expected "
+                + ("integers" if integral else "numbers")
+            )
+        if list(value.shape) != info["shape"]:
+            raise ValueError(
+                f"NativeSchedule.run: input {declared(info)}: expected shape {info['shape']}, "
+                f"got {list(value.shape)}"
+            )
+        arrays.append(np.ascontiguousarray(value, dtype=_STORAGE[info["storage"]]))
+    return arrays

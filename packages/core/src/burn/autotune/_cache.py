@@ -151,15 +151,17 @@ def list_caches() -> list[dict[str, Any]]:
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
             data = json.loads(path.read_text())
+            entries = data.get("entries", {}) if isinstance(data, dict) else None
+            if not isinstance(entries, dict) or not all(isinstance(v, dict) for v in entries.values()):
+                raise ValueError(
+                    "not an autotune cache: expected an object whose 'entries' map keys to objects"
+                )
             out.append(
-                {
-                    "path": str(path),
-                    "fingerprint": data.get("fingerprint", "?"),
-                    "entries": data.get("entries", {}),
-                }
+                {"path": str(path), "fingerprint": str(data.get("fingerprint", "?")), "entries": entries}
             )
-        except (OSError, ValueError) as exc:
-            out.append({"path": str(path), "fingerprint": "?", "entries": {}, "error": str(exc)})
+        except (OSError, ValueError) as exc:  # listed with the reason; tuning rewrites the file
+            reason = f"not JSON ({exc})" if isinstance(exc, json.JSONDecodeError) else str(exc)
+            out.append({"path": str(path), "fingerprint": "?", "entries": {}, "error": reason})
     return out
 
 
