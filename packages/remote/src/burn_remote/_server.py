@@ -48,6 +48,22 @@ class ServerConfig:
     limits: Limits = field(default_factory=Limits)
 
 
+def _adapter_label(backend: Any) -> str:
+    """The hardware behind the served backend where it says (wgpu's adapter label, CUDA's device name;
+    looked for through decorators such as fusion), else ''."""
+    seen: set[int] = set()
+    while backend is not None and id(backend) not in seen:
+        seen.add(id(backend))
+        for label in (
+            getattr(getattr(backend, "ctx", None), "label", None),
+            getattr(backend, "device_name", None),
+        ):
+            if isinstance(label, str) and label:
+                return label
+        backend = getattr(backend, "inner", None)
+    return ""
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` only accepts connections from this machine."""
     if host == "localhost":
@@ -95,6 +111,7 @@ class Server:
             "server": __version__,
             "protocol": PROTOCOL_VERSION,
             "device": str(self.device),
+            "adapter": _adapter_label(b),  # so a client can say what it trains on ("llvmpipe (...)")
             "backend": b.name,
             "dtypes": sorted(d.name for d in b.dtypes),
             "default_float": b.default_float.name,

@@ -11,10 +11,16 @@ _SOFTWARE = ("llvmpipe", "lavapipe", "swiftshader", "softpipe", "microsoft basic
 
 
 def _adapter(backend: Any) -> str:
-    """The hardware behind a backend, where it says (wgpu's adapter label), else ''."""
+    """The hardware behind a backend, where it says (wgpu's adapter label), else ''; for burn-remote,
+    the server's device, its adapter and where it is (``wgpu:0 (NVIDIA H200 (...)) at ws://gpu-box:3000``)."""
     seen = set()
     while backend is not None and id(backend) not in seen:
         seen.add(id(backend))
+        server = getattr(backend, "server", None)
+        if isinstance(server, dict) and server.get("device"):
+            adapter = server.get("adapter") or ("numpy" if server.get("backend") == "ndarray" else "")
+            served = str(server["device"]).split("+")[0] + (f" ({adapter})" if adapter else "")
+            return f"{served} at {getattr(backend, 'url', '?')}"
         label = getattr(getattr(backend, "ctx", None), "label", None)
         if isinstance(label, str) and label:
             return label
@@ -28,7 +34,7 @@ def _adapter(backend: Any) -> str:
 def is_software(label: str) -> bool:
     """Whether an adapter label names a CPU rasteriser rather than a GPU."""
     low = label.lower()
-    return any(s in low for s in _SOFTWARE) or low.endswith(", cpu)")
+    return any(s in low for s in _SOFTWARE) or ", cpu)" in low  # wgpu's label ends "(Vulkan, CPU)"
 
 
 def describe_device(device: Any) -> str:
