@@ -274,3 +274,63 @@ def test_state_dict_layouts_against_torch():
     np.testing.assert_allclose(conv(burn.tensor(img)).numpy(), ref_conv, rtol=1e-5, atol=1e-5)
     with pytest.raises(burn.RecordError, match=r"shape mismatch: weight"):  # torch's (out, in) as it is
         nn.Linear(5, 3).load_state_dict({k: v.detach().numpy() for k, v in t_lin.state_dict().items()})
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_takes_leading_dims_against_torch(reduction):
+    """logits (..., C) with int targets (...) (API.md), against torch's (N, C, d) layout."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 5, 3)).astype(np.float32)
+    t = rng.integers(0, 3, (4, 5))
+    t[0, 0] = t[2, 3] = 2
+    w = np.array([0.5, 1.0, 2.0], np.float32)
+    adev = burn.device("cpu", autodiff=True)
+    logits = burn.tensor(x, device=adev).require_grad()
+    got = F.cross_entropy(
+        logits,
+        burn.tensor(t, device=adev),
+        weight=burn.tensor(w, device=adev),
+        ignore_index=2,
+        label_smoothing=0.1,
+        reduction=reduction,
+    )
+    tx = torch.from_numpy(x).requires_grad_()
+    ref = torch.nn.functional.cross_entropy(
+        tx.permute(0, 2, 1),
+        torch.from_numpy(t),
+        weight=torch.from_numpy(w),
+        ignore_index=2,
+        label_smoothing=0.1,
+        reduction=reduction,
+    )
+    assert got.shape == tuple(ref.shape)
+    np.testing.assert_allclose(got.numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+    ref.sum().backward()
+    np.testing.assert_allclose(
+        logits.grad(got.sum().backward()).numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6
+    )
+    probs = F.softmax(burn.tensor(rng.standard_normal((4, 5, 3)).astype(np.float32)), -1)
+    ref_p = torch.nn.functional.cross_entropy(
+        torch.from_numpy(x).permute(0, 2, 1),
+        torch.from_numpy(probs.numpy()).permute(0, 2, 1),
+        reduction=reduction,
+    )
+    np.testing.assert_allclose(
+        F.cross_entropy(burn.tensor(x), probs, reduction=reduction).numpy(),
+        ref_p.numpy(),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+
+
+def test_cross_entropy_leading_dims_errors_name_the_cause():
+    logits = burn.randn(4, 5, 3)
+    with pytest.raises(
+        burn.DTypeError, match=r"targets of shape \(4, 5\) are class indices and must be an int"
+    ):
+        F.cross_entropy(logits, burn.rand(4, 5))
+    with pytest.raises(burn.ShapeError, match=r"int targets must have shape \(4, 5\) for logits \(4, 5, 3\)"):
+        F.cross_entropy(logits, burn.zeros(4, 3, dtype=burn.int64))
+    with pytest.raises(burn.ShapeError, match=r"logits must be \(..., C\)"):
+        F.cross_entropy(burn.tensor(1.0), burn.tensor(1))

@@ -37,36 +37,62 @@ def cross_entropy(
     ignore_index: int | None = None,
     reduction: str = "mean",
 ) -> Tensor:
-    """Cross-entropy of ``logits`` (N, C) against class indices (N,) or class probabilities (N, C).
+    """Cross-entropy of ``logits`` (..., C) against int class indices (...) or float class probabilities
+    (..., C); the class dim is last (PyTorch's (N, C, d1, ...) images: permute C last first).
 
     With smoothing eps the target distribution is (1 - eps) * one_hot + eps / C. ``weight`` (C,)
     scales each class; the mean divides by the summed weights of the counted targets. Targets equal to
-    ``ignore_index`` add nothing and are not counted. Returns a scalar, or (N,) for ``reduction="none"``.
+    ``ignore_index`` add nothing and are not counted. Returns a scalar, or the targets' shape (...) for
+    ``reduction="none"``.
 
     >>> logits = burn.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
     >>> [round(v, 4) for v in F.cross_entropy(logits, burn.tensor([0, 2]), reduction="none").tolist()]
     [0.2395, 1.0986]
     >>> round(F.cross_entropy(logits, burn.tensor([0, 2])).item(), 4)
     0.6691
+    >>> F.cross_entropy(burn.zeros(4, 5, 3), burn.zeros(4, 5, dtype=burn.int64), reduction="none").shape
+    (4, 5)
     """
     logits = _fp32("cross_entropy", logits)
     targets = _check_tensor("cross_entropy", targets, "targets")
-    if logits.ndim != 2:
-        raise ShapeError(f"cross_entropy: logits must be (N, C), got shape {logits.shape}")
-    n, c = logits.shape
+    if logits.ndim < 1:
+        raise ShapeError(f"cross_entropy: logits must be (..., C), got shape {logits.shape}")
+    lead, c = tuple(logits.shape[:-1]), logits.shape[-1]
+    if targets.dtype.is_float and tuple(targets.shape) == lead and lead != tuple(logits.shape):
+        raise DTypeError(
+            f"cross_entropy: targets of shape {targets.shape} are class indices and must be an int "
+            f"tensor, got {targets.dtype} (float targets are class probabilities of the logits' shape "
+            f"{logits.shape})"
+        )
+    if targets.dtype.is_float:
+        _same_shape("cross_entropy", logits, targets, "logits/targets")
+    elif tuple(targets.shape) != lead:
+        raise ShapeError(
+            f"cross_entropy: int targets must have shape {lead} for logits {logits.shape}, got {targets.shape}"
+        )
+    if logits.ndim == 2:
+        return _cross_entropy_rows(logits, targets, label_smoothing, weight, ignore_index, reduction)
+    flat = targets.reshape(-1, c) if targets.dtype.is_float else targets.reshape(-1)
+    rows = _cross_entropy_rows(logits.reshape(-1, c), flat, label_smoothing, weight, ignore_index, reduction)
+    return rows.reshape(lead) if reduction == "none" else rows
+
+
+def _cross_entropy_rows(
+    logits: Tensor,
+    targets: Tensor,
+    label_smoothing: float,
+    weight: Tensor | None,
+    ignore_index: int | None,
+    reduction: str,
+) -> Tensor:
+    """cross_entropy over (N, C) logits."""
+    c = logits.shape[1]
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     if weight is not None and tuple(weight.shape) != (c,):
         raise ShapeError(f"cross_entropy: weight must have shape ({c},), got {weight.shape}")
     logp = log_softmax(logits, 1)
     if targets.dtype.is_float:  # class probabilities
-        if tuple(targets.shape) == (n,):
-            raise DTypeError(
-                f"cross_entropy: targets of shape {targets.shape} are class indices and must be an int "
-                f"tensor, got {targets.dtype} (float targets are class probabilities of the logits' shape "
-                f"{logits.shape})"
-            )
-        _same_shape("cross_entropy", logits, targets, "logits/targets")
         if ignore_index is not None:
             raise ValueError("cross_entropy: ignore_index needs class-index targets, not probabilities")
         q = targets if label_smoothing == 0 else targets * (1.0 - label_smoothing) + label_smoothing / c
@@ -75,10 +101,6 @@ def cross_entropy(
     if not targets.dtype.is_int:
         raise DTypeError(
             f"cross_entropy: targets must be int class indices or float probabilities, got {targets.dtype}"
-        )
-    if targets.shape != (n,):
-        raise ShapeError(
-            f"cross_entropy: targets must have shape ({n},) for logits {logits.shape}, got {targets.shape}"
         )
     keep = None
     if ignore_index is not None:
