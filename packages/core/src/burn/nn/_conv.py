@@ -10,7 +10,7 @@ Kaiming-uniform with gain 1/sqrt(3) on fan_in (PyTorch's default bound 1/sqrt(fa
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..config import Config, check
 from . import functional as F
@@ -24,14 +24,21 @@ if TYPE_CHECKING:
 
 _DEFAULT_INIT = KaimingUniform(gain=1.0 / math.sqrt(3.0), fan_out_only=False)
 IntOrTuple = int | tuple[int, ...]
+PaddingMode = Literal["valid", "same"]
+
+
+def int_or_tuple(n: int) -> str:
+    """How an argument of n spatial sizes may be given, for error messages: PyTorch's forms."""
+    return f"an int or a tuple of {n} int" + ("s" if n > 1 else "")
 
 
 def _tuple(owner: str, name: str, v: Any, n: int, minimum: int) -> tuple[int, ...]:
-    out = (v,) * n if isinstance(v, int) and not isinstance(v, bool) else tuple(v)
+    is_int = isinstance(v, int) and not isinstance(v, bool)
+    out = (v,) * n if is_int else tuple(v) if isinstance(v, (tuple, list)) else ()
     check(
-        len(out) == n and all(isinstance(i, int) for i in out),
+        len(out) == n and all(isinstance(i, int) and not isinstance(i, bool) for i in out),
         owner,
-        f"{name} must be an int or {n} ints, got {v!r}",
+        f"{name} must be {int_or_tuple(n)}, got {v!r}",
     )
     check(all(i >= minimum for i in out), owner, f"{name} must be >= {minimum}, got {v!r}")
     return out
@@ -47,6 +54,11 @@ def _padding(
         check(all(s == 1 for s in stride), owner, f"padding='same' needs stride 1, got {stride}")
         check(all(k % 2 == 1 for k in kernel), owner, f"padding='same' needs odd kernel sizes, got {kernel}")
         return tuple((k - 1) * d // 2 for k, d in zip(kernel, dilation))
+    check(
+        not isinstance(padding, str),
+        owner,
+        f"padding must be {int_or_tuple(n)}, 'valid' or 'same', got {padding!r}",
+    )
     return _tuple(owner, "padding", padding, n, 0)
 
 
@@ -196,7 +208,7 @@ class Conv1dConfig(Config):
     stride: tuple[int] | int = 1
     dilation: tuple[int] | int = 1
     groups: int = 1
-    padding: tuple[int] | int | str = 0
+    padding: tuple[int] | int | PaddingMode = 0
     bias: bool = True
     initializer: Initializer = _DEFAULT_INIT
 
@@ -218,7 +230,7 @@ class Conv2dConfig(Config):
     stride: tuple[int, int] | int = 1
     dilation: tuple[int, int] | int = 1
     groups: int = 1
-    padding: tuple[int, int] | int | str = 0
+    padding: tuple[int, int] | int | PaddingMode = 0
     bias: bool = True
     initializer: Initializer = _DEFAULT_INIT
 
@@ -238,7 +250,7 @@ class Conv3dConfig(Config):
     stride: tuple[int, int, int] | int = 1
     dilation: tuple[int, int, int] | int = 1
     groups: int = 1
-    padding: tuple[int, int, int] | int | str = 0
+    padding: tuple[int, int, int] | int | PaddingMode = 0
     bias: bool = True
     initializer: Initializer = _DEFAULT_INIT
 

@@ -265,13 +265,13 @@ class AdaptiveAvgPool2d(_AdaptiveAvgPool):
 
 
 class AdaptiveAvgPool1dConfig(Config):
-    """Builds ``nn.AdaptiveAvgPool1d`` with an int ``output_size``.
+    """Builds ``nn.AdaptiveAvgPool1d`` with an int (or 1-tuple, as PyTorch takes) ``output_size``.
 
     >>> nn.AdaptiveAvgPool1dConfig(4).init().output_size
     (4,)
     """
 
-    output_size: int
+    output_size: tuple[int] | int
 
     def init(self, device: DeviceLike = None) -> AdaptiveAvgPool1d:
         return AdaptiveAvgPool1d(self)

@@ -52,10 +52,10 @@ def ints(op: str, value: Any, n: int, arg: str, minimum: int) -> tuple[int, ...]
     elif isinstance(value, Sequence) and not isinstance(value, str):
         out = tuple(value)
         if len(out) != n or not all(_is_int(v) for v in out):
-            raise TypeError(f"{op}: {arg} must be an int or {n} ints, got {value!r}")
+            raise TypeError(f"{op}: {arg} must be an int or a tuple of {n} int{'s' * (n > 1)}, got {value!r}")
         out = tuple(int(v) for v in out)
     else:
-        raise TypeError(f"{op}: {arg} must be an int or {n} ints, got {value!r}")
+        raise TypeError(f"{op}: {arg} must be an int or a tuple of {n} int{'s' * (n > 1)}, got {value!r}")
     if any(v < minimum for v in out):
         raise ValueError(f"{op}: {arg} must be >= {minimum}, got {value!r}")
     return out
