@@ -121,6 +121,8 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, Any]:
         os.environ["BURN_REMOTE_URL"] = args.remote_url
     names = args.devices.split(",") if args.devices else [args.backend]
     devices = [burn.device(name.strip(), autodiff=True) for name in names]
+    if "auto" in names:
+        print(_auto_choice(devices[names.index("auto")]), flush=True)
     adev = devices[0]  # the main device: model, optimizer and validation live here
     batcher = ImageClassificationBatcher(mean=0.3, std=0.4)
     train_ds: Dataset[DigitsItem] = DigitsDataset("train")
@@ -302,6 +304,28 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
         "dynamic loss scaling for float16 (none for bfloat16; off: float32)",
     )
     return p.parse_args(argv)
+
+
+def _auto_choice(device: Any) -> str:
+    """``--backend auto: cpu (skipped cuda: cupy is not installed; wgpu: only software adapters (...):
+    slower than cpu)``: what auto picked and why not the backends ranked above it."""
+    import burn.plugins
+
+    name = str(getattr(device, "inner", device)).split("+")[0]
+    specs = burn.plugins.registry().backends
+    kind = name.split(":")[0]
+    chosen = next((s for s in specs.values() if kind == s.name or kind in s.aliases), None)
+    skipped = []
+    for spec in sorted(specs.values(), key=lambda s: -s.priority):
+        if chosen is None or spec.priority <= chosen.priority:
+            break
+        try:
+            ok, why = (spec.auto_available or spec.is_available)()
+        except Exception as exc:  # a third-party probe that raises: not available
+            ok, why = False, f"{type(exc).__name__}: {exc}"
+        if not ok:
+            skipped.append(f"{spec.name}: {why}")
+    return f"--backend auto: {name}" + (f" (skipped {'; '.join(skipped)})" if skipped else "")
 
 
 def _fail(prog: str, message: str, code: int = EXIT_USAGE) -> None:
