@@ -64,3 +64,26 @@ def test_the_progress_title_names_the_device_without_cutting_it(width, height):
 def test_without_a_device_the_title_is_plain_progress():
     lines = _frame("", 80, 24)
     assert any(line.startswith("╭─ Progress ─") for line in lines), lines
+
+
+def test_while_a_kernel_is_tuned_the_progress_row_says_so_instead_of_an_eta():
+    import burn.autotune as autotune
+
+    console = Console(record=True, width=100, height=30, file=io.StringIO(), color_system=None)
+    renderer = TuiRenderer(console=console, keys=False, live=False)
+    hub = MetricsHub({"train": [MetricSlot(CountMetric())]}, renderer, [], TrainingInterrupter())
+    proc = ThreadedProcessor(hub)
+    proc.start()
+    proc.submit(StartEvent(2, 1, {"train": 10}, device="cpu (numpy), float32"))
+    proc.flush()
+    autotune.publish(autotune.AutotuneEvent("conv2d", 3, 7, key="f32 3x3"))
+    proc.flush()
+    renderer.draw()
+    tuning = [line for line in renderer.last_frame.splitlines() if "[train] epoch 1/2" in line]
+    autotune.publish(autotune.AutotuneEvent("conv2d", 7, 7, done=True, best="direct", key="f32 3x3"))
+    proc.flush()
+    renderer.draw()
+    after = [line for line in renderer.last_frame.splitlines() if "[train] epoch 1/2" in line]
+    proc.close()
+    assert len(tuning) == 1 and "tuning conv2d (3 of 7 candidates)" in tuning[0] and "ETA" not in tuning[0]
+    assert len(after) == 1 and "ETA" in after[0] and "tuning" not in after[0]

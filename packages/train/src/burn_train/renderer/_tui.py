@@ -364,12 +364,19 @@ class TuiRenderer(Renderer):
                 style="grey23",
                 complete_style=SERIES_STYLE.get(mode, "bar.complete"),
             ),
-            Text(
-                f"{100 * view.progress.fraction:5.1f}%  ETA {fmt_duration(view.eta_seconds(snap.now))}"
-                f"  total ETA {fmt_duration(self.state.total_eta_seconds(snap.now))}"
-            ),
+            Text(f"{100 * view.progress.fraction:5.1f}%  {self._eta_text(snap, view)}"),
         )
         return Panel(grid, title=self._progress_title(snap.device), title_align="left")
+
+    def _eta_text(self, snap: Snapshot, view: Any) -> str:
+        """The ETAs, or while a kernel is tuned or compiled what that is: a cold run's seconds of tuning
+        otherwise read as a stalled ``100.0%  ETA --:--``."""
+        if snap.autotune_active:
+            return tuning_line(snap.autotune_active[0])
+        return (
+            f"ETA {fmt_duration(view.eta_seconds(snap.now))}"
+            f"  total ETA {fmt_duration(self.state.total_eta_seconds(snap.now))}"
+        )
 
     def _progress_title(self, device: str) -> Any:
         """``Progress on wgpu:0 (llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, CPU), software), float32``: the
