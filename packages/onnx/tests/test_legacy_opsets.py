@@ -700,3 +700,19 @@ def test_initializers_listed_as_graph_inputs_ir3() -> None:
             )
     want += b[None, :, None, None]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("op", "attrs", "opset", "missing"),
+    [("Concat", {}, 6, "axis"), ("Slice", {"ends": [1]}, 6, "starts"), ("Unsqueeze", {}, 11, "axes")],
+)
+def test_codegen_names_a_missing_required_attribute(
+    tmp_path, op: str, attrs: dict, opset: int, missing: str
+) -> None:
+    x = f(1, 4, 2, 2)
+    model = make_model(
+        [helper.make_node(op, ["x"], ["y"], name="old", **attrs)], {"x": x}, ["y"], opset=opset
+    )
+    with pytest.raises(burn_onnx.UnsupportedOnnxError, match=rf"{op}.*'old'.*{missing} missing"):
+        burn_onnx.codegen(model, tmp_path)
+    assert not any(tmp_path.iterdir())

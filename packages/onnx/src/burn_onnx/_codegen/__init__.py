@@ -22,6 +22,7 @@ import numpy as np
 
 from .._errors import UnsupportedNode, UnsupportedOnnxError
 from .._graph import Graph, Node, _load_proto, read_model
+from .._registry import ops
 from ._emitters import EMITTERS
 from ._gen import Gen, Unsupported, identifier
 
@@ -135,9 +136,15 @@ def generate(source: Any, name: str = "Net") -> tuple[str, dict[str, np.ndarray]
             g.names[node.outputs[0]] = g.names[g.fused[id(node)]]
             continue
         emit = EMITTERS.get(node.op_type) if not node.domain else None
+        spec = ops().get(node.op_type) if not node.domain else None
         try:
             if emit is None:
                 raise Unsupported("no code emitter for this op yet")
+            # the op table's attribute checks (a required attribute an old file lacks, a mode the
+            # runtime refuses) hold for generated code too
+            reason = spec.check(node) if spec is not None and spec.check is not None else None
+            if reason:
+                raise Unsupported(reason)
             if any(isinstance(v, Graph) for v in node.attrs.values()):
                 raise Unsupported("subgraphs (If/Loop/Scan) are not supported")
             expr = emit(g, node)
