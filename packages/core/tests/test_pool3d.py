@@ -105,6 +105,8 @@ def test_adaptive_3d_pools_match_their_windows(device):
     t = burn.tensor(x, device=device)
     np.testing.assert_allclose(F.adaptive_avg_pool3d(t, out).numpy(), want_avg, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(F.adaptive_max_pool3d(t, out).numpy(), want_max.astype(np.float32))
+    for module in (nn.AdaptiveAvgPool3dConfig(out).init(), nn.AdaptiveAvgPool3d(out)):  # config, shorthand
+        np.testing.assert_allclose(module(t).numpy(), want_avg, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("kind", ["max", "avg"])

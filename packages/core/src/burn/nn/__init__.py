@@ -62,6 +62,8 @@ from ._pool import (
     AdaptiveAvgPool1dConfig,
     AdaptiveAvgPool2d,
     AdaptiveAvgPool2dConfig,
+    AdaptiveAvgPool3d,
+    AdaptiveAvgPool3dConfig,
     AvgPool1d,
     AvgPool1dConfig,
     AvgPool2d,
@@ -112,6 +114,7 @@ _SHORTHANDS: tuple[tuple[type, type, bool], ...] = (
     (AvgPool3d, AvgPool3dConfig, False),
     (AdaptiveAvgPool1d, AdaptiveAvgPool1dConfig, False),
     (AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, False),
+    (AdaptiveAvgPool3d, AdaptiveAvgPool3dConfig, False),
 )
 for _module, _config, _device in _SHORTHANDS:
     config_shorthand(_config, takes_device=_device)(_module)
@@ -122,6 +125,8 @@ __all__ = [
     "AdaptiveAvgPool1dConfig",
     "AdaptiveAvgPool2d",
     "AdaptiveAvgPool2dConfig",
+    "AdaptiveAvgPool3d",
+    "AdaptiveAvgPool3dConfig",
     "AvgPool1d",
     "AvgPool1dConfig",
     "AvgPool2d",

@@ -264,6 +264,17 @@ class AdaptiveAvgPool2d(_AdaptiveAvgPool):
     _n = 2
 
 
+class AdaptiveAvgPool3d(_AdaptiveAvgPool):
+    """Mean over adaptive windows: (N, C, D, H, W) -> (N, C, *output_size).
+
+    >>> pool = nn.AdaptiveAvgPool3dConfig((1, 2, 2)).init()
+    >>> pool(burn.ones((2, 4, 5, 6, 7))).shape
+    (2, 4, 1, 2, 2)
+    """
+
+    _n = 3
+
+
 class AdaptiveAvgPool1dConfig(Config):
     """Builds ``nn.AdaptiveAvgPool1d`` with an int (or 1-tuple, as PyTorch takes) ``output_size``.
 
@@ -288,3 +299,16 @@ class AdaptiveAvgPool2dConfig(Config):
 
     def init(self, device: DeviceLike = None) -> AdaptiveAvgPool2d:
         return AdaptiveAvgPool2d(self)
+
+
+class AdaptiveAvgPool3dConfig(Config):
+    """Builds ``nn.AdaptiveAvgPool3d``; ``output_size`` is an int (cube) or a triple.
+
+    >>> nn.AdaptiveAvgPool3dConfig(2).init().output_size
+    (2, 2, 2)
+    """
+
+    output_size: tuple[int, int, int] | int
+
+    def init(self, device: DeviceLike = None) -> AdaptiveAvgPool3d:
+        return AdaptiveAvgPool3d(self)
