@@ -209,6 +209,43 @@ def test_conv_transpose_and_norms_match_import(tmp_path, opset, per_group):
     assert "nn.InstanceNormConfig(4, epsilon=0.001)" in text
 
 
+def video_stem() -> bytes:
+    """Conv (3-d) -> Relu -> MaxPool (3-d, dilation, ceil_mode) -> AveragePool (3-d, pads, padding
+    not counted) -> GlobalAveragePool."""
+    rng = np.random.default_rng(7)
+    node = helper.make_node
+    nodes = [
+        node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1, 1, 1]),
+        node("Relu", ["c"], ["r"]),
+        node(
+            "MaxPool",
+            ["r"],
+            ["m"],
+            kernel_shape=[2, 2, 2],
+            strides=[1, 2, 2],
+            dilations=[2, 1, 1],
+            ceil_mode=1,
+        ),
+        node(
+            "AveragePool", ["m"], ["a"], kernel_shape=[3, 3, 3], pads=[1, 1, 1, 1, 1, 1], count_include_pad=0
+        ),
+        node("GlobalAveragePool", ["a"], ["y"]),
+    ]
+    inits = [_w(rng, "w", 4, 2, 3, 3, 3), _w(rng, "b", 4)]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2, 6, 7, 7])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    return _model(nodes, [x], [y], inits)
+
+
+def test_3d_pools_match_import_and_onnxruntime(tmp_path):
+    x = np.random.default_rng(8).standard_normal((2, 2, 6, 7, 7)).astype(np.float32)
+    text = _check(tmp_path, video_stem(), "VideoStem", {"x": x}).read_text()
+    assert "nn.MaxPool3dConfig((2, 2, 2), stride=(1, 2, 2), ceil_mode=True, dilation=(2, 1, 1))" in text
+    assert (
+        "nn.AvgPool3dConfig((3, 3, 3), stride=(1, 1, 1), padding=(1, 1, 1), count_include_pad=False)" in text
+    )
+
+
 def test_transformer_block_matches_import_and_onnxruntime(tmp_path):
     tokens = np.random.default_rng(4).integers(0, 11, (2, 5)).astype(np.int64)
     path = _check(tmp_path, transformer_block(), "Block", {"tokens": tokens})

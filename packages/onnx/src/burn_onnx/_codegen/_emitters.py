@@ -486,7 +486,7 @@ def _pool(g: Gen, node: Node, kind: str) -> str:
     _single_output(node)
     kernel = [int(k) for k in node.attrs["kernel_shape"]]
     nd = len(kernel)
-    if nd not in (1, 2):
+    if nd not in (1, 2, 3):
         raise Unsupported(f"{nd}-d pooling is not supported")
     if node.attrs.get("auto_pad", "NOTSET") != "NOTSET":
         raise Unsupported("auto_pad is not supported yet (give explicit pads)")
