@@ -1,6 +1,6 @@
 """Pools of ``burn.nn.functional``: max, average and adaptive pools over 1, 2 or 3 spatial dims
-(PyTorch semantics, channels-first; the backend's pools take any number of spatial dims). Each family has one checked implementation behind its 1/2-d public
-functions."""
+(PyTorch semantics, channels-first; the backend's pools take any number of spatial dims). Each family
+has one checked implementation behind its 1/2/3-d public functions."""
 
 from __future__ import annotations
 
