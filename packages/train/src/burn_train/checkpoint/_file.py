@@ -21,7 +21,7 @@ from typing import Any
 
 from ._atomic import atomic_write, remove_stale_temps
 from ._policy import CheckpointPolicy, ComposedPolicy, KeepBest, KeepLastN
-from ._record_io import record_from_bytes, record_to_bytes
+from ._record_io import check_record_file, record_from_bytes, record_to_bytes
 
 _PARTS = ("model", "optim", "scheduler")
 log = logging.getLogger("burn_train")
@@ -79,9 +79,17 @@ def resume_problem(directory: str | os.PathLike[str], epoch: Any) -> str | None:
     if epoch in have:
         import burn
 
+        where = os.fspath(directory)
         try:
-            read_state(os.path.join(os.fspath(directory), f"state-{epoch}.json"))
-        except (burn.RecordError, OSError) as exc:
+            state = read_state(os.path.join(where, f"state-{epoch}.json"))
+            fmt = state.get("model_format", "safetensors")
+            check_part(
+                os.path.join(where, f"model-{epoch}.{'safetensors' if fmt == 'safetensors' else 'npz'}")
+            )
+            check_part(os.path.join(where, f"optim-{epoch}.npz"))
+            if state.get("scheduler"):
+                check_part(os.path.join(where, f"scheduler-{epoch}.npz"))
+        except (burn.RecordError, ValueError, OSError) as exc:
             return f"cannot resume from epoch {epoch}: {exc}"
         return None
     where = os.fspath(directory)
@@ -89,6 +97,37 @@ def resume_problem(directory: str | os.PathLike[str], epoch: Any) -> str | None:
         return f"cannot resume from epoch {epoch}: no checkpoint in {where} (train without resuming first)"
     listed = ", ".join(str(e) for e in have)
     return f"cannot resume from epoch {epoch}: no complete checkpoint of it in {where}; available epochs: {listed}"
+
+
+def check_part(path: str) -> None:
+    """Raise ``burn.RecordError`` naming ``path`` when a checkpoint's model, optimizer or scheduler file
+    is missing or not one (its header and sizes are read, not its arrays), so ``--resume`` can say so
+    before anything is built or written."""
+    import burn
+
+    if not os.path.exists(path):
+        raise burn.RecordError(f"{path}: missing (the checkpoint is incomplete)")
+    if path.endswith(".safetensors"):
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            head = handle.read(8)
+            n = int.from_bytes(head, "little") if len(head) == 8 else 0
+            if n <= 0 or 8 + n > size:
+                raise burn.RecordError(
+                    f"{path}: not a safetensors record ({size} bytes{f', header length {n}' if n else ''})"
+                )
+            header = head + handle.read(n)
+        burn.record.read_metadata(header, path)
+        entries = json.loads(header[8:].decode("utf-8"))
+        ends = [
+            e["data_offsets"][1] for k, e in entries.items() if k != "__metadata__" and isinstance(e, dict)
+        ]
+        if 8 + n + max(ends, default=0) > size:
+            raise burn.RecordError(
+                f"{path}: truncated ({size} bytes, its header describes {8 + n + max(ends)})"
+            )
+        return
+    check_record_file(path)
 
 
 def read_state(path: str) -> dict[str, Any]:

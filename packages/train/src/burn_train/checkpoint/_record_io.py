@@ -60,6 +60,23 @@ def record_to_bytes(record: Any) -> bytes:
     return buffer.getvalue()
 
 
+def check_record_file(path: str) -> None:
+    """``burn.RecordError`` naming ``path`` unless it is a record ``record_to_bytes`` wrote (the archive
+    and its skeleton are read, not its arrays)."""
+    import zipfile
+
+    import burn
+    import numpy as np
+
+    if not zipfile.is_zipfile(path):  # numpy would call any other file "pickled data"
+        raise burn.RecordError(f"{path}: not a burn_train record (not an .npz archive)")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            json.loads(archive[_META].tobytes().decode("utf-8"))
+    except Exception as exc:  # not a zip, no skeleton entry, a skeleton that is not JSON
+        raise burn.RecordError(f"{path}: not a burn_train record ({type(exc).__name__}: {exc})") from None
+
+
 def record_from_bytes(data: bytes, source: str = "<bytes>") -> Any:
     """The record ``record_to_bytes`` wrote; ValueError naming ``source`` when the bytes are not one."""
     import numpy as np

@@ -344,7 +344,7 @@ def _run_info(artifacts: str) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        return {"run_id": None, "error": f"{path}: {exc}"}
+        return {"run_id": None, "error": f"{path}: not readable ({type(exc).__name__}: {exc})"}
     return info if isinstance(info, dict) else {"run_id": None, "error": f"{path}: not a JSON object"}
 
 
@@ -364,6 +364,10 @@ def _check_resume(args: argparse.Namespace) -> str | None:
         )
     if problem is None:
         info = _run_info(args.artifacts) or {}
+        if info.get("error"):  # a run.json that cannot be read: whose checkpoint this is is unknown
+            return f"cannot resume from epoch {args.resume}: {info['error']}"
+        problem = _unreadable_logs(args.artifacts)
+    if problem is None:
         owner = info.get("run_id")
         saved = read_state(os.path.join(folder, f"state-{args.resume}.json")).get("run_id")
         if owner and saved and owner != saved:
@@ -402,6 +406,22 @@ def _run_options(args: argparse.Namespace) -> str:
         flag = "--" + name.replace("_", "-")
         words += [flag] if value is True else [flag, shlex.quote(str(value))]
     return "".join(" " + word for word in words)
+
+
+def _unreadable_logs(artifacts: str) -> str | None:
+    """Why the per-epoch logs a resume reads back cannot be read (naming the file), or None."""
+    from burn import RecordError
+
+    from burn_train.logger import read_epochs_csv
+
+    for split in ("train", "valid"):
+        path = os.path.join(artifacts, split, "epochs.csv")
+        try:
+            if os.path.exists(path):
+                read_epochs_csv(path)
+        except (RecordError, OSError, UnicodeDecodeError) as exc:
+            return f"cannot resume: {exc}"
+    return None
 
 
 def _resume_hint(prog: str, args: argparse.Namespace, summary: Any) -> str:

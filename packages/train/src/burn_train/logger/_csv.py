@@ -110,7 +110,8 @@ def _header(path: str) -> list[str]:
 def read_epochs_csv(
     path: str | os.PathLike[str], scales: dict[str, float] | None = None
 ) -> dict[str, dict[int, float]]:
-    """``{metric: {epoch: value}}`` from an ``epochs.csv`` (the last row wins for repeated epochs).
+    """``{metric: {epoch: value}}`` from an ``epochs.csv`` (the last row wins for repeated epochs); a row
+    that is not one is a ``burn.RecordError`` naming the file and line.
 
     Values are returned as written (percent metrics in %), or, given ``scales`` (``{metric: scale}``,
     see ``display_unit``), divided back into the metric's own values (fractions) where the row has a
@@ -118,11 +119,20 @@ def read_epochs_csv(
     """
     out: dict[str, dict[int, float]] = {}
     with open(path, newline="", encoding="utf-8") as handle:
-        for row in csv.DictReader(handle):
-            name, value = row["metric"], float(row["value"])
+        reader = csv.DictReader(handle)
+        for row in reader:
+            try:
+                name, value, epoch = row["metric"], float(row["value"]), int(row["epoch"])
+            except (KeyError, TypeError, ValueError):
+                import burn
+
+                raise burn.RecordError(
+                    f"{os.fspath(path)}: line {reader.line_num} is not an epochs.csv row (expected the "
+                    "columns epoch,metric,value with a whole epoch and a number)"
+                ) from None
             if scales and row.get("unit") is not None:
                 value /= scales.get(name, 1.0)
-            out.setdefault(name, {})[int(row["epoch"])] = value
+            out.setdefault(name, {})[epoch] = value
     return out
 
 
