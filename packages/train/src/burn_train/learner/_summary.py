@@ -102,11 +102,16 @@ class LearnerSummary:
         return self.detail if self.detail.startswith(self.reason) else f"{self.reason}: {self.detail}"
 
     def resume_hint(self) -> str:
-        """Which checkpoint continues this run: ``epoch 3 has a checkpoint (resume from it)``, or ''."""
+        """``completed: epochs 1-5; checkpoints kept: epochs 1, 4, 5; resume from the checkpoint of epoch
+        5`` for a run that stopped early with a checkpoint, else ''. The kept epochs are listed as they
+        are (the policy prunes), not as a range that reads as if every epoch were saved."""
         if self.reason == "completed" or not self.checkpointed:
             return ""
         last = max(self.checkpointed)
-        return f"completed and checkpointed: epochs up to {last}; resume from the checkpoint of epoch {last}"
+        done = f"epochs 1-{self.epochs}" if self.epochs > 1 else f"epoch {self.epochs}"
+        kept = ", ".join(str(e) for e in sorted(self.checkpointed))
+        kept = f"epochs {kept}" if len(self.checkpointed) > 1 else f"epoch {kept}"
+        return f"completed: {done}; checkpoints kept: {kept}; resume from the checkpoint of epoch {last}"
 
     def headline(self) -> str:
         """``Training summary: 8 epoch(s) in 12.3 s (completed)``; for a resumed run the duration is
