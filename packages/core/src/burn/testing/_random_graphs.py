@@ -37,12 +37,17 @@ BINARY = ("add", "sub", "mul", "maximum", "minimum", "div_pos")
 REDUCE = ("sum", "mean", "max", "min", "var")
 MAX_RANK = 4
 MAX_SIZE = 6000  # elements; steps that would grow a value past this are skipped
-# float32 kernels sum in other orders than numpy (tree reductions, tiled matmuls) and fuse a*b+c; the
-# errors of a chain of at most a dozen such steps stay within a few hundred ulps of the largest value
-# the chain carries, so: rtol 2e-4 (about 1700 ulps of float32) with an absolute floor of 1e-4 times
-# the output's largest magnitude (values much smaller than the largest carry the others' rounding)
-RTOL = {"float32": 2e-4}
-ATOL = {"float32": 1e-4}
+# Outputs are compared with the graph computed in float64 on the numpy backend. A float32 path differs from
+# it by rounding: float32 kernels sum in other orders than numpy (tree reductions, tiled matmuls) and fuse
+# a*b+c. For a well-conditioned graph of a dozen steps that stays within a few hundred float32 ulps
+# (6e-8 each) of the largest value the chain carries: RTOL 1e-4 of each value plus ATOL 2e-5 times the
+# output's largest magnitude (values much smaller than the largest carry the others' rounding). Some
+# graphs amplify rounding (a layer norm of nearly equal values, a softmax of large logits): there the
+# float32 numpy run of the same graph is itself off by more, and a path may be off by SLACK times that
+# (another summation order lands elsewhere in the same error ball).
+RTOL = {"float32": 1e-4}
+ATOL = {"float32": 2e-5}
+SLACK = 8.0
 
 
 @dataclass(frozen=True)
@@ -318,26 +323,45 @@ def as_list(out: Any) -> list[Any]:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
-def reference(graph: RandomGraph, k: int = 0) -> list[np.ndarray] | None:
-    """The graph's outputs on burn's numpy backend, unfused, for input set ``k`` (float64 arrays), or
-    None when one is not finite (a graph that overflows says nothing about the other paths)."""
-    xs = [burn.tensor(v, device="cpu") for v in graph.inputs(k)]
-    outs = [np.asarray(t.numpy(), dtype=np.float64) for t in as_list(graph(*xs))]
-    return outs if all(np.all(np.isfinite(o)) for o in outs) else None
+@dataclass
+class Reference:
+    """The graph's outputs computed in float64 on burn's numpy backend (``exact``: float64 inputs promote
+    every float32 constant), and per output how far the same graph run in float32 on that backend landed
+    from them (``slack``): how ill-conditioned the graph is for these inputs. A float32 path may land as
+    far from ``exact`` as another float32 evaluation order did, times a margin."""
+
+    exact: list[np.ndarray]
+    slack: list[float]
 
 
-def assert_close(got: Any, want: list[np.ndarray], where: str, graph: RandomGraph) -> None:
-    """Every output of ``got`` (a tensor, array or a sequence of them) against ``want``, to the float32
-    tolerances above, the absolute one scaled by each output's largest magnitude."""
+def reference(graph: RandomGraph, k: int = 0) -> Reference | None:
+    """The graph's ``Reference`` for input set ``k`` on burn's numpy backend, unfused, or None when an
+    output is not finite (a graph that overflows says nothing about the other paths)."""
+    exact = [np.asarray(t.numpy(), dtype=np.float64) for t in as_list(graph(*_cpu(graph, k, np.float64)))]
+    f32 = [np.asarray(t.numpy(), dtype=np.float64) for t in as_list(graph(*_cpu(graph, k, np.float32)))]
+    if not all(np.all(np.isfinite(o)) for o in exact + f32):
+        return None
+    return Reference(exact, [float(np.max(np.abs(a - e))) if e.size else 0.0 for a, e in zip(f32, exact)])
+
+
+def _cpu(graph: RandomGraph, k: int, dtype: Any) -> list[Any]:
+    return [burn.tensor(v.astype(dtype), device="cpu") for v in graph.inputs(k)]
+
+
+def assert_close(got: Any, want: Reference, where: str, graph: RandomGraph) -> None:
+    """Every output of ``got`` (a tensor, array or a sequence of them) against ``want``: within
+    ``RTOL`` of each value plus ``ATOL`` times the output's largest magnitude, plus ``SLACK`` times the
+    distance the float32 numpy run of the same graph landed from the float64 one."""
     got_list = [np.asarray(g.numpy() if hasattr(g, "numpy") else g, dtype=np.float64) for g in as_list(got)]
-    assert len(got_list) == len(want), f"{where}: {len(got_list)} outputs, expected {len(want)}"
-    for i, (g, w) in enumerate(zip(got_list, want)):
+    assert len(got_list) == len(want.exact), f"{where}: {len(got_list)} outputs, expected {len(want.exact)}"
+    for i, (g, w, slack) in enumerate(zip(got_list, want.exact, want.slack)):
         assert g.shape == w.shape, f"{where}: output {i} shape {g.shape} != {w.shape} for {graph}"
         scale = max(1.0, float(np.max(np.abs(w)))) if w.size else 1.0
         np.testing.assert_allclose(
             g,
             w,
             rtol=RTOL["float32"],
-            atol=ATOL["float32"] * scale,
-            err_msg=f"{where}: output {i} differs from numpy for {graph}",
+            atol=ATOL["float32"] * scale + SLACK * slack,
+            err_msg=f"{where}: output {i} differs from numpy (float64; float32 run off by {slack:.2e}) "
+            f"for {graph}",
         )

@@ -1,0 +1,74 @@
+"""Random op graphs (``burn.testing._random_graphs``, as in burn-wgpu's test_property_graphs.py) on fused
+CUDA, against burn's numpy backend unfused: each graph is called five times with other input values and
+scalars each call (plan, replay, then a captured CUDA graph, ``burn_cuda._graphs``), every call checked,
+then captured with ``burn.ir`` and replayed on CUDA. Derandomized, a fixed example budget
+(``BURN_PROPERTY_EXAMPLES=N`` runs more)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import burn
+import pytest
+from burn.testing._random_graphs import RandomGraph, Step, assert_close, graphs, reference
+from hypothesis import HealthCheck, assume, given, settings
+
+pytestmark = pytest.mark.gpu
+
+EXAMPLES = int(os.environ.get("BURN_PROPERTY_EXAMPLES", "150"))
+CALLS = 5
+
+
+def _feeds(graph: RandomGraph, k: int, dev: Any) -> list[Any]:
+    return [burn.tensor(v, device=dev) for v in graph.inputs(k)]
+
+
+@settings(
+    max_examples=EXAMPLES,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.filter_too_much,
+    ],
+    print_blob=True,
+)
+@given(graphs())
+def test_random_graph_matches_numpy_on_fused_cuda(cuda: Any, graph: RandomGraph) -> None:
+    for call in range(CALLS):
+        graph.shift = 0.125 * call
+        want = reference(graph, call)
+        assume(want is not None)
+        assert want is not None
+        assert_close(graph(*_feeds(graph, call, cuda)), want, f"cuda fused, call {call + 1}", graph)
+    graph.shift, graph.reads = 0.0, False
+    try:
+        ir = burn.ir.capture(graph, [(v.shape, "float32") for v in graph.inputs(0)])
+    finally:
+        graph.reads = True
+    for k in (0, 1):
+        want = reference(graph, k)
+        assume(want is not None)
+        assert want is not None
+        assert_close(burn.ir.replay(ir, _feeds(graph, k, cuda)), want, f"burn.ir replay, inputs {k}", graph)
+
+
+def test_the_cuda_runs_reach_captured_graphs(cuda: Any) -> None:
+    """The five calls per graph above reach a captured CUDA graph's launch, and each launch's outputs
+    follow the call's inputs and scalars."""
+    fb = cuda.backend
+    graph = RandomGraph(
+        [Step("transformer", (2, True, "gelu")), Step("scalar", ("mul", 2.0)), Step("linear", (5,))],
+        [(3, 4, 8)],
+        seed=3,
+    )
+    before = dict(fb.stats)
+    for call in range(CALLS):
+        graph.shift = 0.125 * call
+        want = reference(graph, call)
+        assert want is not None
+        assert_close(graph(*_feeds(graph, call, cuda)), want, f"call {call + 1}", graph)
+    assert fb.stats["replays"] > before["replays"]
+    assert fb.stats["graph_launches"] > before["graph_launches"], fb.runtime.capture_failures
