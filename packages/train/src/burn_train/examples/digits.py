@@ -353,11 +353,12 @@ def _check_resume(args: argparse.Namespace) -> str | None:
     checkpoint, nothing left to train, or a checkpoint of another run than the folder's."""
     if args.resume is None:
         return None
-    from burn_train.checkpoint._file import read_state, resume_problem
+    from burn_train.checkpoint._file import checkpoint_epochs, read_state, resume_problem
 
     folder = os.path.join(args.artifacts, "checkpoint")
     problem = resume_problem(folder, args.resume)
-    if problem is None and args.epochs <= args.resume:
+    # an argument error before what the checkpoint's files hold, once the checkpoint is there at all
+    if args.epochs <= args.resume and (problem is None or args.resume in checkpoint_epochs(folder)):
         problem = (
             f"nothing to train: --resume {args.resume} continues at epoch {args.resume + 1} "
             f"but --epochs is {args.epochs} (raise --epochs)"
