@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 
 import burn
-from burn.testing._random_graphs import RandomGraph, assert_close, graphs, reference
+from burn.testing._random_graphs import RandomGraph, Step, assert_close, graphs, reference
 from hypothesis import HealthCheck, assume, given, settings
 
-EXAMPLES = int(os.environ.get("BURN_PROPERTY_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("BURN_PROPERTY_EXAMPLES", "150"))
 CALLS = 4
 FUSED = burn.device("cpu", fusion=True)
 
@@ -26,23 +26,46 @@ FUSED = burn.device("cpu", fusion=True)
 )
 @given(graphs())
 def test_random_graph_on_cpu_fusion_and_ir_replay(graph: RandomGraph) -> None:
-    wants = []
     for call in range(CALLS):
         graph.shift = 0.125 * call
         want = reference(graph, call)
         assume(want is not None)
-        wants.append(want)
+        assert want is not None
         got = graph(*[burn.tensor(v, device=FUSED) for v in graph.inputs(call)])
         assert_close(got, want, f"cpu fused, call {call + 1}", graph)
+    # captured at shift 0: the graph's constants and scalars are fixed, the inputs vary
     graph.shift, graph.reads = 0.0, False
-    ir = burn.ir.capture(graph, [(v.shape, "float32") for v in graph.inputs(0)])
-    graph.reads = True
-    for k in (0, 1):  # the graph's constants and scalars are those of shift 0; inputs vary
-        if k:
-            graph.shift = 0.0
-            want = reference(graph, k)
-            assume(want is not None)
-        else:
-            want = wants[0]
+    try:
+        ir = burn.ir.capture(graph, [(v.shape, "float32") for v in graph.inputs(0)])
+    finally:
+        graph.reads = True
+    for k in (0, 1):
+        want = reference(graph, k)
+        assume(want is not None)
+        assert want is not None
         got = burn.ir.replay(ir, [burn.tensor(v, device=FUSED) for v in graph.inputs(k)])
         assert_close(got, want, f"burn.ir replay on cpu fused, inputs {k}", graph)
+
+
+def test_the_repeated_calls_replay_planned_programs() -> None:
+    """The repeated calls above replay the program planned by the first, with each call's inputs and
+    scalars: a fixed graph of the same kind, run the same way."""
+    fb = FUSED.backend
+    graph = RandomGraph(
+        [
+            Step("transformer", (2, False, "gelu")),
+            Step("scalar", ("mul", 2.0)),
+            Step("reduce", ("sum", -1, True)),
+        ],
+        [(3, 4, 8)],
+        seed=3,
+    )
+    before = dict(fb.stats)
+    for call in range(CALLS):
+        graph.shift = 0.125 * call
+        want = reference(graph, call)
+        assert want is not None
+        assert_close(
+            graph(*[burn.tensor(v, device=FUSED) for v in graph.inputs(call)]), want, str(call), graph
+        )
+    assert fb.stats["replays"] - before["replays"] >= CALLS - 1
