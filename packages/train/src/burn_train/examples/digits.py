@@ -478,18 +478,26 @@ def _move_aside(folder: str) -> None:
 
 
 def _write_run_info(args: argparse.Namespace, run_id: str, device: str) -> None:
+    """run.json: the run's id, start, device and command; a resume appends itself to ``resumes`` (and
+    says so when it trains on another device than the run did, so a summary is not silently mixed)."""
     info = _run_info(args.artifacts) or {}
+    now = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "device": device, "command": " ".join(sys.argv)}
     if info.get("run_id") == run_id:
-        return
+        before = (info.get("resumes") or [info])[-1].get("device")
+        if before and before != device:
+            print(
+                f"resuming run {run_id} from epoch {args.resume}: it ran on {before}; the epochs from "
+                f"{args.resume + 1} run on {device}",
+                flush=True,
+            )
+        record = {**info, "resumes": [*info.get("resumes", []), {"from_epoch": args.resume, **now}]}
+    else:
+        record = {"run_id": run_id, **now}
     os.makedirs(args.artifacts, exist_ok=True)
-    record = {
-        "run_id": run_id,
-        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "device": device,
-        "command": " ".join(sys.argv),
-    }
-    with open(os.path.join(args.artifacts, RUN_FILE), "w", encoding="utf-8") as handle:
+    path = os.path.join(args.artifacts, RUN_FILE)
+    with open(f"{path}.tmp", "w", encoding="utf-8") as handle:
         json.dump(record, handle, indent=2)
+    os.replace(f"{path}.tmp", path)
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> float:
