@@ -320,6 +320,7 @@ def _parser(commands: Sequence[plugins.CommandSpec] = ()) -> argparse.ArgumentPa
         help=f"give up on an availability probe after this long (default {DEFAULT_TIMEOUT:g})",
     )
     info.add_argument("--strict", action="store_true", help="exit with status 1 if a plugin is broken")
+    info.set_defaults(_info_parser=info)  # so a bad --timeout is reported as `burn info: ...`
     for spec in commands:
         command = sub.add_parser(spec.name, help=spec.help, description=spec.description or spec.help)
         command.set_defaults(_plugin_command=spec)
@@ -382,7 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         return 0 if status is None else int(status)
     if args.timeout <= 0:
-        parser.error(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")
+        args._info_parser.error(f"--timeout: expected a positive number of seconds, got {args.timeout:g}")
     info = collect_info(timeout=args.timeout)
     if args.json:
         sys.stdout.write(json.dumps(info, indent=2) + "\n")
