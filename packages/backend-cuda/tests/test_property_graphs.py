@@ -9,19 +9,22 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import burn
 import pytest
-from burn.testing._random_graphs import RandomGraph, Step, assert_close, graphs, reference
-from hypothesis import HealthCheck, assume, given, settings
+from burn.testing._random_graphs import (
+    RandomGraph,
+    Step,
+    assert_close,
+    check_calls_and_replay,
+    feeds,
+    graphs,
+    reference,
+)
+from hypothesis import HealthCheck, given, settings
 
 pytestmark = pytest.mark.gpu
 
 EXAMPLES = int(os.environ.get("BURN_PROPERTY_EXAMPLES", "150"))
 CALLS = 5
-
-
-def _feeds(graph: RandomGraph, k: int, dev: Any) -> list[Any]:
-    return [burn.tensor(v, device=dev) for v in graph.inputs(k)]
 
 
 @settings(
@@ -37,22 +40,7 @@ def _feeds(graph: RandomGraph, k: int, dev: Any) -> list[Any]:
 )
 @given(graphs())
 def test_random_graph_matches_numpy_on_fused_cuda(cuda: Any, graph: RandomGraph) -> None:
-    for call in range(CALLS):
-        graph.shift = 0.125 * call
-        want = reference(graph, call)
-        assume(want is not None)
-        assert want is not None
-        assert_close(graph(*_feeds(graph, call, cuda)), want, f"cuda fused, call {call + 1}", graph)
-    graph.shift, graph.reads = 0.0, False
-    try:
-        ir = burn.ir.capture(graph, [(v.shape, "float32") for v in graph.inputs(0)])
-    finally:
-        graph.reads = True
-    for k in (0, 1):
-        want = reference(graph, k)
-        assume(want is not None)
-        assert want is not None
-        assert_close(burn.ir.replay(ir, _feeds(graph, k, cuda)), want, f"burn.ir replay, inputs {k}", graph)
+    check_calls_and_replay(graph, cuda, "cuda", CALLS)
 
 
 def test_the_cuda_runs_reach_captured_graphs(cuda: Any) -> None:
@@ -69,6 +57,6 @@ def test_the_cuda_runs_reach_captured_graphs(cuda: Any) -> None:
         graph.shift = 0.125 * call
         want = reference(graph, call)
         assert want is not None
-        assert_close(graph(*_feeds(graph, call, cuda)), want, f"call {call + 1}", graph)
+        assert_close(graph(*feeds(graph, call, cuda)), want, f"call {call + 1}", graph)
     assert fb.stats["replays"] > before["replays"]
     assert fb.stats["graph_launches"] > before["graph_launches"], fb.runtime.capture_failures

@@ -22,17 +22,21 @@ import os
 import tempfile
 from typing import Any
 
-import burn
 import numpy as np
-from burn.testing._random_graphs import RandomGraph, Step, as_list, assert_close, graphs, reference
-from hypothesis import HealthCheck, assume, given, settings
+from burn.testing._random_graphs import (
+    RandomGraph,
+    Step,
+    as_list,
+    assert_close,
+    check_calls_and_replay,
+    feeds,
+    graphs,
+    reference,
+)
+from hypothesis import HealthCheck, given, settings
 
 EXAMPLES = int(os.environ.get("BURN_PROPERTY_EXAMPLES", "80"))
 CALLS = 5  # plan, replay, then capture and launch the recorded command list
-
-
-def _feeds(graph: RandomGraph, k: int, dev: Any) -> list[Any]:
-    return [burn.tensor(v, device=dev) for v in graph.inputs(k)]
 
 
 @settings(
@@ -50,24 +54,12 @@ def _feeds(graph: RandomGraph, k: int, dev: Any) -> list[Any]:
 def test_random_graph_matches_numpy_on_every_path(dev: Any, graph: RandomGraph) -> None:
     import burn_wgpu.web as web
 
-    for call in range(CALLS):
-        graph.shift = 0.125 * call
-        want = reference(graph, call)
-        assume(want is not None)
-        assert want is not None
-        assert_close(graph(*_feeds(graph, call, dev)), want, f"wgpu fused, call {call + 1}", graph)
-
-    # captured and exported at shift 0: the constants and scalars are fixed, the inputs vary
+    check_calls_and_replay(graph, dev, "wgpu", CALLS)
+    # exported at shift 0: the constants and scalars are fixed, the inputs vary
     graph.shift = 0.0
     wants = [reference(graph, k) for k in (0, 1)]
-    assume(all(w is not None for w in wants))
     graph.reads = False
     try:
-        ir = burn.ir.capture(graph, [(v.shape, "float32") for v in graph.inputs(0)])
-        for k, want in enumerate(wants):
-            assert want is not None
-            got = burn.ir.replay(ir, _feeds(graph, k, dev))
-            assert_close(got, want, f"burn.ir replay on wgpu, inputs {k}", graph)
         with tempfile.TemporaryDirectory() as out:
             exported = web.export(graph, list(graph.inputs(0)), out)
             schedule = web.NativeSchedule(out)
@@ -96,7 +88,7 @@ def test_the_wgpu_runs_reach_recorded_command_lists(dev: Any) -> None:
         graph.shift = 0.125 * call
         want = reference(graph, call)
         assert want is not None
-        assert_close(as_list(graph(*_feeds(graph, call, dev))), want, f"call {call + 1}", graph)
+        assert_close(as_list(graph(*feeds(graph, call, dev))), want, f"call {call + 1}", graph)
     assert fb.stats["replays"] > before["replays"]
     assert fb.stats["graph_launches"] > before["graph_launches"], fb.runtime.capture_failures
     assert not np.array_equal(graph.inputs(0)[0], graph.inputs(1)[0])

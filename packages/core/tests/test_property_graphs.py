@@ -9,8 +9,15 @@ from __future__ import annotations
 import os
 
 import burn
-from burn.testing._random_graphs import RandomGraph, Step, assert_close, graphs, reference
-from hypothesis import HealthCheck, assume, given, settings
+from burn.testing._random_graphs import (
+    RandomGraph,
+    Step,
+    assert_close,
+    check_calls_and_replay,
+    graphs,
+    reference,
+)
+from hypothesis import HealthCheck, given, settings
 
 EXAMPLES = int(os.environ.get("BURN_PROPERTY_EXAMPLES", "150"))
 CALLS = 4
@@ -26,25 +33,7 @@ FUSED = burn.device("cpu", fusion=True)
 )
 @given(graphs())
 def test_random_graph_on_cpu_fusion_and_ir_replay(graph: RandomGraph) -> None:
-    for call in range(CALLS):
-        graph.shift = 0.125 * call
-        want = reference(graph, call)
-        assume(want is not None)
-        assert want is not None
-        got = graph(*[burn.tensor(v, device=FUSED) for v in graph.inputs(call)])
-        assert_close(got, want, f"cpu fused, call {call + 1}", graph)
-    # captured at shift 0: the graph's constants and scalars are fixed, the inputs vary
-    graph.shift, graph.reads = 0.0, False
-    try:
-        ir = burn.ir.capture(graph, [(v.shape, "float32") for v in graph.inputs(0)])
-    finally:
-        graph.reads = True
-    for k in (0, 1):
-        want = reference(graph, k)
-        assume(want is not None)
-        assert want is not None
-        got = burn.ir.replay(ir, [burn.tensor(v, device=FUSED) for v in graph.inputs(k)])
-        assert_close(got, want, f"burn.ir replay on cpu fused, inputs {k}", graph)
+    check_calls_and_replay(graph, FUSED, "cpu", CALLS)
 
 
 def test_the_repeated_calls_replay_planned_programs() -> None:

@@ -365,3 +365,38 @@ def assert_close(got: Any, want: Reference, where: str, graph: RandomGraph) -> N
             err_msg=f"{where}: output {i} differs from numpy (float64; float32 run off by {slack:.2e}) "
             f"for {graph}",
         )
+
+
+def feeds(graph: RandomGraph, k: int, device: Any) -> list[Any]:
+    """Input set ``k`` of ``graph`` as tensors on ``device``."""
+    return [burn.tensor(v, device=device) for v in graph.inputs(k)]
+
+
+def check_calls_and_replay(graph: RandomGraph, device: Any, label: str, calls: int) -> Any:
+    """The property every device path must have: ``calls`` runs of ``graph`` on ``device``, each with
+    other inputs and scalars (so a replayed plan or a recorded command list must take both as
+    arguments), then its ``burn.ir`` capture (at shift 0, reads off) replayed there on two input sets;
+    every output against the float64 numpy ``reference``. Returns the captured graph. Uses hypothesis's
+    ``assume`` to drop a graph whose reference overflows."""
+    from hypothesis import assume
+
+    for call in range(calls):
+        graph.shift = 0.125 * call
+        want = reference(graph, call)
+        assume(want is not None)
+        assert want is not None
+        assert_close(graph(*feeds(graph, call, device)), want, f"{label} fused, call {call + 1}", graph)
+    # captured at shift 0: the graph's constants and scalars are fixed, the inputs vary
+    graph.shift, graph.reads = 0.0, False
+    try:
+        ir = burn.ir.capture(graph, [(v.shape, "float32") for v in graph.inputs(0)])
+    finally:
+        graph.reads = True
+    for k in (0, 1):
+        want = reference(graph, k)
+        assume(want is not None)
+        assert want is not None
+        assert_close(
+            burn.ir.replay(ir, feeds(graph, k, device)), want, f"burn.ir replay on {label}, inputs {k}", graph
+        )
+    return ir
