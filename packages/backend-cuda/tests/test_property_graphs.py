@@ -6,7 +6,6 @@ then captured with ``burn.ir`` and replayed on CUDA. Derandomized, a fixed examp
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
@@ -15,29 +14,19 @@ from burn.testing._random_graphs import (
     Step,
     assert_close,
     check_calls_and_replay,
+    ci_settings,
     feeds,
     graphs,
     reference,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 pytestmark = pytest.mark.gpu
 
-EXAMPLES = int(os.environ.get("BURN_PROPERTY_EXAMPLES", "150"))
 CALLS = 5
 
 
-@settings(
-    max_examples=EXAMPLES,
-    derandomize=True,
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.function_scoped_fixture,
-        HealthCheck.filter_too_much,
-    ],
-    print_blob=True,
-)
+@ci_settings(150)
 @given(graphs())
 def test_random_graph_matches_numpy_on_fused_cuda(cuda: Any, graph: RandomGraph) -> None:
     check_calls_and_replay(graph, cuda, "cuda", CALLS)

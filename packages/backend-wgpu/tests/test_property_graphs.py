@@ -18,7 +18,6 @@ with lavapipe); ``BURN_PROPERTY_EXAMPLES=N`` runs more. Tolerances: ``_random_gr
 
 from __future__ import annotations
 
-import os
 import tempfile
 from typing import Any
 
@@ -29,27 +28,17 @@ from burn.testing._random_graphs import (
     as_list,
     assert_close,
     check_calls_and_replay,
+    ci_settings,
     feeds,
     graphs,
     reference,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
-EXAMPLES = int(os.environ.get("BURN_PROPERTY_EXAMPLES", "80"))
 CALLS = 5  # plan, replay, then capture and launch the recorded command list
 
 
-@settings(
-    max_examples=EXAMPLES,
-    derandomize=True,
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.function_scoped_fixture,
-        HealthCheck.filter_too_much,
-    ],
-    print_blob=True,
-)
+@ci_settings(80)
 @given(graphs())
 def test_random_graph_matches_numpy_on_every_path(dev: Any, graph: RandomGraph) -> None:
     import burn_wgpu.web as web

@@ -6,31 +6,23 @@ outputs are checked. Derandomized, a fixed example budget (``BURN_PROPERTY_EXAMP
 
 from __future__ import annotations
 
-import os
-
 import burn
 from burn.testing._random_graphs import (
     RandomGraph,
     Step,
     assert_close,
     check_calls_and_replay,
+    ci_settings,
     graphs,
     reference,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
-EXAMPLES = int(os.environ.get("BURN_PROPERTY_EXAMPLES", "150"))
 CALLS = 4
 FUSED = burn.device("cpu", fusion=True)
 
 
-@settings(
-    max_examples=EXAMPLES,
-    derandomize=True,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    print_blob=True,
-)
+@ci_settings(150)
 @given(graphs())
 def test_random_graph_on_cpu_fusion_and_ir_replay(graph: RandomGraph) -> None:
     check_calls_and_replay(graph, FUSED, "cpu", CALLS)

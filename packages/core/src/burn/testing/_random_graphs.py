@@ -400,3 +400,23 @@ def check_calls_and_replay(graph: RandomGraph, device: Any, label: str, calls: i
             burn.ir.replay(ir, feeds(graph, k, device)), want, f"burn.ir replay on {label}, inputs {k}", graph
         )
     return ir
+
+
+def ci_settings(default_examples: int) -> Any:
+    """The hypothesis settings of every random-graph test: derandomized (CI runs the same graphs each
+    time), no deadline, ``default_examples`` examples unless ``BURN_PROPERTY_EXAMPLES=N`` says more."""
+    import os
+
+    from hypothesis import HealthCheck, settings
+
+    return settings(
+        max_examples=int(os.environ.get("BURN_PROPERTY_EXAMPLES", str(default_examples))),
+        derandomize=True,
+        deadline=None,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.filter_too_much,
+        ],
+        print_blob=True,
+    )
