@@ -22,6 +22,9 @@ never burn-core's private modules.
 - ``Gradients``: what a decorator's ``backward`` returns (``burn.Gradients``).
 - ``host_rng``: the process-wide numpy Generator ``burn.seed`` resets, for host-side random ops.
 - ``pool_out_size(size, kernel, stride, padding, dilation, ceil_mode)``: PyTorch's sliding-window (pool, conv) output size.
+- ``conv_out_sizes_padded(spatial, kernel, stride, padding, dilation)`` / ``conv_transpose_out_sizes(spatial,
+  kernel, stride, padding, output_padding, dilation)``: a convolution's and a transposed convolution's
+  output sizes (every backend, shape check and capture calls these: one home per formula).
 - ``deform_conv2d_backward(b, ...)`` / ``roi_align_backward(b, ...)``: the gradients of those module ops
   composed from ``b``'s core, for decorators' backward rules.
 
@@ -36,7 +39,7 @@ from .._checks import broadcast_shape
 from .._dtype import ALL_DTYPES, DEFAULT_FLOAT, DEFAULT_INT, DType
 from .._gradients import Gradients
 from ._base import Backend, Slices, required
-from ._conv_defaults import pool_out_size
+from ._conv_defaults import conv_out_sizes_padded, conv_transpose_out_sizes, pool_out_size
 from ._optable import (
     ACTIVATION_OPS,
     ARG_REDUCE_OPS,
@@ -81,6 +84,8 @@ __all__ = [
     "Gradients",
     "Slices",
     "broadcast_shape",
+    "conv_out_sizes_padded",
+    "conv_transpose_out_sizes",
     "deform_conv2d_backward",
     "from_primitive",
     "host_rng",

@@ -55,6 +55,30 @@ def conv_out_sizes(spatial: Ints, kernel: Ints, stride: Ints, pads: Pads, dilati
     )
 
 
+def conv_out_sizes_padded(spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints) -> Ints:
+    """Output sizes of a convolution with symmetric ``padding`` per spatial dim (PyTorch's rule).
+
+    >>> burn.backend.conv_out_sizes_padded((224, 224), (7, 7), (2, 2), (3, 3), (1, 1))
+    (112, 112)
+    """
+    return tuple(pool_out_size(*a, False) for a in zip(spatial, kernel, stride, padding, dilation))
+
+
+def conv_transpose_out_sizes(
+    spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, output_padding: Ints, dilation: Ints
+) -> Ints:
+    """Output sizes of a transposed convolution, PyTorch's rule: ``(L - 1) * stride - 2 * padding +
+    dilation * (k - 1) + output_padding + 1`` per spatial dim. The one home of this rule.
+
+    >>> burn.backend.conv_transpose_out_sizes((7, 7), (4, 4), (2, 2), (1, 1), (0, 0), (1, 1))
+    (14, 14)
+    """
+    return tuple(
+        (s - 1) * st - 2 * p + d * (k - 1) + op + 1
+        for s, k, st, p, op, d in zip(spatial, kernel, stride, padding, output_padding, dilation)
+    )
+
+
 def im2col(
     b: Backend,
     x: Prim,
