@@ -21,15 +21,13 @@ from __future__ import annotations
 import tempfile
 from typing import Any
 
-import numpy as np
 from burn.testing._random_graphs import (
     RandomGraph,
     Step,
-    as_list,
     assert_close,
     check_calls_and_replay,
     ci_settings,
-    feeds,
+    fixed_graph_calls,
     graphs,
     reference,
 )
@@ -66,18 +64,7 @@ def test_the_wgpu_runs_reach_recorded_command_lists(dev: Any) -> None:
     """The five calls per graph above reach the recorded-command-list launch (not only planning and
     step-by-step replay): a fixed graph of the same kind, run the same way, is captured and launched,
     and each launch's outputs follow the call's inputs and scalars."""
-    fb = dev.backend
-    graph = RandomGraph(
-        [Step("transformer", (2, True, "gelu")), Step("scalar", ("mul", 2.0)), Step("linear", (5,))],
-        [(3, 4, 8)],
-        seed=3,
-    )
-    before = dict(fb.stats)
-    for call in range(CALLS):
-        graph.shift = 0.125 * call
-        want = reference(graph, call)
-        assert want is not None
-        assert_close(as_list(graph(*feeds(graph, call, dev))), want, f"call {call + 1}", graph)
-    assert fb.stats["replays"] > before["replays"]
-    assert fb.stats["graph_launches"] > before["graph_launches"], fb.runtime.capture_failures
-    assert not np.array_equal(graph.inputs(0)[0], graph.inputs(1)[0])
+    steps = [Step("transformer", (2, True, "gelu")), Step("scalar", ("mul", 2.0)), Step("linear", (5,))]
+    grew = fixed_graph_calls(dev, steps, CALLS, "wgpu fused")
+    assert grew["replays"] > 0
+    assert grew["graph_launches"] > 0, dev.backend.runtime.capture_failures

@@ -402,6 +402,23 @@ def check_calls_and_replay(graph: RandomGraph, device: Any, label: str, calls: i
     return ir
 
 
+def fixed_graph_calls(device: Any, steps: list[Step], calls: int, label: str) -> dict[str, int]:
+    """Runs one fixed graph (``steps`` over a (3, 4, 8) input, seed 3) ``calls`` times on ``device`` with
+    other inputs and scalars each call, checks every call against the ``reference``, and returns how much
+    each of the fused backend's ``stats`` counters grew: the tests use it to show that the calls reach the
+    path they name (program replay, recorded command lists, CUDA graphs)."""
+    fb = device.backend
+    graph = RandomGraph(steps, [(3, 4, 8)], seed=3)
+    before = dict(fb.stats)
+    for call in range(calls):
+        graph.shift = 0.125 * call
+        want = reference(graph, call)
+        assert want is not None
+        assert_close(graph(*feeds(graph, call, device)), want, f"{label}, call {call + 1}", graph)
+    assert not np.array_equal(graph.inputs(0)[0], graph.inputs(1)[0])
+    return {k: v - before.get(k, 0) for k, v in fb.stats.items()}
+
+
 def ci_settings(default_examples: int) -> Any:
     """The hypothesis settings of every random-graph test: derandomized (CI runs the same graphs each
     time), no deadline, ``default_examples`` examples unless ``BURN_PROPERTY_EXAMPLES=N`` says more."""
