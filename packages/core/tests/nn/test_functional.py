@@ -174,6 +174,34 @@ def test_cross_entropy_options(smoothing, weighted, ignore, reduction):
     close(got, _np_cross_entropy(logits, targets, smoothing, weight, ignore, reduction), atol=1e-5)
 
 
+@pytest.mark.parametrize("device", ["cpu", "cpu+fusion"])
+def test_cross_entropy_from_indices_gathers_and_builds_no_one_hot(monkeypatch, device):
+    """Class-index targets of any leading shape: the loss and its gradient by gathers, never a dense
+    (N, C) one-hot (the backend's one_hot would raise); gradient against the numpy formula
+    (softmax - onehot) * w[y] / sum of counted weights, with ignore_index and class weights."""
+    dev = burn.device("cpu", autodiff=True, fusion=device.endswith("fusion"))
+    monkeypatch.setattr(type(burn.device("cpu").backend), "one_hot", _no_one_hot)
+    logits = rng.normal(size=(2, 3, 5)).astype(np.float32)
+    targets = np.array([[0, 4, 2], [4, 1, 3]])
+    weight = np.array([0.5, 1.0, 2.0, 1.5, 0.25], dtype=np.float32)
+    x = burn.tensor(logits, device=dev).require_grad()
+    loss = F.cross_entropy(
+        x, burn.tensor(targets, device=dev), weight=burn.tensor(weight, device=dev), ignore_index=4
+    )
+    flat, flat_t = logits.reshape(-1, 5).astype(np.float64), targets.reshape(-1)
+    close(loss, _np_cross_entropy(flat, flat_t, weight=weight, ignore_index=4), atol=1e-5)
+    soft = np.exp(_np_log_softmax(flat))
+    counted = flat_t != 4
+    grad = (soft - np.eye(5)[flat_t]) * (weight[flat_t] * counted)[:, None] / weight[flat_t][counted].sum()
+    close(x.grad(loss.backward()), grad.reshape(2, 3, 5), atol=1e-5)
+    with pytest.raises(burn.IndexOutOfRangeError, match=r"cross_entropy: target -1 out of range for 5"):
+        F.cross_entropy(burn.tensor(logits[0]), burn.tensor([0, -1, 2])).item()
+
+
+def _no_one_hot(*args, **kwargs):
+    raise AssertionError("cross_entropy built a dense one-hot")
+
+
 def test_cross_entropy_probability_targets_and_errors():
     logits = rng.normal(size=(3, 4))
     probs = rng.dirichlet(np.ones(4), size=3)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..._errors import DTypeError, ShapeError
-from ..._tensor import Tensor
+from ..._tensor import Tensor, _wrap
 from ._activation import _check_tensor, _fp32, log_softmax
 
 _REDUCTIONS: dict[str, Callable[[Tensor], Tensor]] = {
@@ -107,12 +107,16 @@ def _cross_entropy_rows(
         ignored = targets == ignore_index
         targets = targets.mask_fill(ignored, 0)  # any valid class: the row is masked out below
         keep = (~ignored).cast(logp.dtype)
-    one_hot = targets.one_hot(c).cast(logp.dtype)
-    w = None if weight is None else weight.cast(logp.dtype).detach()
-    w_target = None if w is None else (one_hot * w).sum(1)  # the weight of each row's target class
-    nll = -(one_hot * logp).sum(1)
-    loss = nll if w_target is None else nll * w_target
+    # gathers, never a dense (N, C) one-hot: each row's target log-probability (and class weight)
+    picked = _class_index(targets, c)
+    column = picked.reshape(-1, 1)._p
+    loss = -_wrap(logp._b.gather(logp._p, 1, column), logp._b, logp.dtype).reshape(-1)
+    w_target = None
+    if weight is not None:
+        w_target = weight.cast(logp.dtype).detach().select(0, picked)
+        loss = loss * w_target
     if label_smoothing > 0:
+        w = None if weight is None else weight.cast(logp.dtype).detach()
         smooth = -(logp if w is None else logp * w).sum(1) / c
         loss = loss * (1.0 - label_smoothing) + smooth * label_smoothing
     denom = w_target
@@ -122,6 +126,15 @@ def _cross_entropy_rows(
     if reduction == "mean" and denom is not None:
         return loss.sum() / denom.sum()
     return _reduce("cross_entropy", loss, reduction)
+
+
+def _class_index(targets: Tensor, c: int) -> Tensor:
+    """Class-index targets (N,) checked against ``[0, c)`` (at once on host backends, at the next read
+    or sync on device backends), so a gather by them is safe."""
+    if not targets.numel():
+        return targets
+    message = f"cross_entropy: target {{value}} out of range for {c} classes (expected 0..{c - 1})"
+    return _wrap(targets._b.check_index(targets._p, c, False, message), targets._b, targets.dtype)
 
 
 def binary_cross_entropy(
