@@ -60,11 +60,12 @@ def quiet_softmax(x: Tensor, dim: int) -> Tensor:
 
 
 class MultiHeadAttention(Module):
-    """``mha(query, key=None, value=None, mask_pad=None, mask_attn=None) -> MhaOutput``.
+    """``mha(query, key=None, value=None, mask_pad=None, mask_attn=None, causal=False) -> MhaOutput``.
 
     query (batch, seq_q, d_model); key/value (batch, seq_k, d_model), default: query (self-attention).
     mask_pad (batch, seq_k) bool, True at padding; mask_attn (batch, seq_q, seq_k) bool, True where
-    attention is forbidden. Masked scores are set to ``min_float`` before the softmax.
+    attention is forbidden; ``causal=True``: query i attends to keys 0..i only (no mask tensor to build).
+    Masked scores are set to ``min_float`` before the softmax.
 
     >>> mha = nn.MultiHeadAttentionConfig(d_model=16, n_heads=4).init()
     >>> pad = burn.tensor([[False, False, False, True]])   # the last key is padding
@@ -100,6 +101,7 @@ class MultiHeadAttention(Module):
         value: Tensor | None = None,
         mask_pad: Tensor | None = None,
         mask_attn: Tensor | None = None,
+        causal: bool = False,
     ) -> MhaOutput:
         key = query if key is None else key
         value = key if value is None else value
@@ -117,6 +119,9 @@ class MultiHeadAttention(Module):
         if mask_attn is not None:
             _check_mask("mask_attn", mask_attn, (b, sq, sk))
             scores = scores.mask_fill(mask_attn.reshape(b, 1, sq, sk), self.min_float)
+        if causal:  # one (sq, sk) mask broadcast over batch and heads
+            future = ~F.causal_mask(sq, sk, query.device)
+            scores = scores.mask_fill(future.reshape(1, 1, sq, sk), self.min_float)
         weights = quiet_softmax(scores, -1) if self.quiet_softmax else F.softmax(scores, -1)
         context = self.dropout(weights) @ v  # (b, heads, sq, d_k)
         context = context.transpose(1, 2).reshape(b, sq, self.d_model)

@@ -77,18 +77,22 @@ class TransformerEncoderLayer(Module):
         self.dropout = Dropout(config.dropout)
         self.norm_first = config.norm_first
 
-    def forward(self, x: Tensor, mask_pad: Tensor | None = None, mask_attn: Tensor | None = None) -> Tensor:
+    def forward(
+        self, x: Tensor, mask_pad: Tensor | None = None, mask_attn: Tensor | None = None, causal: bool = False
+    ) -> Tensor:
         if self.norm_first:
             h = self.norm_1(x)
-            x = x + self.dropout(self.mha(h, mask_pad=mask_pad, mask_attn=mask_attn).context)
+            x = x + self.dropout(self.mha(h, mask_pad=mask_pad, mask_attn=mask_attn, causal=causal).context)
             return x + self.dropout(self.pwff(self.norm_2(x)))
-        x = self.norm_1(x + self.dropout(self.mha(x, mask_pad=mask_pad, mask_attn=mask_attn).context))
+        attn = self.mha(x, mask_pad=mask_pad, mask_attn=mask_attn, causal=causal).context
+        x = self.norm_1(x + self.dropout(attn))
         return self.norm_2(x + self.dropout(self.pwff(x)))
 
 
 class TransformerEncoder(Module):
     """x: (batch, seq, d_model), optional mask_pad (batch, seq) / mask_attn (batch, seq, seq) bool ->
-    (batch, seq, d_model).
+    (batch, seq, d_model). ``causal=True``: each position attends to itself and earlier ones only (a
+    decoder-only model such as GPT-2), without building a (batch, seq, seq) mask.
 
     >>> enc = nn.TransformerEncoderConfig(d_model=16, d_ff=32, n_heads=4, n_layers=2).init()
     >>> enc(burn.randn((2, 5, 16))).shape
@@ -106,7 +110,9 @@ class TransformerEncoder(Module):
         self.layers = [TransformerEncoderLayer(config, device) for _ in range(config.n_layers)]
         self._config = config
 
-    def forward(self, x: Tensor, mask_pad: Tensor | None = None, mask_attn: Tensor | None = None) -> Tensor:
+    def forward(
+        self, x: Tensor, mask_pad: Tensor | None = None, mask_attn: Tensor | None = None, causal: bool = False
+    ) -> Tensor:
         for layer in self.layers:
-            x = layer(x, mask_pad, mask_attn)
+            x = layer(x, mask_pad, mask_attn, causal)
         return x

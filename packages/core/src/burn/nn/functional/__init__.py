@@ -1,6 +1,6 @@
 """burn.nn.functional (``F``): stateless ops on tensors. Module ops (conv, interpolate, embedding, unfold)
 live in ``_module_ops``, pools in ``_pool_ops`` (their argument checks in ``_module_args``);
-activations, normalisation and losses in their own files."""
+activations, normalisation, attention and losses in their own files."""
 
 from ._activation import (
     dropout,
@@ -18,6 +18,7 @@ from ._activation import (
     softplus,
     tanh,
 )
+from ._attention import causal_mask, scaled_dot_product_attention
 from ._loss import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -68,6 +69,7 @@ __all__ = [
     "batch_norm",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
+    "causal_mask",
     "conv1d",
     "conv2d",
     "conv3d",
@@ -99,6 +101,7 @@ __all__ = [
     "relu",
     "rms_norm",
     "roi_align",
+    "scaled_dot_product_attention",
     "sigmoid",
     "silu",
     "smooth_l1_loss",
