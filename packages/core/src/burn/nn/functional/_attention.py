@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from ..._creation import arange
 from ..._dtype import bfloat16, float16
@@ -11,13 +12,16 @@ from ..._tensor import Tensor
 from ._activation import dropout as _dropout
 from ._activation import softmax
 
+if TYPE_CHECKING:
+    from ..._device import DeviceLike
+
 # a masked score: finite, so a row with every key masked stays finite through softmax and its backward
 # (its weights are then set to 0, as PyTorch does since 2.5), and far below any real score
 _MASKED = {float16: -65504.0, bfloat16: -3.0e38}
 _MASKED_DEFAULT = -3.0e38
 
 
-def causal_mask(seq_q: int, seq_k: int, device: object = None) -> Tensor:
+def causal_mask(seq_q: int, seq_k: int, device: DeviceLike = None) -> Tensor:
     """(seq_q, seq_k) bool, True where query i may attend to key j (j <= i): the lower triangle, aligned
     at the top left as PyTorch's ``is_causal``. It broadcasts over batch and heads.
 
