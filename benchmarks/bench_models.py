@@ -9,14 +9,14 @@ Models (``--models``):
 - ``resnet18``: ResNet-18 at 224x224, batch 32, 1000 classes, BatchNorm in training mode.
 Both frameworks run the model as their users would write it (PyTorch: ``F.scaled_dot_product_attention``
 with ``is_causal=True``; burn: ``F.scaled_dot_product_attention``), AdamW (lr 3e-4, eps 1e-8, weight decay
-0.01), fp32 (``--precision tf32`` lets both use TF32 matmuls: burn through ``BURN_MATMUL_PRECISION``
-where the backend honours it, PyTorch through ``allow_tf32``).
+0.01), fp32 (``--precision tf32`` lets both use TF32 matmuls: burn-cuda through
+``burn_cuda.set_matmul_precision``, PyTorch through ``allow_tf32``).
 
 Per model and framework: milliseconds per step (median of ``--steps`` synchronised steps after
 ``--warmup``), images or tokens per second, peak device memory and the first and last loss (the same
 weights and batch: they must agree). Memory: PyTorch's ``max_memory_allocated`` and the driver's growth
-(``cudaMemGetInfo`` before building the model and at the peak); burn-cuda's CuPy pool (used and reserved,
-sampled after every step) and the same driver growth, which includes CUDA-graph pools.
+(``cudaMemGetInfo`` before building the model and at the peak); burn's peak allocated and reserved (on cuda
+the CuPy pool with its CUDA-graph pools, through ``burn.memory_stats``) and the same driver growth.
 
     python benchmarks/bench_models.py [--models gpt,resnet18] [--backends cuda] [--peers eager,compile]
         [--precision fp32|tf32] [--steps 20] [--warmup 5] [--tiny] [--out results.json]
@@ -365,11 +365,8 @@ def run_burn(
 
     dev = burn.device(backend, autodiff=True)
     cuda = backend.startswith("cuda")
-    pool = None
-    if cuda:
-        import cupy
-
-        pool = cupy.get_default_memory_pool()
+    burn.empty_cache(dev)
+    burn.reset_peak_memory_stats(dev)
     before = _driver_used() if cuda else None
     t0 = time.perf_counter()
     burn.seed(0)
@@ -392,7 +389,6 @@ def run_burn(
     first = float(step().item())
     setup = time.perf_counter() - t0
     losses, times = [], []
-    pool_used = pool_reserved = 0
     peak_driver = _driver_used() if cuda else None
     for i in range(args.warmup + args.steps):
         sync()
@@ -402,22 +398,21 @@ def run_burn(
         if i >= args.warmup:
             times.append(time.perf_counter() - s0)
         losses.append(loss)
-        if pool is not None:
-            pool_used = max(pool_used, int(pool.used_bytes()))
-            pool_reserved = max(pool_reserved, int(pool.total_bytes()))
+        if cuda:
             peak_driver = max(peak_driver or 0, _driver_used() or 0)
     ms = statistics.median(times) * 1e3
-    memory: dict[str, Any] = {}
+    stats = burn.memory_stats(dev)
+    memory: dict[str, Any] = {
+        "peak_allocated": stats.peak_allocated,
+        "peak_reserved": stats.peak_reserved,
+        "source": stats.source,
+        **stats.extra,
+    }
     if cuda:
-        memory = {
-            "pool_used_sampled_peak": pool_used,
-            "pool_reserved_sampled_peak": pool_reserved,
-            "driver_growth": None if before is None or peak_driver is None else peak_driver - before,
-        }
+        memory["driver_growth"] = None if before is None or peak_driver is None else peak_driver - before
     result = Result(ms, _units(name, size) / (ms / 1e3), first, float(losses[-1].item()), memory, setup)
     holder.clear()
-    if pool is not None:
-        pool.free_all_blocks()
+    burn.empty_cache(dev)
     return result
 
 
@@ -441,10 +436,10 @@ def main() -> None:
     ap.add_argument("--tiny", action="store_true", help="small sizes, to check the script on a CPU")
     ap.add_argument("--out", help="also write the JSON here")
     args = ap.parse_args()
-    import os
+    if args.precision == "tf32" and "cuda" in args.backends:
+        import burn_cuda
 
-    if args.precision == "tf32":
-        os.environ.setdefault("BURN_MATMUL_PRECISION", "tf32")
+        burn_cuda.set_matmul_precision("tf32")
     table = TINY if args.tiny else SIZES
     report: dict[str, Any] = {"benchmark": "bench_models", "precision": args.precision, "models": {}}
     import torch
@@ -475,10 +470,12 @@ def main() -> None:
                 mine, theirs = res.memory.get("driver_growth"), peer_res.memory.get("driver_growth")
                 if mine and theirs:
                     figures[f"driver_memory_vs_{peer}"] = round(mine / theirs, 2)
-                if mine and peer_res.memory.get("max_memory_allocated"):
-                    figures[f"memory_vs_{peer}_max_allocated"] = round(
-                        mine / peer_res.memory["max_memory_allocated"], 2
-                    )
+                peak, theirs_peak = (
+                    res.memory.get("peak_allocated"),
+                    peer_res.memory.get("max_memory_allocated"),
+                )
+                if peak and theirs_peak:  # burn.memory_stats's peak against PyTorch's max_memory_allocated
+                    figures[f"peak_memory_vs_{peer}"] = round(peak / theirs_peak, 2)
             # the same weights and batch: the first loss agrees to float32 rounding; after steps of
             # AdamW (which turns rounding-level gradients into full-size updates) the last loss may drift
             figures["first_loss_diff_vs_torch"] = abs(res.first_loss - eager.first_loss)

@@ -101,3 +101,32 @@ def test_backend_listed_available(cuda):
     info = {b.name: b for b in burn.backends()}["cuda"]
     assert info.available and info.reason == "" and "cuda:0" in info.devices
     assert burn.device("auto").kind == "cuda"  # the highest priority available backend
+
+
+def test_burn_memory_stats_peaks_and_graph_pools(cuda):
+    """``burn.memory_stats`` on cuda: the pool's bytes with exact peaks (the allocator hook sees a
+    temporary freed before the call), and a captured CUDA graph's private pool counted in."""
+    burn.empty_cache(cuda)
+    burn.reset_peak_memory_stats(cuda)
+    before = burn.memory_stats(cuda)
+    assert before.source == "cupy memory pool + CUDA graph pools"
+    x = burn.ones(16, 1024, 1024, device=cuda)  # 64 MiB
+    y = ((x * 2.0) + 1.0).sum()  # temporaries of 64 MiB each, freed before the next line
+    assert y.item() == 3.0 * 16 * 2**20
+    now = burn.memory_stats(cuda)
+    assert now.allocated - before.allocated >= 64 * 2**20
+    assert now.peak_allocated - before.allocated >= 128 * 2**20  # x and a temporary at once
+    del x
+    burn.empty_cache(cuda)
+    emptied = burn.memory_stats(cuda)
+    assert emptied.reserved < now.reserved and emptied.peak_allocated == now.peak_allocated
+    burn.reset_peak_memory_stats(cuda)
+    assert burn.memory_stats(cuda).peak_allocated == burn.memory_stats(cuda).allocated
+    fused = burn.device("cuda", autodiff=True, fusion=True)
+    w = burn.ones(256, 256, device=fused).require_grad()
+    for _ in range(6):  # plan, replay, then a captured graph
+        g = ((w * 2.0).tanh().sum()).backward()
+        w = (w - 0.01 * w.grad(g)).detach().require_grad()
+    stats = burn.memory_stats(fused)
+    assert stats.extra["graphs"] >= 1 and stats.extra["graph_pools"] > 0
+    assert stats.reserved >= stats.extra["graph_pools"]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import burn
 import numpy as np
 from burn import DeviceError, DType
-from burn.backend import ACTIVATION_OPS, Backend, Slices
+from burn.backend import ACTIVATION_OPS, Backend, MemoryStats, Slices
 
 from . import _bf16, _kernels, _matmul, _probe, _scan
 from ._dtypes import BASE_DTYPES, FROM_NP, TO_NP
@@ -65,6 +65,7 @@ class CudaBackend(CudaModuleOps, Backend):
         self._syncs = 0
         self._current_stream_ptr = _current_stream_ptr_fn(cupy)
         self.memory_pool = cupy.get_default_memory_pool()
+        self._peaks = _track_peaks(cupy, self.memory_pool)
         self._fusion: CudaFusion | None = None
         name = self.xp.cuda.runtime.getDeviceProperties(index).get("name", b"")
         # the GPU's name, for run descriptions ("cuda:0 (NVIDIA H200)")
@@ -117,6 +118,49 @@ class CudaBackend(CudaModuleOps, Backend):
         out = [_bf16.bits(x).get(stream=self.stream, blocking=False) for x in xs]
         self.sync()  # one sync for the whole batch, which also reports failed index checks
         return [h.view(x.dtype) if x.dtype.kind == "V" else h for h, x in zip(out, xs)]
+
+    def memory_stats(self) -> MemoryStats:
+        """CuPy's memory pool (``used`` bytes held by arrays, ``total`` bytes taken from the driver) plus
+        the private pools of the captured CUDA graphs; peaks of the pool from every allocation (a hook
+        on CuPy's allocator, where CuPy's default one is in use) plus the graph pools."""
+        from ._graphs import LIVE_GRAPHS
+
+        cp = self._on()
+        graphs = [g for g in list(LIVE_GRAPHS) if g.backend is self and g.pool is not None]
+        g_used = sum(int(g.pool.used_bytes()) for g in graphs)
+        g_total = sum(int(g.pool.total_bytes()) for g in graphs)
+        with self.cuda_device:
+            used, total = int(self.memory_pool.used_bytes()), int(self.memory_pool.total_bytes())
+            free, device_total = cp.cuda.runtime.memGetInfo()
+        peaks = self._peaks
+        peaks[0], peaks[1] = max(peaks[0], used), max(peaks[1], total)
+        extra = {
+            "graph_pools": g_total,
+            "graphs": len(graphs),
+            "device_free": int(free),
+            "device_total": int(device_total),
+        }
+        return MemoryStats(
+            used + g_used,
+            total + g_total,
+            peaks[0] + g_used,
+            peaks[1] + g_total,
+            "cupy memory pool + CUDA graph pools",
+            extra,
+        )
+
+    def reset_peak_memory(self) -> None:
+        with self.cuda_device:
+            self._peaks[0], self._peaks[1] = (
+                int(self.memory_pool.used_bytes()),
+                int(self.memory_pool.total_bytes()),
+            )
+
+    def empty_cache(self) -> None:
+        """Free the pool's cached blocks (``MemoryPool.free_all_blocks``)."""
+        self.sync()
+        with self.cuda_device:
+            self.memory_pool.free_all_blocks()
 
     def counters(self) -> dict[str, int]:
         """``kernels``/``submits`` count ops issued (each goes to the stream on its own); ``syncs`` the
@@ -392,3 +436,29 @@ def _add_at(cp: ModuleType) -> Callable[..., None]:
 
 # dtypes CuPy's scatter-add handles with native atomics
 _ATOMIC_DTYPES = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64, np.int32, np.uint32))
+
+
+def _track_peaks(cupy: ModuleType, pool: Any) -> list[int]:
+    """[peak used, peak total] bytes of CuPy's default pool, kept up to date by wrapping the allocator
+    (one extra call per allocation) where CuPy's own default allocator is the one in use; another
+    allocator is left alone and the peaks are then sampled at ``memory_stats`` calls."""
+    peaks = [int(pool.used_bytes()), int(pool.total_bytes())]
+    try:
+        if cupy.cuda.memory.get_allocator() != pool.malloc:
+            return peaks
+    except AttributeError:
+        return peaks
+    malloc, used_bytes, total_bytes = pool.malloc, pool.used_bytes, pool.total_bytes
+
+    def tracked_malloc(size: int) -> Any:
+        mem = malloc(size)
+        used = used_bytes()
+        if used > peaks[0]:
+            peaks[0] = used
+            total = total_bytes()
+            if total > peaks[1]:
+                peaks[1] = total
+        return mem
+
+    cupy.cuda.set_allocator(tracked_malloc)
+    return peaks

@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 _RELAXED = 2  # cudaStreamCaptureModeRelaxed, when CuPy does not name it
 GRAPH, CALL = 0, 1  # segments of a captured program: a graph, or a call run between graphs
 FEED_CAPTURES = 4  # feed graphs captured per program at most (the pairs settle at the first launches)
+# captured programs still alive, whatever holds them: burn.memory_stats adds their private pools
+LIVE_GRAPHS: weakref.WeakSet[CudaGraphProgram] = weakref.WeakSet()
 
 
 def _scalars_as_inputs(plan: FusedKernel) -> FusedKernel:
@@ -253,6 +255,7 @@ class CudaGraphProgram:
                     if state["open"]:
                         close()
             self.segments, self.pool, self.values = segments, pool, values
+            LIVE_GRAPHS.add(self)  # its private pool counts in burn.memory_stats
             self.lendable = _lendable(values, self.inputs)
             self.refs = {p: _refs(values, p) for p in self.lendable}  # views inside the graph count
             self.lent_ids = {id(values[p]): p for p in self.lendable}

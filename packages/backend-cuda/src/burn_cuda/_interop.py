@@ -122,7 +122,8 @@ def stream(device: DeviceLike = None) -> Stream:
 def memory_stats(device: DeviceLike = None) -> dict[str, int]:
     """CuPy memory-pool figures for the device, in bytes: ``used`` (held by live arrays), ``pooled``
     (reserved from the driver, used + cached), ``cached`` (free blocks ready for reuse), ``free_blocks``
-    (their count), ``limit`` (0 = none), and the driver's ``device_free`` / ``device_total``."""
+    (their count), ``limit`` (0 = none), and the driver's ``device_free`` / ``device_total``. The
+    figures every backend gives, with peaks and CUDA-graph pools, are ``burn.memory_stats(device)``."""
     inner = _cuda_backend(device)[2]
     cp = inner._on()
     pool = inner.memory_pool

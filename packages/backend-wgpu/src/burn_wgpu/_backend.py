@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING
 
 import burn
 from burn import DTypeError
-from burn.backend import ACTIVATION_OPS, COMPARISON_OPS, UNARY_BOOL_RESULT, Backend, Slices, broadcast_shape
+from burn.backend import (
+    ACTIVATION_OPS,
+    COMPARISON_OPS,
+    UNARY_BOOL_RESULT,
+    Backend,
+    MemoryStats,
+    Slices,
+    broadcast_shape,
+)
 
 from . import _elementwise as EW
 from ._buffer import BufferPool
@@ -124,6 +132,26 @@ class WgpuBackend(WgpuOps, Backend):
             self.index_checks.report(self.ex.read([self.index_checks.range()])[0])
         else:
             self.ex.sync()
+
+    def memory_stats(self) -> MemoryStats:
+        """The buffer pool's bytes: held by tensors (``allocated``) and created (``reserved``: held plus
+        free buffers kept for reuse), with their peaks."""
+        pool = self.ex.pool
+        return MemoryStats(
+            pool.in_use.current,
+            pool.reserved.current,
+            pool.in_use.peak,
+            pool.reserved.peak,
+            "wgpu buffer pool",
+        )
+
+    def reset_peak_memory(self) -> None:
+        self.ex.pool.in_use.reset()
+        self.ex.pool.reserved.reset()
+
+    def empty_cache(self) -> None:
+        """Destroy the pool's free buffers (``Executor.trim``)."""
+        self.ex.trim()
 
     def counters(self) -> dict[str, int]:
         stats = self.ex.stats

@@ -14,6 +14,7 @@ import weakref
 from typing import Any
 
 from burn import ShapeError
+from burn.backend import PeakTracker
 
 # wgpu-py objects: wgpu ships no type information, so these are Any; the names say what they hold
 GPUBuffer = Any
@@ -53,6 +54,9 @@ class BufferPool:
         self._free: dict[int, list[GPUBuffer]] = {}
         self._pending: dict[int, list[GPUBuffer]] = {}
         self.stats = {"allocated": 0, "reused": 0, "bytes_allocated": 0}
+        # bytes of buffers tensors hold, and of every buffer the pool has (``burn.memory_stats``)
+        self.in_use = PeakTracker()
+        self.reserved = PeakTracker()
 
     def check_size(self, op: str, nbytes: int, shape: tuple[int, ...]) -> None:
         limit = min(self.max_binding, self.max_buffer)
@@ -80,11 +84,14 @@ class BufferPool:
             buf = self._device.create_buffer(size=cls, usage=self._usage)
             self.stats["allocated"] += 1
             self.stats["bytes_allocated"] += cls
+            self.reserved.grow(cls)
+        self.in_use.grow(cls)
         st = Storage(buf, cls)
         weakref.finalize(st, self._release, cls, buf)
         return st
 
     def _release(self, cls: int, buf: GPUBuffer) -> None:
+        self.in_use.shrink(cls)
         self._pending.setdefault(cls, []).append(buf)
 
     def on_submit(self) -> None:
@@ -99,7 +106,8 @@ class BufferPool:
     def trim(self) -> None:
         """Destroy every free buffer (frees device memory; the pool refills on demand). The executor's
         bind-group cache keys on buffer identity: call ``Executor.trim`` rather than this directly."""
-        for bufs in self._free.values():
+        for cls, bufs in self._free.items():
             for buf in bufs:
                 buf.destroy()
+            self.reserved.shrink(cls * len(bufs))
         self._free.clear()

@@ -300,6 +300,9 @@ class Executor:
     def trim(self) -> None:
         """Free pooled device memory (and the bind groups that reference it)."""
         self.flush()
+        if self._encoder is None and self.recording is None:
+            # nothing recorded is waiting: buffers released since the last submit are free too
+            self.pool.on_submit()
         self._bind_groups.clear()
         self.pool.trim()
 

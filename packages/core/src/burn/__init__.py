@@ -63,6 +63,7 @@ from ._errors import (
     ShapeError,
 )
 from ._gradients import Gradients
+from ._memory import MemoryStats, empty_cache, memory_stats, reset_peak_memory_stats
 from ._profile import Profile, profile
 from ._tensor import Tensor
 from ._transaction import Transaction
@@ -98,6 +99,7 @@ __all__ = [
     "DimError",
     "Gradients",
     "IndexOutOfRangeError",
+    "MemoryStats",
     "RecordError",
     "ShapeError",
     "Tensor",
@@ -114,6 +116,7 @@ __all__ = [
     "device",
     "dtype",
     "empty",
+    "empty_cache",
     "eye",
     "float16",
     "float32",
@@ -126,6 +129,7 @@ __all__ = [
     "int64",
     "int8",
     "linspace",
+    "memory_stats",
     "ones",
     "ones_like",
     "plugins",
@@ -134,6 +138,7 @@ __all__ = [
     "rand",
     "randint",
     "randn",
+    "reset_peak_memory_stats",
     "seed",
     "set_default_device",
     "stack",

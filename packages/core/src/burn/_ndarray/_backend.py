@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _dtype as D
-from ..backend import ACTIVATION_OPS, Backend, Slices
+from ..backend import ACTIVATION_OPS, Backend, MemoryStats, Slices, process_memory
 from ..backend._numpy_dtypes import (  # public as burn.backend.NUMPY_DTYPES
     FROM_NUMPY,
     NUMPY_DTYPES,
@@ -48,6 +48,20 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
     binary_fns = _ops.BINARY
     host_memory = True  # primitives live in host memory: index checks read them for free
     native_activations = ACTIVATION_OPS  # unary() has a kernel for each
+
+    # ---- memory: host memory; numpy has no allocator to ask, so the process's resident memory
+    _peak_since_reset: int | None = None  # None: the process's own peak holds
+
+    def memory_stats(self) -> MemoryStats:
+        now, process_peak = process_memory()
+        if self._peak_since_reset is None:
+            peak = max(now, process_peak)
+        else:  # since the reset: the largest value seen at calls (the OS keeps no resettable peak)
+            peak = self._peak_since_reset = max(self._peak_since_reset, now)
+        return MemoryStats(now, now, peak, peak, "process resident memory")
+
+    def reset_peak_memory(self) -> None:
+        self._peak_since_reset = process_memory()[0]
 
     # ---- data
     def from_numpy(self, array: npt.ArrayLike, dtype: D.DType) -> Prim:

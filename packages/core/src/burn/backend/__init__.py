@@ -20,6 +20,9 @@ never burn-core's private modules.
 - ``broadcast_shape(*shapes)``: NumPy broadcasting of shapes, the one rule the frontend checks with.
 - ``from_primitive``: a ``burn.Tensor`` around a backend primitive (``tensor.primitive`` is the inverse).
 - ``Gradients``: what a decorator's ``backward`` returns (``burn.Gradients``).
+- ``MemoryStats`` / ``PeakTracker`` / ``process_memory()``: what ``Backend.memory_stats`` returns for
+  ``burn.memory_stats``, a current/peak counter for backends that count their own allocations, and this
+  process's resident memory (now, peak).
 - ``host_rng``: the process-wide numpy Generator ``burn.seed`` resets, for host-side random ops.
 - ``pool_out_size(size, kernel, stride, padding, dilation, ceil_mode)``: PyTorch's sliding-window (pool, conv) output size.
 - ``conv_out_sizes_padded(spatial, kernel, stride, padding, dilation)`` / ``conv_transpose_out_sizes(spatial,
@@ -38,6 +41,7 @@ from typing import Any
 from .._checks import broadcast_shape
 from .._dtype import ALL_DTYPES, DEFAULT_FLOAT, DEFAULT_INT, DType
 from .._gradients import Gradients
+from .._memory import MemoryStats, PeakTracker, process_memory
 from ._base import Backend, Slices, required
 from ._conv_defaults import conv_out_sizes_padded, conv_transpose_out_sizes, pool_out_size
 from ._optable import (
@@ -82,6 +86,8 @@ __all__ = [
     "Backend",
     "DType",
     "Gradients",
+    "MemoryStats",
+    "PeakTracker",
     "Slices",
     "broadcast_shape",
     "conv_out_sizes_padded",
@@ -90,6 +96,7 @@ __all__ = [
     "from_primitive",
     "host_rng",
     "pool_out_size",
+    "process_memory",
     "required",
     "roi_align_backward",
 ]

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from .._device import Device
     from .._gradients import Gradients
+    from .._memory import MemoryStats
 
 Prim = Any  # a backend's own array type: each backend names its own (np.ndarray, WgpuTensor, ...)
 Slices = tuple[tuple[int, int, int], ...]  # (start, stop, step) per dim, 0 <= start <= stop, step >= 1
@@ -175,6 +176,17 @@ class Backend(_module_ops.ModuleOps, HostRandom):
         """Cumulative activity counts ``burn.profile`` reads: ``kernels``, ``submits``, ``syncs``,
         ``fused``. The default counts nothing (all zero)."""
         return {}
+
+    def memory_stats(self) -> MemoryStats | None:
+        """This backend's memory figures for ``burn.memory_stats`` (a ``burn.backend.MemoryStats``), or
+        None (the default): a decorator's answer then comes from the backend it wraps."""
+        return None
+
+    def reset_peak_memory(self) -> None:
+        """Restart the peaks ``memory_stats`` reports from the current values (``burn.reset_peak_memory_stats``)."""
+
+    def empty_cache(self) -> None:
+        """Release cached memory no tensor holds (``burn.empty_cache``); the default keeps nothing."""
 
     # ---------------------------------------------------------------- element-wise (required)
     @required
