@@ -295,8 +295,9 @@ def test_fast_paths_match_numpy_backend(remote):
 def test_results_are_checked_against_the_signature():
     """In process: a backend whose result disagrees with the declared shape poisons the op's output (the
     first op of an element-wise signature is checked; ops of others every time)."""
+    from burn_remote._failure import Failed
     from burn_remote._protocol import WireRef
-    from burn_remote._session import Limits, Session, _Failed
+    from burn_remote._session import Limits, Session
 
     class Liar(type(burn.device("cpu").backend)):
         def binary(self, op, a, b):
@@ -306,16 +307,17 @@ def test_results_are_checked_against_the_signature():
     backend = Liar()
     backend.lie = True
     session = Session(backend, Limits())
-    session.prims[0] = np.ones(4, np.float32)
-    session.refs[0] = session._meta((4,), burn.float32)
-    session._define((None, 0, "mul", (WireRef(0), 2.0), (V4,), (V4,), (1,)))
-    session._run_compact((0, 1, 0, 3.0))
-    assert type(session.prims[1]) is _Failed and "gave float32[2]" in str(session.prims[1].error)
-    assert "gave float32[2]" in str(session.first_error)
+    table, signatures = session.table, session.signatures
+    table.prims[0] = np.ones(4, np.float32)
+    table.metas[0] = table.meta((4,), burn.float32)
+    signatures.define((None, 0, "mul", (WireRef(0), 2.0), (V4,), (V4,), (1,)))
+    signatures.run_compact((0, 1, 0, 3.0))
+    assert type(table.prims[1]) is Failed and "gave float32[2]" in str(table.prims[1].error)
+    assert "gave float32[2]" in str(session.failures.first_error)
     backend.lie = False
-    session._run_compact((0, 2, 0, 3.0))
-    np.testing.assert_array_equal(session.prims[2], np.full(4, 3.0, np.float32))
-    assert session.sigs[0].verified
+    signatures.run_compact((0, 2, 0, 3.0))
+    np.testing.assert_array_equal(table.prims[2], np.full(4, 3.0, np.float32))
+    assert signatures.plans[0].verified
 
 
 @pytest.mark.parametrize("host_memory", [True, False])
@@ -341,8 +343,8 @@ def test_upload_chunks_in_process(host_memory):
     for off in range(0, len(data), step):
         meta = (7, "float32", "<f4", [3, 50_000], len(data), off)
         assert session.handle(frame(UPLOAD, meta, data[off : off + step])).frames == []
-    assert session.uploads == {} and session.live_bytes == arr.nbytes
-    np.testing.assert_array_equal(session.prims[7], arr)
+    assert session.uploads == {} and session.table.live_bytes == arr.nbytes
+    np.testing.assert_array_equal(session.table.prims[7], arr)
     assert backend.staged == (0 if host_memory else 1)
     got = bytearray()
     for f in session.handle(frame(READ, ((7,),))).stream:

@@ -9,7 +9,6 @@ session (the WebSocket layer refuses them). The log names sessions and peers, ne
 from __future__ import annotations
 
 import asyncio
-import hmac
 import ipaddress
 import itertools
 import logging
@@ -22,8 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._errors import ProtocolError, RemoteError
+from ._failure import error_frame
+from ._frames import Reply
 from ._protocol import HELLO, PROTOCOL_VERSION, WELCOME, frame, unframe
-from ._session import Limits, Reply, Session, error_frame
+from ._session import Limits, Session
+from ._validate import token_matches
 from ._version import __version__
 
 log = logging.getLogger("burn_remote")
@@ -120,13 +122,6 @@ class Server:
             "max_session_bytes": self.config.limits.max_session_bytes,
         }
 
-    def _authentic(self, meta: Any) -> bool:
-        if self._token is None:
-            return True
-        token = meta.get("token") if isinstance(meta, dict) else None
-        given = token.encode() if isinstance(token, str) else b""
-        return hmac.compare_digest(given, self._token)
-
     async def handler(self, ws: Any) -> None:
         peer = _peer(ws)
         try:
@@ -140,7 +135,7 @@ class Server:
             log.warning("connection from %s: bad first frame: %s", peer, exc)
             await _close(ws, error_frame("protocol", exc), 1002, "protocol error")
             return
-        if not self._authentic(meta):
+        if not token_matches(meta, self._token):
             log.warning("connection from %s: authentication failed", peer)
             denied = AuthenticationError("authentication failed: wrong or missing token")
             await _close(ws, error_frame("auth", denied), 1008, "authentication failed")
