@@ -21,11 +21,11 @@ from burn.ir import CaptureBackend, Graph, Sym, TensorRef
 
 from ._client import _OPEN, BATCH, Connection
 from ._errors import RemoteError
+from ._plugin import URL_ENV
 from ._protocol import INLINE, MAX_SIGNATURE_SIZE, MAX_SIGNATURES, VAR_FLOAT_METHODS, signature_size
 from ._protocol import plain_tuple as _plain_tuple
 
 DEFAULT_TIMEOUT = 10.0
-URL_ENV = "BURN_REMOTE_URL"
 TOKEN_ENV = "BURN_REMOTE_TOKEN"
 
 
@@ -219,15 +219,7 @@ class RemoteBackend(CaptureBackend):
         ids += floats
         if entry[1] is not None:
             return _send1(conn, entry, tuple(ids))
-        outs = entry[2]
-        results = []
-        for shape, dtype in outs:
-            out = _new_object(RemoteTensor)
-            out.id = conn.next_id()
-            out.shape = shape
-            out.dtype = dtype
-            out.conn = conn
-            results.append(out)
+        results = [self._new(shape, dtype) for shape, dtype in entry[2]]
         conn.enqueue_encoded([(entry[0], *(o.id for o in results), *ids)])
         return tuple(results)
 

@@ -191,8 +191,9 @@ class Connection:
         """Free tensor ``tid`` on the server (with the next batch). Called from ``__del__``: no lock."""
         self._drops.append(tid)
 
-    def _flush(self) -> None:
-        if not self._ops and not self._drops:
+    def _flush(self, step: bool = False) -> None:
+        """Send what is queued in one OPS frame (``step``: with the step mark, even when nothing is)."""
+        if not self._ops and not self._drops and not step:
             return
         # Drops first: a tensor dropped by now was last used by an op queued before it died, so that op
         # is among those taken next and runs before the server frees the tensor. Other threads may queue
@@ -204,7 +205,7 @@ class Connection:
         ops = queued[:n]
         del queued[:n]
         self._inline = 0
-        self._send(frame(OPS, (ops, drops)))
+        self._send(frame(OPS, (ops, drops, True) if step else (ops, drops)))
         self.counts["kernels"] += len(ops)
 
     def _send(self, data: bytes | list[bytes]) -> None:
@@ -223,15 +224,8 @@ class Connection:
         """Send what is queued with the step mark: the server's device ends a step there
         (``burn.fusion.mark_step``), so its fusion replays one stream per training step."""
         with self._lock:
-            if not self.alive:
-                return
-            drops = self._drops[:]
-            del self._drops[: len(drops)]
-            ops = self._ops[:]
-            del self._ops[: len(ops)]
-            self._inline = 0
-            self._send(frame(OPS, (ops, drops, True)))
-            self.counts["kernels"] += len(ops)
+            if self.alive:
+                self._flush(step=True)
 
     def upload(self, tid: int, shape: tuple[int, ...], dtype: burn.DType, array: Any) -> None:
         """Send a large host array in frames of ``self.chunk`` bytes as tensor ``tid``."""

@@ -32,6 +32,7 @@ first element:
 
 from __future__ import annotations
 
+import math
 import struct
 from typing import Any
 
@@ -134,15 +135,11 @@ def _decode_map(m: dict[Any, Any]) -> Any:
     if len(m) != 1:
         return m  # frame meta (HELLO, WELCOME, ERROR): not an op argument
     value = m.get("t", m)
-    if value is not m:  # a tensor reference, by far the most common map: its own fast path
+    if value is not m:  # a tensor reference, by far the most common map: looked for first
         if type(value) is not int:  # bool is not int here
             raise ProtocolError(f"tensor reference must be an int id, got {value!r}")
         return WireRef(value)
-    ((key, value),) = m.items()
-    if key == "t":
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise ProtocolError(f"tensor reference must be an int id, got {value!r}")
-        return WireRef(value)
+    ((key, value),) = m.items()  # not "t": found above
     if key == "d":
         import burn
 
@@ -168,7 +165,7 @@ def _array(value: Any) -> Any:
         raise ProtocolError(f"malformed array argument {value!r:.80}") from None
     if not allowed(dt) or any(s < 0 for s in shape):
         raise ProtocolError(f"array argument of dtype {dt} and shape {shape} is not allowed")
-    if not isinstance(data, bytes) or len(data) != dt.itemsize * _prod(shape):
+    if not isinstance(data, bytes) or len(data) != dt.itemsize * math.prod(shape):
         raise ProtocolError(f"array argument of {dt}{list(shape)} does not match its {len(data)} data bytes")
     return np.frombuffer(data, dtype=dt).reshape(shape)
 
@@ -208,13 +205,6 @@ def raw_bytes(arr: Any) -> memoryview:
     if flat.dtype.kind == "V":
         flat = flat.view(np.uint16)
     return memoryview(flat).cast("B")
-
-
-def _prod(shape: tuple[int, ...]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def plain_tuple(t: tuple) -> bool:
