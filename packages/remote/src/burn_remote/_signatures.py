@@ -7,9 +7,11 @@ per op: its input ids (this session's, of the signature's shapes and dtypes, not
 element-wise forms, unary and binary, whose results' shapes and dtypes follow from the inputs', once per
 signature). A signature that fails its check poisons the outputs of each of its ops.
 
-``Plan`` is the remote counterpart of burn-fusion's private ``_Program`` in name only: a ``_Program``
-replays what planning a whole stream of lazy ops ran (kernel steps over stream positions), a ``Plan`` is
-the checked call of one op. Nothing of fusion's replay machinery fits it.
+``Plan`` is the remote counterpart of burn-fusion's private ``_Program``: both let a repeated signature
+skip work done for it once. They are not the same idea: a ``_Program`` holds the steps planning a whole
+stream of lazy ops ran (fused kernels over stream positions, run through a ``Fusion`` backend's runtime),
+a ``Plan`` one op's checked call (backend method, argument template, output metas) that a compact op
+fills in. Remote keeps its own.
 """
 
 from __future__ import annotations

@@ -82,6 +82,7 @@ def limit_error(total: int, table: TensorTable) -> OpError:
 
 
 def in_use_error(tid: int) -> OpError:
+    """Output id ``tid`` names a tensor of the session already."""
     return OpError(f"op record: output id {tid} is already in use")
 
 
