@@ -8,7 +8,8 @@ import burn
 import numpy as np
 import pytest
 from burn.fusion import FusedKernel, Fusion, ReferenceRuntime
-from burn.fusion import _backend as fusion_backend
+from burn.fusion import _program as fusion_program
+from burn.fusion import _stream as fusion_stream
 
 
 class Recording(ReferenceRuntime):
@@ -103,7 +104,7 @@ def test_ops_the_runtime_cannot_render_run_eagerly():
 
 
 def test_a_long_stream_is_flushed(monkeypatch):
-    monkeypatch.setattr(fusion_backend, "PENDING_LIMIT", 16)
+    monkeypatch.setattr(fusion_stream, "PENDING_LIMIT", 16)
     b, rt = _fused()
     x = _t(b, [1.0])
     held = [b.binary("add", x, float(i)) for i in range(40)]
@@ -180,6 +181,19 @@ def test_fusion_does_not_wrap_autodiff():
     cpu = burn.device("cpu", autodiff=True).backend
     with pytest.raises(TypeError, match="autodiff wraps fusion"):
         Fusion(cpu)
+
+
+def test_every_op_of_the_vocabulary_has_a_fusion_method():
+    """Each op method of the vocabulary is Fusion's own (element-wise ops, values in and out) or one of
+    ``InnerOps`` (recorded as a call, or run at once): none falls through to ``Backend``'s default
+    unnoticed. ``activation`` is the one exception: its default reaches ``unary``, which fuses."""
+    from burn.backend._vocabulary import OPS
+    from burn.fusion._ops import INNER_OPS, InnerOps
+
+    methods = {d.method for d in OPS.values()}
+    assert not methods - set(vars(Fusion)) - set(INNER_OPS) - {"activation"}
+    assert set(INNER_OPS) <= methods and not set(INNER_OPS) & set(vars(Fusion))
+    assert all(name in vars(InnerOps) for name in INNER_OPS)
 
 
 # ---------------------------------------------------------------------- the stream and its replay
@@ -311,7 +325,7 @@ def test_programs_of_signatures_not_run_lately_are_dropped(monkeypatch):
     """A loop whose static arguments change each step (a slice at a moving offset) plans a new stream
     every step: only the ``SIGNATURES_KEPT`` most recently run signatures keep their programs, and a
     signature still in use keeps replaying."""
-    monkeypatch.setattr(fusion_backend, "SIGNATURES_KEPT", 3)
+    monkeypatch.setattr(fusion_program, "SIGNATURES_KEPT", 3)
     dev = burn.device("cpu", fusion=True)
     b = dev.backend
     monkeypatch.setattr(b, "_programs", {})
@@ -446,8 +460,8 @@ def test_a_graph_that_cannot_run_now_stays_and_the_replay_runs_step_by_step(monk
         launch = graph.launch
 
         def maybe(stream, leaves, scalars):
-            if answers and answers.pop(0) is fusion_backend.LATER:
-                return fusion_backend.LATER
+            if answers and answers.pop(0) is fusion_program.LATER:
+                return fusion_program.LATER
             return launch(stream, leaves, scalars)
 
         graph.launch = maybe
@@ -457,8 +471,8 @@ def test_a_graph_that_cannot_run_now_stays_and_the_replay_runs_step_by_step(monk
         monkeypatch.setattr(fb, name, value)
     for name, value in (("_programs", {}), ("_lengths", set()), ("_plans", {})):
         monkeypatch.setattr(fb, name, value)
-    monkeypatch.setattr(fusion_backend, "LATER_LIMIT", 3)
-    later = fusion_backend.LATER
+    monkeypatch.setattr(fusion_program, "LATER_LIMIT", 3)
+    later = fusion_program.LATER
     answers += [None, later, later, None, later, later, later, later]
     before = dict(fb.stats)
     ref = _training_losses(burn.device("cpu", autodiff=True), 16, read_every=0, dropout=0.0)
@@ -490,15 +504,15 @@ def test_creation_constants_are_made_once_on_device_backends():
     assert b.inner_prim(b.full((2,), 1, i32)) is not b.inner_prim(b.full((2,), True, b8))
     assert b.to_numpy(b.full((2,), True, b8)).dtype == np.bool_
     assert b.inner_prim(b.full((2,), 1.0, f32)) is not b.inner_prim(b.full((3,), 1.0, f32))
-    big = (fusion_backend.CONSTANT_MAX_BYTES // 4 + 1,)
+    big = (fusion_stream.CONSTANT_MAX_BYTES // 4 + 1,)
     assert b.inner_prim(b.full(big, 2.0, f32)) is not b.inner_prim(b.full(big, 2.0, f32))
-    for i in range(fusion_backend.CONSTANTS_KEPT + 5):  # bounded: the oldest are dropped
+    for i in range(fusion_stream.CONSTANTS_KEPT + 5):  # bounded: the oldest are dropped
         b.full((1,), float(i), f32)
-    assert len(b._constants) == fusion_backend.CONSTANTS_KEPT
-    quarter = (fusion_backend.CONSTANTS_MAX_BYTES // 16,)  # a quarter of the byte budget in float32
+    assert len(b._constants) == fusion_stream.CONSTANTS_KEPT
+    quarter = (fusion_stream.CONSTANTS_MAX_BYTES // 16,)  # a quarter of the byte budget in float32
     for i in range(6):
         b.full(quarter, float(i), f32)
-    assert sum(size for _, size in b._constants.values()) <= fusion_backend.CONSTANTS_MAX_BYTES
+    assert sum(size for _, size in b._constants.values()) <= fusion_stream.CONSTANTS_MAX_BYTES
     assert b.inner_prim(b.full(quarter, 5.0, f32)) is b.inner_prim(b.full(quarter, 5.0, f32))
     np.testing.assert_array_equal(b.to_numpy(one), np.ones((2, 3), np.float32))
     host = Fusion(inner)  # numpy: a new array each call (its arrays may be handed out writable)

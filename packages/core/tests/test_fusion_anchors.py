@@ -7,6 +7,7 @@ from __future__ import annotations
 import burn
 import numpy as np
 import pytest
+from burn.backend import Backend
 from burn.fusion import FusedKernel, Fusion, ReferenceRuntime
 from burn.fusion._plan import FusedReduce
 from burn.nn import functional as F
@@ -105,7 +106,7 @@ def test_a_chain_another_call_reads_is_written_not_fused():
 def test_softmax_recomputes_the_exponentials_instead_of_writing_them():
     b, rt = _fused()
     x = _t(b, X[0])
-    y = b.to_numpy(Fusion.softmax(b, x, 1))  # the contract's composition: max, exp, sum, div
+    y = b.to_numpy(Backend.softmax(b, x, 1))  # the contract's composition: max, exp, sum, div
     e = np.exp(X[0] - X[0].max(1, keepdims=True))
     np.testing.assert_allclose(y, e / e.sum(1, keepdims=True), rtol=1e-6)
     reduce_plans = [p for p in rt.plans if p.reduce is not None]
