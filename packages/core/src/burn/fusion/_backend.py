@@ -130,10 +130,11 @@ class Fusion(InnerOps, Replaying):
 
     # ------------------------------------------------------------------ element-wise (deferred)
     def unary(self, op: str, x: FPrim) -> FPrim:
-        dt = x.node.dtype
+        n = x.node
+        dt = n.dtype
         out = elementwise_dtype(op, dt)
         if self._can("unary", op, dt, out):
-            return self._defer("unary", op, (x,), x.node.shape, out, dt)
+            return self._defer("unary", op, (n,), n.shape, out, dt)
         inner = self.inner
         if op in ACTIVATION_OPS and op not in inner.native_activations:
             from ..backend._activation_defaults import ACTIVATION_DEFAULTS
@@ -157,7 +158,8 @@ class Fusion(InnerOps, Replaying):
             dt, shape = b.node.dtype, b.node.shape
         out = elementwise_dtype(op, dt)
         if self._can("binary", op, dt, out):
-            return self._defer("binary", op, (a, b), shape, out, dt)
+            operands = (a.node if type(a) is FPrim else a, b.node if type(b) is FPrim else b)
+            return self._defer("binary", op, operands, shape, out, dt)
         return self._wrap(self.inner.binary(op, *_eager(self, (a, b))))
 
     def where(self, cond: FPrim, a: FPrim | Scalar, b: FPrim | Scalar) -> FPrim:
@@ -166,21 +168,22 @@ class Fusion(InnerOps, Replaying):
             dt = tensors[0].node.dtype
             shape = broadcast_shape(cond.node.shape, *(t.node.shape for t in tensors))
             if self._can("where", "where", dt, dt):
-                return self._defer("where", "where", (cond, a, b), shape, dt, dt)
+                operands = (cond.node, a.node if type(a) is FPrim else a, b.node if type(b) is FPrim else b)
+                return self._defer("where", "where", operands, shape, dt, dt)
         return self._wrap(self.inner.where(*_eager(self, (cond, a, b))))
 
     def clamp(self, x: FPrim, lo: float | int | None, hi: float | int | None) -> FPrim:
         dt = x.node.dtype
         if lo is None or hi is None or not self._can("clamp", "clamp", dt, dt):
             return super().clamp(x, lo, hi)  # maximum/minimum: deferred where they can be
-        return self._defer("clamp", "clamp", (x, lo, hi), x.node.shape, dt, dt)
+        return self._defer("clamp", "clamp", (x.node, lo, hi), x.node.shape, dt, dt)
 
     def cast(self, x: FPrim, dtype: DType) -> FPrim:
         src = x.node.dtype
         if dtype is src:
             return x
         if self._can("cast", dtype.name, src, dtype):
-            return self._defer("cast", dtype.name, (x,), x.node.shape, dtype, src)
+            return self._defer("cast", dtype.name, (x.node,), x.node.shape, dtype, src)
         return self._wrap(self.inner.cast(self._values([x])[0], dtype))
 
 

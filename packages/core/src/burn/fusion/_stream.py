@@ -100,7 +100,7 @@ class Recording(Backend):
     # ------------------------------------------------------------------ the stream being recorded
     def _open(self) -> None:
         self._stream: list[Node] = []  # lazy nodes in creation order
-        self._sig: list[Any] = []  # the stream's signature, flat (see _record)
+        self._sig: list[Any] = []  # the stream's signature, flat (see _defer)
         self._leaves: dict[Node, int] = {}  # computed nodes the stream reads, numbered by first read
         self._scalars: list[Any] = []  # scalar operands of element-wise nodes, in stream order
         self._cut = 0  # a stream length where the stream equals a planned one (see _recorded)
@@ -132,33 +132,6 @@ class Recording(Backend):
         else:
             sig.append(-1 - k)
 
-    def _record(self, node: Node) -> FPrim:
-        """Add lazy element-wise ``node`` to the stream and return a tensor's handle on it (the hot
-        path of every element-wise op: ``_operand`` inlined for stream nodes)."""
-        stream = self._stream
-        n = node.pos = len(stream)
-        stream.append(node)
-        sig = self._sig
-        sig += node.op  # type: ignore[arg-type]  # lazy
-        sig.append(node.compute)
-        sig.append(node.dtype)
-        sig.append(node.shape)
-        scalars = self._scalars
-        node.sbase = len(scalars)
-        for a in node.args:
-            if type(a) is Node:
-                if a.op is not None:
-                    sig.append(a.pos)
-                else:
-                    self._operand(a, sig)
-            else:
-                scalars.append(a)
-                sig.append(None)
-        p = FPrim(node)
-        node.handle = weakref.ref(p)
-        self._recorded(n + 1)
-        return p
-
     # ------------------------------------------------------------------ element-wise ops (deferred)
     def _can(self, kind: str, name: str, compute: DType, out: DType) -> bool:
         """Whether the runtime renders element-wise op ``name`` (cached)."""
@@ -172,22 +145,45 @@ class Recording(Backend):
         self,
         kind: str,
         name: str,
-        args: tuple[Any, ...],
+        operands: tuple[Any, ...],
         shape: tuple[int, ...],
         dtype: DType,
         compute: DType,
     ) -> FPrim:
-        """Record element-wise op ``name`` of ``kind`` over ``args`` (handles and scalars)."""
+        """Record element-wise op ``name`` of ``kind`` over ``operands`` (the nodes of the caller's
+        handles, and scalars) and return a tensor's handle on it: the hot path of every element-wise
+        op (``_operand`` inlined for stream nodes)."""
         if self._cut and len(self._stream) == self._cut:
             self.flush()
-        operands = tuple([a.node if type(a) is FPrim else a for a in args])
         node = Node(shape, dtype, None, (kind, name), operands, compute)
         rt = self.runtime
         if node.size > rt.max_ops or node.nleaves >= rt.max_tensors:
-            self.flush()  # its operands are held (by ``args``), so they are computed now
+            self.flush()  # its operands are held (by the caller's handles), so they are computed now
             node = Node(shape, dtype, None, (kind, name), operands, compute)
         self.stats["ops"] += 1
-        return self._record(node)
+        stream = self._stream
+        n = node.pos = len(stream)
+        stream.append(node)
+        sig = self._sig
+        sig += node.op  # type: ignore[arg-type]  # lazy
+        sig.append(node.compute)
+        sig.append(node.dtype)
+        sig.append(node.shape)
+        scalars = self._scalars
+        node.sbase = len(scalars)
+        for a in operands:
+            if type(a) is Node:
+                if a.op is not None:
+                    sig.append(a.pos)
+                else:
+                    self._operand(a, sig)
+            else:
+                scalars.append(a)
+                sig.append(None)
+        p = FPrim(node)
+        node.handle = weakref.ref(p)
+        self._recorded(n + 1)
+        return p
 
     # ------------------------------------------------------------------ calls (deferred)
     def _signature_args(self, args: Any) -> tuple[Any, ...]:
@@ -256,21 +252,17 @@ class Recording(Backend):
     def _result_types(
         self, name: str, operands: tuple[Any, ...], key: tuple[Any, ...] | None
     ) -> list[tuple[tuple[int, ...], DType]]:
-        """The results' shapes and dtypes of a call (``burn.ir``'s rules), cached by ``key`` (from
-        ``_call_args``; None: not cached)."""
-        if key is not None:
-            try:
-                return self._types[key]
-            except KeyError:
-                pass
-            except TypeError:  # an unhashable argument
-                key = None
+        """The results' shapes and dtypes of a call (``burn.ir``'s rules), on a miss of the cache
+        ``_types``, where they are kept by ``key`` (from ``_call_args``; None or unhashable: not kept)."""
         if name in _NAMED:  # reduce(op, x, ...): the rules take the op apart from the arguments
             types = result_types(self, operands[0], name, operands[1:], _node_meta)
         else:
             types = result_types(self, name, name, operands, _node_meta)
         if key is not None and len(self._types) < TYPE_CACHE_LIMIT:
-            self._types[key] = types
+            try:
+                self._types[key] = types
+            except TypeError:  # an unhashable argument
+                pass
         return types
 
     def _defer_call(self, name: str, args: tuple[Any, ...]) -> Any:
@@ -279,7 +271,10 @@ class Recording(Backend):
         if self._cut and len(self._stream) == self._cut:
             self.flush()
         operands, marks, key = self._call_args(name, args)
-        types = self._result_types(name, operands, key)
+        try:
+            types = self._types[key]  # type: ignore[index]  # None: a KeyError
+        except (KeyError, TypeError):  # a new key, None (not kept) or an unhashable argument
+            types = self._result_types(name, operands, key)
         (shape, dtype) = types[0]
         node = _call_node(shape, dtype, name, operands)
         if self._stateful:  # the ambient settings the op is called under (e.g. a matmul precision)
@@ -291,7 +286,8 @@ class Recording(Backend):
         sig = self._sig
         sig += (name, marks, shape, dtype)
         self.stats["calls"] += 1
-        p = lazy_handle(node)
+        p = FPrim(node)  # lazy_handle, inlined
+        node.handle = weakref.ref(p)
         out: Any = p
         if len(types) == 2:
             shape2, dtype2 = types[1]
@@ -334,10 +330,10 @@ class Recording(Backend):
     def _constant(self, name: str, args: tuple[Any, ...]) -> FPrim:
         """Run the inner backend's creation op ``name`` once per arguments (floats told apart by their
         bits, so 0.0 and -0.0 or NaNs never mix) and hand its result out again after; on a backend
-        whose primitives live in host memory, every time (``_forward``)."""
+        whose primitives live in host memory, every time."""
         inner = self.inner
         if inner.host_memory:
-            return self._forward(name, args)
+            return self._wrap(self._calls[name](*args))  # ``_forward`` of arguments without tensors
         constants = self._constants  # key -> (value, bytes)
         key = (name, *map(_constant_key, args))
         kept = constants.get(key)
