@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 import pytest
-from burn._ndarray import _backend, _module
+from burn._ndarray import _backend, _conv_plans, _conv_runs, _module, _threads, _workspace
 
 B = _backend.NdArrayBackend()
 rng = np.random.default_rng(17)
@@ -98,7 +98,7 @@ def test_conv_batch_chunking(monkeypatch, min_columns, budget, stride):
     b = rng.standard_normal(6)
     want = ref_conv(x, w, b, stride, (1, 1), (1, 1), 2)
     got = B.conv(x, w, b, stride, (1, 1), (1, 1), 2)
-    plan = _module._conv_plan(x.shape, w.shape, stride, (1, 1), (1, 1), 2, min_columns, budget)
+    plan = _conv_plans._conv_plan(x.shape, w.shape, stride, (1, 1), (1, 1), 2, min_columns, budget)
     per = plan.per
     assert got.dtype == np.float64
     assert per == 1 if min_columns == 1 else per == 7 if budget > 4000 else 1 < per < 7
@@ -155,10 +155,10 @@ FUSED_CASES = [
 
 
 def _run_kind(x, w, stride, padding, dilation, pool=None, bias=True):
-    run = _module._rows_run(np, x, w.shape, stride, padding, dilation, pool, bias)
+    run = _conv_runs._rows_run(np, x, w.shape, stride, padding, dilation, pool, bias)
     if run is None:
         return "im2col"
-    if isinstance(run, _module._HwcRun):
+    if isinstance(run, _conv_runs._HwcRun):
         return "hwc"
     return "shifts" if run.shifts else "rows"
 
@@ -226,8 +226,8 @@ def test_conv_fused_chunks(monkeypatch, kind, split):
     b = rng.standard_normal(case[1][0])
     want = [[1, 1, 1]] if split == "one-per-chunk" else [[2, 1]]
     for chunk in sorted({int(1.1**k) for k in range(200)}):  # a workspace size that cuts as wanted
-        monkeypatch.setattr(_module, "_ROWS_CHUNK", chunk)
-        run = _module._rows_run(np, x, w.shape, *case[2:5], None, True)
+        monkeypatch.setattr(_conv_runs, "_ROWS_CHUNK", chunk)
+        run = _conv_runs._rows_run(np, x, w.shape, *case[2:5], None, True)
         if [size for _, size in run.chunks] in want:
             break
     else:
@@ -295,24 +295,24 @@ def test_relu_into_matches_maximum_bitwise(dtype, layout, shape):
     src = wide[..., : shape[-1]] if layout == "cropped" else np.ascontiguousarray(wide[..., : shape[-1]])
     want = np.maximum(src, 0)
     dst = src if layout == "in-place" else np.empty(shape, dtype)
-    _module._relu_into(np, src, dst)
+    _conv_runs._relu_into(np, src, dst)
     bits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(dtype).itemsize]
     np.testing.assert_array_equal(dst.view(bits), want.view(bits))
     assert np.isnan(dst.reshape(-1)[2:4]).all()  # NaN propagates, as np.maximum's
-    zeros = getattr(_module._scratch_local, "zeros", None)
+    zeros = getattr(_workspace._scratch_local, "zeros", None)
     assert zeros is None or not zeros.any()
 
 
 def test_relu_into_past_the_zeros_cap(monkeypatch):
     """An output larger than ``_ZEROS_MAX_BYTES`` compares against the scalar (no zeros that large kept)."""
-    monkeypatch.setattr(_module, "_ZEROS_MAX_BYTES", 1 << 12)
-    monkeypatch.setattr(_module._scratch_local, "zeros", np.zeros(1 << 12, np.uint8), raising=False)
-    kept = _module._scratch_local.zeros
+    monkeypatch.setattr(_conv_runs, "_ZEROS_MAX_BYTES", 1 << 12)
+    monkeypatch.setattr(_workspace._scratch_local, "zeros", np.zeros(1 << 12, np.uint8), raising=False)
+    kept = _workspace._scratch_local.zeros
     x = rng.standard_normal((4, 8, 16, 16)).astype(np.float32)
     y = np.empty_like(x)
-    _module._relu_into(np, x, y)
+    _conv_runs._relu_into(np, x, y)
     np.testing.assert_array_equal(y, np.maximum(x, 0))
-    assert _module._scratch_local.zeros is kept  # not replaced by a larger one
+    assert _workspace._scratch_local.zeros is kept  # not replaced by a larger one
 
 
 # ------------------------------------------------------------------ conv_fused across threads
@@ -325,16 +325,18 @@ def test_relu_into_past_the_zeros_cap(monkeypatch):
 @pytest.fixture
 def threads(monkeypatch):
     """Set the BLAS thread count the conv sees (the parallel paths taken whatever the work)."""
-    monkeypatch.setattr(_module, "_PARALLEL_MIN_MACS", 1)
+    monkeypatch.setattr(_threads, "_PARALLEL_MIN_MACS", 1)
     count = [1]
-    local = _module._parallel.local
+    local = _threads._parallel.local
     monkeypatch.setattr(
-        _module._parallel, "threads", lambda: 1 if getattr(local, "inside", False) else count[0]
+        _threads._parallel, "threads", lambda: 1 if getattr(local, "inside", False) else count[0]
     )
 
     regions = []
-    real_map = _module._parallel.map
-    monkeypatch.setattr(_module._parallel, "map", lambda tasks: (regions.append(len(tasks)), real_map(tasks)))
+    real_map = _threads._parallel.map
+    monkeypatch.setattr(
+        _threads._parallel, "map", lambda tasks: (regions.append(len(tasks)), real_map(tasks))
+    )
 
     def set_threads(n):
         count[0] = n
@@ -410,7 +412,7 @@ def test_parallel_map_restores_blas_and_raises_the_first_error(monkeypatch):
         def set_num_threads(self, n):
             self.count = n
 
-    par = _module._Parallel()
+    par = _threads._Parallel()
     lib = FakeBlas()
     par.blas = [lib]
     assert par.threads() == 3
@@ -432,10 +434,10 @@ def test_parallel_map_restores_blas_and_raises_the_first_error(monkeypatch):
 
 
 def test_a_batch_splits_into_eight_slices_at_most():
-    slices = _module._batch_slices(32, 1 << 30, 16)
-    assert len(slices) == _module._PARALLEL_MAX_SLICES == 8
+    slices = _threads._batch_slices(32, 1 << 30, 16)
+    assert len(slices) == _threads._PARALLEL_MAX_SLICES == 8
     assert slices[0] == (0, 4) and slices[-1] == (28, 32)
-    assert len(_module._batch_slices(3, 1 << 30, 16)) == 3
+    assert len(_threads._batch_slices(3, 1 << 30, 16)) == 3
 
 
 def test_one_image_holds_blas_at_four_threads_and_restores_it(monkeypatch):
@@ -454,17 +456,17 @@ def test_one_image_holds_blas_at_four_threads_and_restores_it(monkeypatch):
             self.calls.append(n)
             self.count = n
 
-    par = _module._Parallel()
+    par = _threads._Parallel()
     lib = FakeBlas()
     par.blas = [lib]
-    monkeypatch.setattr(_module, "_parallel", par)
+    monkeypatch.setattr(_threads, "_parallel", par)
     case = FUSED_CASES[1]
     x = rng.standard_normal((1,) + case[0][1:]).astype(np.float32)
     w = rng.standard_normal(case[1]).astype(np.float32)
     b = rng.standard_normal(case[1][0]).astype(np.float32)
     got = _fused_call(x, w, b, case, None, True, None, {})
     _close(got, np.maximum(ref_conv(x, w, b, *case[2:5], 1), 0), np.float32)
-    assert lib.calls == [_module._ONE_IMAGE_BLAS_THREADS, 16] and par.open == 0
+    assert lib.calls == [_threads._ONE_IMAGE_BLAS_THREADS, 16] and par.open == 0
     with par.held(4), par.held(1):  # the first region sets the count, the last out restores it
         assert lib.count == 4
     assert lib.count == 16
@@ -482,7 +484,7 @@ def test_parallel_without_threadpoolctl_is_one_thread(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_threadpoolctl)
-    par = _module._Parallel()
+    par = _threads._Parallel()
     assert par.threads() == 1 and par.blas == []
 
 
@@ -501,8 +503,8 @@ def test_conv_split_after_fork(threads):
     if pid == 0:  # the child: exit status 0 only when the split conv is right
         code = 1
         try:
-            assert _module._parallel.workers == 0  # a fresh pool
-            _module._parallel.threads = lambda: 2  # the child's own instance: split it
+            assert _threads._parallel.workers == 0  # a fresh pool
+            _threads._parallel.threads = lambda: 2  # the child's own instance: split it
             got = B.conv_fused(x, w, None, *case[2:5], 1)
             code = 0 if np.allclose(got, want, rtol=1e-4, atol=1e-3) else 2
         finally:

@@ -18,9 +18,10 @@ from __future__ import annotations
 import itertools
 import math
 
+import burn
 import numpy as np
 import pytest
-from burn._ndarray import _backend, _module
+from burn._ndarray import _backend, _pool
 
 B = _backend.NdArrayBackend()
 rng = np.random.default_rng(11)
@@ -32,7 +33,7 @@ def ref_max_pool(x, kernel, stride, padding, dilation, ceil_mode):
     maximum), padding filled with the dtype's lowest value; the index is the flat spatial position."""
     spatial = x.shape[2:]
     out = [
-        _module.P.pool_out_size(s, k, st, p, d, ceil_mode)
+        burn.backend.pool_out_size(s, k, st, p, d, ceil_mode)
         for s, k, st, p, d in zip(spatial, kernel, stride, padding, dilation)
     ]
     low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
@@ -97,7 +98,7 @@ def _pool_input(kind, shape, dtype):
 @pytest.mark.parametrize("case", POOLS)
 def test_max_pool_paths(case, kind, dtype, path, monkeypatch):
     shape, *args = POOLS[case]
-    monkeypatch.setattr(_module, "_TAPS_MIN_OUTPUTS", 0 if path == "taps" else 10**12)
+    monkeypatch.setattr(_pool, "_TAPS_MIN_OUTPUTS", 0 if path == "taps" else 10**12)
     x = _pool_input(kind, shape, dtype)
     values, index = B.max_pool(x, *args)
     want_values, want_index = ref_max_pool(x, *args)
@@ -109,8 +110,8 @@ def test_max_pool_paths(case, kind, dtype, path, monkeypatch):
 def test_max_pool_picks_taps_for_a_cnn_sized_pool(monkeypatch):
     # the bench's pool (4 taps, 100k outputs) runs the taps; a global pool of 49 taps runs argmax rows
     calls = []
-    real = _module._first_match
-    monkeypatch.setattr(_module, "_first_match", lambda *a: calls.append(1) or real(*a))
+    real = _pool._first_match
+    monkeypatch.setattr(_pool, "_first_match", lambda *a: calls.append(1) or real(*a))
     x = rng.standard_normal((32, 16, 28, 28)).astype(np.float32)
     B.max_pool(x, (2, 2), (2, 2), (0, 0), (1, 1), False)
     B.max_pool(x[:, :, :7, :7], (7, 7), (7, 7), (0, 0), (1, 1), False)

@@ -47,6 +47,18 @@ def pool_out_size(size: int, k: int, st: int, p: int, d: int, ceil_mode: bool) -
     return out
 
 
+def pool_out_sizes(
+    spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool
+) -> Ints:
+    """``pool_out_size`` per spatial dim: a pool's (or, with ``ceil_mode`` False, a convolution's)
+    output sizes.
+
+    >>> burn.backend.pool_out_sizes((7, 8), (2, 2), (2, 2), (0, 0), (1, 1), ceil_mode=True)
+    (4, 4)
+    """
+    return tuple(pool_out_size(*a, ceil_mode) for a in zip(spatial, kernel, stride, padding, dilation))
+
+
 def conv_out_sizes(spatial: Ints, kernel: Ints, stride: Ints, pads: Pads, dilation: Ints) -> Ints:
     """Output sizes of a sliding window over ``spatial`` padded by ``pads`` (floor division)."""
     return tuple(
@@ -61,7 +73,7 @@ def conv_out_sizes_padded(spatial: Ints, kernel: Ints, stride: Ints, padding: In
     >>> burn.backend.conv_out_sizes_padded((224, 224), (7, 7), (2, 2), (3, 3), (1, 1))
     (112, 112)
     """
-    return tuple(pool_out_size(*a, False) for a in zip(spatial, kernel, stride, padding, dilation))
+    return pool_out_sizes(spatial, kernel, stride, padding, dilation, False)
 
 
 def conv_transpose_out_sizes(

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ._base import Backend
 
 from .._dtype import bool_
-from ._conv_defaults import fill_value, im2col, pool_out_size
+from ._conv_defaults import fill_value, im2col, pool_out_sizes
 
 Prim = Any
 Ints = tuple[int, ...]
@@ -66,10 +66,7 @@ def max_pool(
     import numpy as np
 
     spatial = tuple(b.shape_of(x)[2:])
-    out = tuple(
-        pool_out_size(s, k, st, p, d, ceil_mode)
-        for s, k, st, p, d in zip(spatial, kernel, stride, padding, dilation)
-    )
+    out = pool_out_sizes(spatial, kernel, stride, padding, dilation, ceil_mode)
     pads = pool_pads(spatial, kernel, stride, padding, dilation, out)
     lowest = fill_value(b.dtype_of(x), lowest=True)
     cols, _ = im2col(b, x, kernel, stride, pads, dilation, out, lowest)
@@ -86,9 +83,7 @@ def avg_pool(
     """N-d average pool; the divisor counts padding when ``count_include_pad`` (PyTorch)."""
     spatial = tuple(b.shape_of(x)[2:])
     ones = (1,) * len(spatial)
-    out = tuple(
-        pool_out_size(s, k, st, p, 1, ceil_mode) for s, k, st, p in zip(spatial, kernel, stride, padding)
-    )
+    out = pool_out_sizes(spatial, kernel, stride, padding, ones, ceil_mode)
     pads = pool_pads(spatial, kernel, stride, padding, ones, out)
     cols, _ = im2col(b, x, kernel, stride, pads, ones, out, 0.0)
     total = b.reduce("sum", cols, (2,), False)
