@@ -159,27 +159,3 @@ def test_match_torch():
         want = torch.nn.functional.avg_pool3d(tx, k, s, p, ceil_mode=ceil, count_include_pad=inc).numpy()
         got = F.avg_pool3d(burn.tensor(x), k, s, p, ceil_mode=ceil, count_include_pad=inc).numpy()
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-
-
-def test_the_window_output_size_rule_has_one_home():
-    """``burn.backend.pool_out_size`` is the only code that spells the sliding-window size
-    ``(size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1``; backends, shape inference,
-    argument checks and burn-onnx call it (there were six copies, two pool rules among them)."""
-    import io
-    import pathlib
-    import re
-    import tokenize
-
-    root = pathlib.Path(__file__).resolve().parents[3] / "packages"
-    span = re.compile(r"\*\s*\(\s*[\w\[\]\s]+?-\s*1\s*\)\s*-\s*1\b")  # d * (k - 1) - 1
-    homes = []
-    for path in sorted(root.glob("*/src/**/*.py")):
-        tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
-        code: dict[int, list[str]] = {}
-        for tok in tokens:  # code only: docstrings and comments may state the formula
-            if tok.type not in (tokenize.STRING, tokenize.COMMENT):
-                code.setdefault(tok.start[0], []).append(tok.string)
-        homes += [f"{path.relative_to(root)}:{n}" for n, t in code.items() if span.search(" ".join(t))]
-    assert len(homes) == 1 and homes[0].startswith("core/src/burn/backend/_conv_defaults.py:"), homes
-    assert burn.backend.pool_out_size(7, 2, 2, 0, 1, True) == 4  # ceil: the last window starts inside
-    assert burn.backend.pool_out_size(6, 2, 2, 1, 1, True) == 4  # ... not in the right padding

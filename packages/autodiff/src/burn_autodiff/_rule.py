@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from burn.backend import reduced_shape
+
 if TYPE_CHECKING:
     from burn.backend import Backend
 
@@ -119,14 +121,10 @@ def masked(B: Backend, g: Prim, cond: Prim) -> Prim:
     return B.binary("mul", g, B.cast(cond, B.dtype_of(g)))
 
 
-def keepdim_shape(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(1 if i in dims else n for i, n in enumerate(shape))
-
-
 def expand_back(B: Backend, g: Prim, in_shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool) -> Prim:
     """Broadcast a reduced gradient back over the reduced ``dims`` of ``in_shape``."""
     if not keepdim:
-        g = B.reshape(g, keepdim_shape(in_shape, dims))
+        g = B.reshape(g, reduced_shape(in_shape, dims, True))
     return B.expand(g, tuple(in_shape))
 
 

@@ -13,6 +13,8 @@ from itertools import product
 from math import prod
 from typing import TYPE_CHECKING, Any
 
+from burn.backend import conv_transpose_out_sizes
+
 from ._rule import Ctx, Grads, Prim, Rule, zeros
 
 if TYPE_CHECKING:
@@ -103,10 +105,9 @@ def _conv_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     if c.needs(0):
         out_sizes = B.shape_of(g)[2:]
         # the remainder the forward's floor division dropped, restored as output padding
-        out_pad = tuple(
-            s + 2 * p - ((o - 1) * st + d * (k - 1) + 1)
-            for s, p, o, st, d, k in zip(xshape[2:], padding, out_sizes, stride, dilation, wshape[2:])
-        )
+        no_pad = (0,) * len(out_sizes)
+        grown = conv_transpose_out_sizes(out_sizes, wshape[2:], stride, padding, no_pad, dilation)
+        out_pad = tuple(s - n for s, n in zip(xshape[2:], grown))
         gx = B.conv_transpose(g, w, None, stride, padding, out_pad, dilation, groups)
     if c.needs(1):
         gw = conv_weight_grad(B, x, g, wshape, stride, padding, dilation, groups)

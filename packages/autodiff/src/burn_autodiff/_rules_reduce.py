@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from burn.backend import reduced_shape
+
 from ._rule import Ctx, Forward, Grads, Prim, Rule, expand_back, full_index
 
 if TYPE_CHECKING:
@@ -51,7 +53,7 @@ def _extreme_b(B: Backend, g: Prim, c: Ctx) -> Grads:
 def _exclusive_cumprod(B: Backend, x: Prim, dim: int, n: int) -> Prim:
     """Products of the entries before each position along ``dim`` (1 for the first)."""
     shape = tuple(B.shape_of(x))
-    ones = B.full(tuple(1 if d == dim else s for d, s in enumerate(shape)), 1.0, B.dtype_of(x))
+    ones = B.full(reduced_shape(shape, (dim,), True), 1.0, B.dtype_of(x))
     if n == 1:
         return ones
     head = full_index(shape)

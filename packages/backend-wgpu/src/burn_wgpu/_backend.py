@@ -17,15 +17,7 @@ from typing import TYPE_CHECKING
 
 import burn
 from burn import DTypeError
-from burn.backend import (
-    ACTIVATION_OPS,
-    COMPARISON_OPS,
-    UNARY_BOOL_RESULT,
-    Backend,
-    MemoryStats,
-    Slices,
-    broadcast_shape,
-)
+from burn.backend import ACTIVATION_OPS, Backend, MemoryStats, Slices, op_def
 
 from . import _elementwise as EW
 from ._buffer import BufferPool
@@ -191,17 +183,16 @@ class WgpuBackend(WgpuOps, Backend):
 
     # ------------------------------------------------------------------ element-wise
     def unary(self, op: str, x: WgpuTensor) -> WgpuTensor:
-        out = burn.bool_ if op in UNARY_BOOL_RESULT else x.dtype
-        return EW.run(self, "unary", op, x.dtype, out, [x], x.shape)
+        return EW.run(self, "unary", op, x.dtype, op_def(op).result_dtype(x.dtype), [x], x.shape)
 
     def binary(
         self, op: str, a: WgpuTensor | float | int | bool, b: WgpuTensor | float | int | bool
     ) -> WgpuTensor:
         ref = a if isinstance(a, WgpuTensor) else b
         assert isinstance(ref, WgpuTensor), "binary: one operand is a tensor (the frontend's contract)"
-        shape = broadcast_shape(*(t.shape for t in (a, b) if isinstance(t, WgpuTensor)))
-        out = burn.bool_ if op in COMPARISON_OPS else ref.dtype
-        return EW.run(self, "binary", op, ref.dtype, out, [a, b], shape)
+        row = op_def(op)
+        shape = row.out_shape(_shape(a), _shape(b))  # the frontend's broadcast check already worked it out
+        return EW.run(self, "binary", op, ref.dtype, row.result_dtype(ref.dtype), [a, b], shape)
 
     def where(
         self, cond: WgpuTensor, a: WgpuTensor | float | int | bool, b: WgpuTensor | float | int | bool
@@ -213,7 +204,7 @@ class WgpuBackend(WgpuOps, Backend):
                 dt = burn.bool_
             return EW.run(self, "ternary", "where", dt, dt, [cond, a, b], cond.shape)
         dt = tensors[0].dtype
-        shape = broadcast_shape(cond.shape, *(t.shape for t in tensors))
+        shape = op_def("where").out_shape(cond.shape, _shape(a), _shape(b))
         return EW.run(self, "ternary", "where", dt, dt, [cond, a, b], shape)
 
     def clamp(self, x: WgpuTensor, lo: float | int | None, hi: float | int | None) -> WgpuTensor:
@@ -223,10 +214,7 @@ class WgpuBackend(WgpuOps, Backend):
 
     # ------------------------------------------------------------------ shape views
     def reshape(self, x: WgpuTensor, shape: tuple[int, ...]) -> WgpuTensor:
-        shape = tuple(shape)
-        if -1 in shape:
-            known = numel(tuple(s for s in shape if s != -1))
-            shape = tuple(x.numel // known if s == -1 else s for s in shape)
+        shape = op_def("reshape").out_shape(x.shape, shape)  # a -1 entry inferred
         if shape == x.shape:
             return x
         src = x if x.is_contiguous else self._copy(x)
@@ -258,9 +246,8 @@ class WgpuBackend(WgpuOps, Backend):
         return out
 
     def cat(self, xs: Sequence[WgpuTensor], dim: int) -> WgpuTensor:
-        shape = list(xs[0].shape)
-        shape[dim] = sum(x.shape[dim] for x in xs)
-        out = self.empty(tuple(shape), xs[0].dtype)
+        shape = op_def("cat").out_shape([x.shape for x in xs], dim)
+        out = self.empty(shape, xs[0].dtype)
         start = 0
         for x in xs:
             n = x.shape[dim]
@@ -270,3 +257,8 @@ class WgpuBackend(WgpuOps, Backend):
                 EW.run(self, "copy", "copy", x.dtype, x.dtype, [x], region.shape, region)
             start += n
         return out
+
+
+def _shape(v: WgpuTensor | float | int | bool) -> tuple[int, ...] | float | int | bool:
+    """A tensor operand as its shape (what the vocabulary's shape rules take); a scalar as itself."""
+    return v.shape if isinstance(v, WgpuTensor) else v

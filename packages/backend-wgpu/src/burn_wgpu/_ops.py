@@ -7,7 +7,7 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 import burn
-from burn.backend import Backend, broadcast_shape
+from burn.backend import Backend, matmul_shape, op_def
 
 from . import _elementwise as EW
 from . import _tuned
@@ -67,12 +67,7 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
 
     # ------------------------------------------------------------------ reductions
     def reduce(self, op: str, x: WgpuTensor, dims: tuple[int, ...], keepdim: bool) -> WgpuTensor:
-        shape = x.shape
-        kept = (
-            tuple(1 if d in dims else s for d, s in enumerate(shape))
-            if keepdim
-            else tuple(s for d, s in enumerate(shape) if d not in dims)
-        )
+        kept = op_def(op).out_shape(x.shape, dims, keepdim)
         dense, _, rows, n = self._rows(x, dims)
         kind = "sum" if op == "mean" else op
         out_dt = _acc_dtype(x.dtype) if op == "mean" else x.dtype
@@ -109,12 +104,7 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
         return self._reduce_rows(op, part, rows, chunks, out_dt)
 
     def arg_reduce(self, op: str, x: WgpuTensor, dim: int, keepdim: bool) -> WgpuTensor:
-        shape = x.shape
-        kept = (
-            tuple(1 if d == dim else s for d, s in enumerate(shape))
-            if keepdim
-            else tuple(s for d, s in enumerate(shape) if d != dim)
-        )
+        kept = op_def(op).out_shape(x.shape, dim, keepdim)
         dense, _, rows, n = self._rows(x, (dim,))
         out = self.empty((rows,), burn.int32)
         if rows:
@@ -147,8 +137,9 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
         small products, one invocation per output)."""
         *ba, m, k = a.shape
         *bb, _, n = b.shape
-        batch = broadcast_shape(tuple(ba), tuple(bb))
-        out = self.empty(batch + (m, n), a.dtype)
+        shape = matmul_shape(a.shape, b.shape)
+        batch = shape[:-2]
+        out = self.empty(shape, a.dtype)
         count = numel(batch)
         if count == 0 or m == 0 or n == 0:
             return out

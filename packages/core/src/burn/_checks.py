@@ -61,43 +61,6 @@ def norm_dims(op: str, dims: int | Sequence[int] | None, ndim: int, arg: str = "
     return tuple(sorted(out))
 
 
-def broadcast_shapes(
-    op: str, a: tuple[int, ...], b: tuple[int, ...], names: str = "lhs/rhs"
-) -> tuple[int, ...]:
-    if a == b:
-        return a
-    n = max(len(a), len(b))
-    pa = (1,) * (n - len(a)) + a
-    pb = (1,) * (n - len(b)) + b
-    out = []
-    for i, (x, y) in enumerate(zip(pa, pb)):
-        if x == y or y == 1:
-            out.append(x)
-        elif x == 1:
-            out.append(y)
-        else:
-            left, right = names.split("/")
-            raise ShapeError(
-                f"shape mismatch in {op}: {left} {a} and {right} {b} do not broadcast "
-                f"(dim {i - n}: {x} vs {y})"
-            )
-    return tuple(out)
-
-
-def broadcast_shape(*shapes: tuple[int, ...], op: str = "broadcast") -> tuple[int, ...]:
-    """The NumPy broadcast of any number of shapes; a ``ShapeError`` naming ``op`` when they do not
-    broadcast. The one broadcast rule of burn: the frontend checks with it and backends use it to size
-    their outputs (``burn.backend.broadcast_shape``).
-
-    >>> broadcast_shape((2, 1, 3), (4, 1), (3,))
-    (2, 4, 3)
-    """
-    out: tuple[int, ...] = ()
-    for shape in shapes:
-        out = broadcast_shapes(op, out, tuple(shape), "shape/shape")
-    return out
-
-
 def shape_arg(op: str, shape: Sequence[int] | tuple, arg: str = "shape") -> tuple[int, ...]:
     """Accept ``f(2, 3)`` or ``f((2, 3))``; every entry a non-negative int."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import _dtype as D
-from ._checks import broadcast_shapes, check_non_negative_shape, norm_dim, shape_arg
+from ._checks import check_non_negative_shape, norm_dim, shape_arg
 from ._device import Device, default_device, device
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._tensor import Tensor, _check_supported, _fallback_dtype, _scalar_for, _wrap
+from .backend._shapes import broadcast_shapes
 
 if TYPE_CHECKING:
     from ._device import DeviceLike

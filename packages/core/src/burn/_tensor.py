@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from . import _dtype as D
 from ._amp_state import LOCAL as _AMP_LOCAL
-from ._checks import broadcast_shapes
 from ._errors import DeviceError, DTypeError, ShapeError
 from ._tensor_math import MathOps
 from ._tensor_quant import QuantOps
 from ._tensor_shape import ShapeOps
-from .backend._optable import BINARY_OPS, COMPARISON_OPS
+from .backend._shapes import broadcast_shapes
 from .backend._vocabulary import ROWS
 
 if TYPE_CHECKING:
@@ -87,8 +86,9 @@ def _binop(
 ) -> Callable[[Tensor, Any], Tensor]:
     """An operator method: the fast paths for dtypes in ``ok`` (default: those the op accepts as they
     are), then ``slow`` (default: ``Tensor._binary``)."""
-    ok = _KIND_OK[BINARY_OPS[op]] if ok is None else ok
-    out_bool = op in COMPARISON_OPS
+    row = ROWS[op]
+    ok = _KIND_OK[row.accepts] if ok is None else ok
+    out_bool = row.bool_result  # comparisons: the vocabulary's rule, read once per operator
 
     bool_ = D.bool_
 
@@ -496,7 +496,7 @@ class Tensor(MathOps, ShapeOps, QuantOps):
             )
         if reverse:
             pa, pb = pb, pa
-        return _wrap(b.binary(op, pa, pb), b, D.bool_ if op in COMPARISON_OPS else dt)
+        return _wrap(b.binary(op, pa, pb), b, ROWS[op].result_dtype(dt))
 
     def _true_div(self, o: Any, reverse: builtins.bool) -> Tensor:
         # true division of ints gives the default float, as in PyTorch and NumPy
@@ -567,7 +567,7 @@ def _scalar_dtype(op: str, dt: D.DType, value: Scalar, b: Backend) -> D.DType:
         lo, hi = _INT_RANGE[dt]
         if not lo <= value <= hi:
             lo64, hi64 = _INT_RANGE[D.int64]
-            if op in COMPARISON_OPS and lo64 <= value <= hi64 and D.int64 in b.dtypes:
+            if ROWS[op].bool_result and lo64 <= value <= hi64 and D.int64 in b.dtypes:
                 dt = D.int64  # comparing with a number outside the dtype's range is still meaningful
             else:
                 raise ValueError(

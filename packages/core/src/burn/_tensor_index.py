@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from . import _dtype as D
 from . import _tensor as _T
-from ._checks import broadcast_shapes, norm_dim
+from ._checks import norm_dim
 from ._errors import DeviceError, DTypeError, IndexOutOfRangeError, ShapeError
+from .backend._shapes import broadcast_shapes
 
 if TYPE_CHECKING:
     from ._tensor import Tensor

@@ -16,9 +16,10 @@ from . import _tensor as _T
 from ._amp_state import HALVES as _HALVES
 from ._amp_state import STATE as _AMP
 from ._amp_state import to_float32, to_half
-from ._checks import broadcast_shapes, norm_dim, norm_dims
+from ._checks import norm_dim, norm_dims
 from ._errors import DeviceError, DTypeError, ShapeError
-from .backend._optable import ACTIVATION_OPS, UNARY_BOOL_RESULT
+from .backend._optable import ACTIVATION_OPS
+from .backend._shapes import broadcast_shapes, reduced_shape
 from .backend._vocabulary import ROWS
 
 if TYPE_CHECKING:
@@ -94,13 +95,13 @@ class MathOps:
         b, x = self._b, self._p
         if dt in row.as_is:
             cdt = dt
-        elif op in UNARY_BOOL_RESULT:  # no int or bool is NaN or infinite
+        elif row.bool_result:  # isnan/isinf: no int or bool is NaN or infinite
             return _T._wrap(b.full(tuple(b.shape_of(x)), False, D.bool_), b, D.bool_)
         else:
             cdt = row.operand_dtype(dt, b.default_float, b.default_int)
             x = b.cast(x, cdt)
         y = b.activation(op, x) if op in ACTIVATION_OPS else b.unary(op, x)
-        return _T._wrap(y, b, D.bool_ if op in UNARY_BOOL_RESULT else cdt)
+        return _T._wrap(y, b, row.result_dtype(cdt))
 
     # name = _un(op, what it does, example input, example output)
     abs = _un("abs", "Absolute value.", "[-1, 2]", "[1, 2]")
@@ -285,7 +286,7 @@ class MathOps:
             return _T._wrap(x, b, dt)
         if op in ("max", "min") and any(shape[d] == 0 for d in dims):
             raise ShapeError(f"{op}: cannot reduce an empty dim (shape {shape}, dim {dim})")
-        return _T._wrap(b.reduce(op, x, dims, bool(keepdim)), b, dt)
+        return _T._wrap(b.reduce(op, x, dims, bool(keepdim)), b, row.result_dtype(dt))
 
     def sum(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
         """Sum over ``dim`` (None: all dims; an int or a tuple). Keeps the dtype (bool -> default int).
@@ -367,7 +368,7 @@ class MathOps:
         x = self.permute(*kept, *dims) if kept + dims != tuple(range(len(shape))) else self
         x = x.reshape(*(shape[d] for d in kept), -1)
         out = _T._wrap(b.arg_reduce(op, x._p, len(kept), False), b, b.default_int)
-        return out.reshape(tuple(1 if d in dims else n for d, n in enumerate(shape))) if keepdim else out
+        return out.reshape(reduced_shape(shape, dims, True)) if keepdim else out
 
     def argmax(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
         """Index of the largest value along ``dim`` (an int; None: of the flattened tensor; a tuple: of

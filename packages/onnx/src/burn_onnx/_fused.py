@@ -217,7 +217,7 @@ def add_relu(ctx: Any, node: Node, a: burn.Tensor, b: burn.Tensor) -> burn.Tenso
             and p.flags.writeable
             and p.dtype == q.dtype
             and p.dtype.kind == "f"
-            and np.broadcast_shapes(p.shape, q.shape) == p.shape
+            and burn.backend.broadcast_shape(p.shape, q.shape) == p.shape
             and not dst.backend.is_autodiff
             and not np.may_share_memory(p, q)
         ):

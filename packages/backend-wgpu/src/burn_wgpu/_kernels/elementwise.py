@@ -3,8 +3,8 @@
 Every unary, binary, ternary (where), cast, fill and strided-copy kernel is rendered by ``render``
 from an expression over operands ``a``, ``b``, ``c``. An entry maps a dtype class to a WGSL
 expression: ``"f"`` (floats, computed in f32), ``"i"`` (i32), ``"u"`` (u32), ``"b"`` (bool, stored as
-u32; falls back to ``"u"``) and ``"*"`` (any). Expressions whose result is a WGSL ``bool`` are listed
-in ``BOOL_RESULT`` and stored as 0/1. Helpers (``b_log``, ``is_nan``, ...) are pulled in by name.
+u32; falls back to ``"u"``) and ``"*"`` (any). Expressions whose result is a WGSL ``bool`` (the ops
+whose vocabulary row says ``bool_result``: comparisons, isnan, isinf) are stored as 0/1. Helpers (``b_log``, ``is_nan``, ...) are pulled in by name.
 
 Indexing: the output and each tensor operand carry strides and an offset in the metadata (broadcast
 dims have stride 0), so broadcasting, permuted and sliced inputs, and writes into a strided output
@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import TypeVar
 
 from burn import DType, bool_, float16
+from burn.backend import op_def
 
 from .._dtypes import CLASS, WGSL, scalar_load
 from .._executor import Kernel
@@ -114,7 +115,6 @@ CAST: dict[tuple[str, str], str] = {
     ("b", "b"): "a",
 }
 
-BOOL_RESULT = frozenset({"isnan", "isinf", "eq", "ne", "lt", "le", "gt", "ge"})
 _HELPER_RE = re.compile(r"\b(" + "|".join(sorted(HELPERS, key=len, reverse=True)) + r")\(")
 
 
@@ -148,7 +148,7 @@ def expression(kind: str, op: str, dtype: DType, out: DType | None = None) -> tu
     expr = lookup(table, op, cls)
     if expr is None:
         raise TypeError(f"{op}: not defined for dtype {dtype.name} on the wgpu backend")
-    return expr, op in BOOL_RESULT
+    return expr, op_def(op).bool_result
 
 
 @lru_cache(maxsize=4096)

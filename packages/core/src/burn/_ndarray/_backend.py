@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _dtype as D
-from ..backend import ACTIVATION_OPS, Backend, MemoryStats, Slices, process_memory
+from ..backend import (
+    ACTIVATION_OPS,
+    Backend,
+    MemoryStats,
+    Slices,
+    broadcast_shape,
+    op_def,
+    process_memory,
+    reduced_shape,
+)
 from ..backend._numpy_dtypes import (  # public as burn.backend.NUMPY_DTYPES
     FROM_NUMPY,
     NUMPY_DTYPES,
@@ -91,7 +100,7 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
     def unary(self, op: str, x: Prim) -> Prim:
         if x.dtype.kind == BF16_KIND:  # bfloat16: float32 arithmetic, one rounding (_half)
             out = _ops.UNARY[op](x.astype(np.float32))
-            return out.astype(x.dtype) if out.dtype.kind == "f" else out
+            return out if op_def(op).bool_result else out.astype(x.dtype)
         return _ops.UNARY[op](x)
 
     def binary(self, op: str, a: Prim | Scalar, b: Prim | Scalar) -> Prim:
@@ -101,7 +110,7 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
             a = a.astype(np.float32) if isinstance(a, _ops._ARRAY) else a
             b = b.astype(np.float32) if isinstance(b, _ops._ARRAY) else b
             out = _ops.BINARY[op](a, b)
-            return out.astype(bf16) if out.dtype.kind == "f" else out
+            return out if op_def(op).bool_result else out.astype(bf16)
         return _ops.BINARY[op](a, b)
 
     def where(self, cond: Prim, a: Prim | Scalar, b: Prim | Scalar) -> Prim:
@@ -122,7 +131,7 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
     def reduce(self, op: str, x: Prim, dims: tuple[int, ...], keepdim: bool) -> Prim:
         if x.dtype.kind == BF16_KIND:  # float32 accumulation, one rounding
             out = _ops.REDUCE[op](x.astype(np.float32), dims, keepdim)
-            return np.asarray(out.astype(x.dtype)) if out.dtype.kind == "f" else out
+            return out if op_def(op).bool_result else np.asarray(out.astype(x.dtype))
         return _ops.REDUCE[op](x, dims, keepdim)
 
     def arg_reduce(self, op: str, x: Prim, dim: int, keepdim: bool) -> Prim:
@@ -259,7 +268,7 @@ def _flat_positions(shape: tuple[int, ...], dim: int, along: np.ndarray, full: t
     strides = [1] * len(shape)
     for d in range(len(shape) - 2, -1, -1):
         strides[d] = strides[d + 1] * shape[d + 1]
-    other = np.zeros([1 if d == dim else n for d, n in enumerate(full)], dtype=np.int64)
+    other = np.zeros(reduced_shape(full, (dim,), True), dtype=np.int64)  # full with dim kept as 1
     for d, n in enumerate(full):
         if d != dim and n > 1:
             other = other + (np.arange(n, dtype=np.int64) * strides[d]).reshape(
@@ -291,7 +300,7 @@ _BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 def _select_bits(cond: Prim, a: Prim | Scalar, b: Prim | Scalar, dtype: np.dtype) -> Prim | None:
     if dtype.kind not in "fV" or getattr(cond, "dtype", None) != np.bool_:  # V: bfloat16
         return None
-    shape = np.broadcast_shapes(cond.shape, np.shape(a), np.shape(b))
+    shape = broadcast_shape(cond.shape, np.shape(a), np.shape(b))
     if math.prod(shape) < _SELECT_MIN_SIZE:
         return None
     bits = _BITS[dtype.itemsize]

@@ -14,9 +14,9 @@ import math
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ..backend import Backend
+from ..backend import Backend, pool_out_sizes
 from ..backend import _pool_defaults as P
-from ..backend._conv_defaults import fill_value, pool_out_sizes
+from ..backend._conv_defaults import fill_value
 from ._conv_plans import _pad, _windows
 
 if TYPE_CHECKING:

@@ -17,14 +17,22 @@ never burn-core's private modules.
   are ``burn.float32`` and friends). ``NUMPY_DTYPES`` / ``FROM_NUMPY``: burn dtype <-> numpy dtype for
   every burn dtype (bfloat16 as ml_dtypes' numpy dtype, where ml_dtypes is installed, imported on first
   lookup of it); they import numpy on first use.
-- ``broadcast_shape(*shapes)``: NumPy broadcasting of shapes, the one rule the frontend checks with.
+- ``op_def(kind)``: the op vocabulary's row of ``kind`` (``"add"``, ``"sum"``, ``"conv"``, ...), the one home of
+  its semantics: ``.result_dtype(dt)`` / ``.result_dtypes(dt, default_int, attr)`` (comparisons, isnan/isinf
+  and all/any give bool: ``.bool_result``), ``.out_shape(*args)`` (the result's shape from the call's
+  arguments, tensors as shapes). Backends ask it instead of repeating a rule.
+- ``broadcast_shape(*shapes)``: NumPy broadcasting of shapes, the one rule the frontend checks with (a pair
+  is worked out once and remembered: the frontend's check and the backend's sizing share it).
+- ``reduced_shape(shape, dims, keepdim)`` / ``matmul_shape(a, b)``: a reduction's and a batched matmul's
+  result shape.
 - ``from_primitive``: a ``burn.Tensor`` around a backend primitive (``tensor.primitive`` is the inverse).
 - ``Gradients``: what a decorator's ``backward`` returns (``burn.Gradients``).
 - ``MemoryStats`` / ``PeakTracker`` / ``process_memory()``: what ``Backend.memory_stats`` returns for
   ``burn.memory_stats``, a current/peak counter for backends that count their own allocations, and this
   process's resident memory (now, peak).
 - ``host_rng``: the process-wide numpy Generator ``burn.seed`` resets, for host-side random ops.
-- ``pool_out_size(size, kernel, stride, padding, dilation, ceil_mode)``: PyTorch's sliding-window (pool, conv) output size.
+- ``pool_out_size(size, kernel, stride, padding, dilation, ceil_mode)``: PyTorch's sliding-window (pool, conv)
+  output size; ``pool_out_sizes(spatial, kernel, stride, padding, dilation, ceil_mode)``: per spatial dim.
 - ``conv_out_sizes_padded(spatial, kernel, stride, padding, dilation)`` / ``conv_transpose_out_sizes(spatial,
   kernel, stride, padding, output_padding, dilation)``: a convolution's and a transposed convolution's
   output sizes (every backend, shape check and capture calls these: one home per formula).
@@ -38,12 +46,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._checks import broadcast_shape
 from .._dtype import ALL_DTYPES, DEFAULT_FLOAT, DEFAULT_INT, DType
 from .._gradients import Gradients
 from .._memory import MemoryStats, PeakTracker, process_memory
 from ._base import Backend, Slices, required
-from ._conv_defaults import conv_out_sizes_padded, conv_transpose_out_sizes, pool_out_size
 from ._optable import (
     ACTIVATION_OPS,
     ARG_REDUCE_OPS,
@@ -54,8 +60,18 @@ from ._optable import (
     UNARY_OPS,
 )
 from ._random import host_rng
+from ._shapes import (
+    broadcast_shape,
+    conv_out_sizes_padded,
+    conv_transpose_out_sizes,
+    matmul_shape,
+    pool_out_size,
+    pool_out_sizes,
+    reduced_shape,
+)
 from ._tensors import from_primitive
 from ._vision_defaults import deform_conv2d_backward, roi_align_backward
+from ._vocabulary import op_def
 
 _NUMPY_TABLES = ("NUMPY_DTYPES", "FROM_NUMPY")  # import numpy: loaded on first access
 
@@ -95,8 +111,12 @@ __all__ = [
     "deform_conv2d_backward",
     "from_primitive",
     "host_rng",
+    "matmul_shape",
+    "op_def",
     "pool_out_size",
+    "pool_out_sizes",
     "process_memory",
+    "reduced_shape",
     "required",
     "roi_align_backward",
 ]

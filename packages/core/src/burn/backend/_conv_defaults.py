@@ -12,6 +12,8 @@ import itertools
 import math
 from typing import TYPE_CHECKING, Any
 
+from ._shapes import conv_out_sizes
+
 if TYPE_CHECKING:
     from .._dtype import DType
     from ._base import Backend
@@ -30,65 +32,6 @@ def fill_value(dtype: DType, lowest: bool = False) -> float | int | bool:
     if not lowest or dtype.kind == "u":
         return 0
     return -(2 ** (8 * dtype.itemsize - 1))
-
-
-def pool_out_size(size: int, k: int, st: int, p: int, d: int, ceil_mode: bool) -> int:
-    """PyTorch's output size of a sliding window (pools; convolutions and unfold with ``ceil_mode``
-    False); with ``ceil_mode`` the last window must start inside the input or its left padding. The one
-    home of this rule: backends, shape inference and argument checks call it.
-
-    >>> burn.backend.pool_out_size(112, 3, 2, 1, 1, ceil_mode=False)   # 3x3, stride 2, padding 1
-    56
-    """
-    span = size + 2 * p - d * (k - 1) - 1
-    out = (span + (st - 1 if ceil_mode else 0)) // st + 1
-    if ceil_mode and (out - 1) * st >= size + p:
-        out -= 1
-    return out
-
-
-def pool_out_sizes(
-    spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool
-) -> Ints:
-    """``pool_out_size`` per spatial dim: a pool's (or, with ``ceil_mode`` False, a convolution's)
-    output sizes.
-
-    >>> burn.backend.pool_out_sizes((7, 8), (2, 2), (2, 2), (0, 0), (1, 1), ceil_mode=True)
-    (4, 4)
-    """
-    return tuple(pool_out_size(*a, ceil_mode) for a in zip(spatial, kernel, stride, padding, dilation))
-
-
-def conv_out_sizes(spatial: Ints, kernel: Ints, stride: Ints, pads: Pads, dilation: Ints) -> Ints:
-    """Output sizes of a sliding window over ``spatial`` padded by ``pads`` (floor division)."""
-    return tuple(
-        pool_out_size(s + lo + hi, k, st, 0, d, False)
-        for s, k, st, (lo, hi), d in zip(spatial, kernel, stride, pads, dilation)
-    )
-
-
-def conv_out_sizes_padded(spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints) -> Ints:
-    """Output sizes of a convolution with symmetric ``padding`` per spatial dim (PyTorch's rule).
-
-    >>> burn.backend.conv_out_sizes_padded((224, 224), (7, 7), (2, 2), (3, 3), (1, 1))
-    (112, 112)
-    """
-    return pool_out_sizes(spatial, kernel, stride, padding, dilation, False)
-
-
-def conv_transpose_out_sizes(
-    spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, output_padding: Ints, dilation: Ints
-) -> Ints:
-    """Output sizes of a transposed convolution, PyTorch's rule: ``(L - 1) * stride - 2 * padding +
-    dilation * (k - 1) + output_padding + 1`` per spatial dim. The one home of this rule.
-
-    >>> burn.backend.conv_transpose_out_sizes((7, 7), (4, 4), (2, 2), (1, 1), (0, 0), (1, 1))
-    (14, 14)
-    """
-    return tuple(
-        (s - 1) * st - 2 * p + d * (k - 1) + op + 1
-        for s, k, st, p, op, d in zip(spatial, kernel, stride, padding, output_padding, dilation)
-    )
 
 
 def im2col(

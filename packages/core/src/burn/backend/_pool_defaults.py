@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from ._base import Backend
 
 from .._dtype import bool_
-from ._conv_defaults import fill_value, im2col, pool_out_sizes
+from ._conv_defaults import fill_value, im2col
+from ._shapes import conv_transpose_out_sizes, pool_out_sizes
 
 Prim = Any
 Ints = tuple[int, ...]
@@ -27,11 +28,10 @@ def pool_pads(
     spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, out: Ints
 ) -> tuple[tuple[int, int], ...]:
     """(before, after) pads so every window of a ceil-mode output fits in the padded input."""
-    pads: list[tuple[int, int]] = []
-    for s, k, st, p, d, o in zip(spatial, kernel, stride, padding, dilation, out):
-        reach = (o - 1) * st + d * (k - 1) + 1  # last index touched, + 1, in padded coordinates
-        pads.append((p, max(p, reach - s - p)))
-    return tuple(pads)
+    # last index the windows touch, + 1, in padded coordinates: a transposed conv's rule without padding
+    zeros = (0,) * len(out)
+    reach = conv_transpose_out_sizes(out, kernel, stride, zeros, zeros, dilation)
+    return tuple((p, max(p, r - s - p)) for s, p, r in zip(spatial, padding, reach))
 
 
 def _flat_positions(per_dim: list[np.ndarray], spatial: Ints) -> np.ndarray:

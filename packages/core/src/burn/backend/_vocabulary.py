@@ -4,13 +4,16 @@ An op kind is a ``StrEnum`` whose value is the name the backend tables already u
 ``"add"``, ``"sum"``, ``"conv"``), so a table keyed by the plain strings is keyed by the enumeration
 too. Each row says which ``Backend`` method runs the op (element-wise and reduction kinds share one
 method that takes the kind as its first argument), its family, how many tensors it takes, which dtypes
-it accepts and how its result dtype follows. ``burn.ir`` records, serialises and replays ops by these
-rows; fusion, export and remote execution read them.
+it accepts, how its result dtype follows (``result_dtype``/``result_dtypes``: comparisons, isnan/isinf
+and all/any give bool, ...) and its shape rule (``out_shape``, from ``_shapes``: the one home of each
+formula). ``burn.ir`` records, serialises and replays ops by these rows; the frontend, capture, fusion,
+the backends, export and remote execution ask them instead of repeating the rules.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from .._dtype import ALL_DTYPES, DType, bool_, float32, float64, int32, int64
@@ -24,6 +27,7 @@ from ._optable import (
     UNARY_BOOL_RESULT,
     UNARY_OPS,
 )
+from ._shapes import SHAPE_RULES
 
 # families
 CREATION, ELEMENTWISE, REDUCE, LAYOUT, INDEX, LINALG, MODULE, RANDOM, SORT = (
@@ -116,6 +120,11 @@ class OpDef:
     "bool", "int" (the backend's default int), "attr" (from a dtype argument), "value" (the value
     operands'), or "pair" (values keep the dtype, indices are default int). ``outputs``: result count.
     ``differentiable``: a gradient flows through it (False for bool/int results, creation, random).
+    ``shape_rule``: the result's shape from the call's arguments (``out_shape``).
+
+    >>> row = burn.backend.op_def("lt")
+    >>> row.family, row.result, row.out_shape((2, 1), (3,))
+    ('elementwise', 'bool', (2, 3))
     """
 
     kind: OpKind
@@ -129,6 +138,9 @@ class OpDef:
     differentiable: bool = True
     bool_operands: str = "int"  # a "num" op's bool operands: cast to the default "int", "keep", "error"
     cast_to_bool: bool = False  # all/any: operands of any dtype become bool first
+    shape_rule: Callable[..., tuple[int, ...]] = field(
+        default=SHAPE_RULES["unary"], repr=False, compare=False
+    )
 
     def operand_dtype(self, dt: DType, default_float: DType, default_int: DType) -> DType:
         """The dtype the op computes in for operands of dtype ``dt``: the frontend casts them to it
@@ -151,9 +163,53 @@ class OpDef:
             raise DTypeError(f"{self.kind}: expected {what}, got {dt.name}")
         return dt
 
+    @property
+    def bool_result(self) -> bool:
+        """The result is bool whatever the operands: comparisons, isnan/isinf, all/any, nms.
+
+        >>> burn.backend.op_def("eq").bool_result, burn.backend.op_def("add").bool_result
+        (True, False)
+        """
+        return self.result == "bool"
+
     def result_dtype(self, operand: DType) -> DType:
-        """The result dtype for operands of the (already cast) dtype ``operand``."""
+        """The result dtype of an element-wise op or a reduction whose operands are (already cast to)
+        ``operand``: bool where ``bool_result``, else ``operand``.
+
+        >>> burn.backend.op_def("gt").result_dtype(burn.float32)
+        burn.bool
+        """
         return bool_ if self.result == "bool" else operand
+
+    def result_dtypes(
+        self, operand: DType | None, default_int: DType, attr: DType | None = None
+    ) -> tuple[DType | None, ...]:
+        """The dtype of each result: ``operand`` is the dtype the op computes in (for ``where``, the
+        value operands'), ``default_int`` the backend's, ``attr`` the call's dtype argument; None where
+        the arguments do not give one.
+
+        >>> burn.backend.op_def("max_pool").result_dtypes(burn.float32, burn.int64)
+        (burn.float32, burn.int64)
+        """
+        rule = self.result
+        if rule == "pair":
+            return (operand, default_int)
+        if rule == "bool":
+            return (bool_,)
+        if rule == "int":
+            return (default_int,)
+        if rule == "attr":
+            return (attr,)
+        return (operand,)  # "same", "value"
+
+    def out_shape(self, *args: object) -> tuple[int, ...]:
+        """The result's shape (both results' for two-output ops) from the call's arguments after the op
+        kind, tensors given as their shapes.
+
+        >>> burn.backend.op_def("sum").out_shape((2, 3, 4), (1,), False)
+        (2, 4)
+        """
+        return self.shape_rule(*args)
 
     @property
     def as_is(self) -> frozenset[DType]:
@@ -177,13 +233,29 @@ def _rows() -> dict[OpKind, OpDef]:
         result = "bool" if name in UNARY_BOOL_RESULT else "same"
         method = "activation" if name in ACTIVATION_OPS else "unary"
         rows[OpKind(name)] = OpDef(
-            OpKind(name), method, True, ELEMENTWISE, 1, accepts, result, bool_operands="error"
+            OpKind(name),
+            method,
+            True,
+            ELEMENTWISE,
+            1,
+            accepts,
+            result,
+            bool_operands="error",
+            shape_rule=SHAPE_RULES[method],
         )
     for name, accepts in BINARY_OPS.items():
         result = "bool" if name in COMPARISON_OPS else "same"
         on_bool = "keep" if name in ("maximum", "minimum", "mul") else "int"  # or / and on bools
         rows[OpKind(name)] = OpDef(
-            OpKind(name), "binary", True, ELEMENTWISE, 2, accepts, result, bool_operands=on_bool
+            OpKind(name),
+            "binary",
+            True,
+            ELEMENTWISE,
+            2,
+            accepts,
+            result,
+            bool_operands=on_bool,
+            shape_rule=SHAPE_RULES["binary"],
         )
     for name, accepts in REDUCE_OPS.items():
         any_all = name in ("all", "any")
@@ -198,11 +270,16 @@ def _rows() -> dict[OpKind, OpDef]:
             "bool" if any_all else "same",
             bool_operands=on_bool,
             cast_to_bool=any_all,
+            shape_rule=SHAPE_RULES["reduce"],
         )
     for name in ARG_REDUCE_OPS:
-        rows[OpKind(name)] = OpDef(OpKind(name), "arg_reduce", True, REDUCE, 1, "num", "int")
+        rows[OpKind(name)] = OpDef(
+            OpKind(name), "arg_reduce", True, REDUCE, 1, "num", "int", shape_rule=SHAPE_RULES["arg_reduce"]
+        )
     for name, (family, arity, accepts, result, outputs) in _METHODS.items():
-        rows[OpKind(name)] = OpDef(OpKind(name), name, False, family, arity, accepts, result, outputs)
+        rows[OpKind(name)] = OpDef(
+            OpKind(name), name, False, family, arity, accepts, result, outputs, shape_rule=SHAPE_RULES[name]
+        )
     return rows
 
 
@@ -227,8 +304,14 @@ _AS_IS: dict[OpKind, frozenset[DType]] = {k: _as_is(d) for k, d in OPS.items()}
 
 
 def op_def(kind: str) -> OpDef:
-    """The row of ``kind`` (an ``OpKind`` or its name); ``KeyError`` naming it when unknown."""
-    try:
-        return OPS[OpKind(kind)]
-    except ValueError:
-        raise KeyError(f"unknown op kind {kind!r}") from None
+    """The row of ``kind`` (an ``OpKind`` or its name): the op's dtype and shape rules, for backends and
+    tools that must not repeat them; ``KeyError`` naming it when unknown.
+
+    >>> row = burn.backend.op_def("matmul")
+    >>> row.out_shape((5, 2, 3), (3, 4)), row.result_dtype(burn.float32)
+    ((5, 2, 4), burn.float32)
+    """
+    row = ROWS.get(kind) if isinstance(kind, str) else None
+    if row is None:
+        raise KeyError(f"unknown op kind {kind!r}")
+    return row

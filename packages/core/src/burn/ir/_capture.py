@@ -2,22 +2,22 @@
 
 ``capture(fn, inputs, like=device)`` calls ``fn`` with symbolic tensors of the given shapes and dtypes on a
 ``CaptureBackend`` that mirrors ``like``'s dtypes and defaults, and returns the ``Graph`` of what ``fn``
-did: nothing is computed, each op only derives its output shapes and dtypes (the rules below). Host data
+did: nothing is computed, each op only derives its output shapes and dtypes (its vocabulary row's rules,
+``result_types``). Host data
 the code brings in (a module's weights, literals) becomes the graph's constants. Reading a value during
 capture (``.item()``, ``.numpy()``, data-dependent control flow) is an ``IrError``: a graph cannot hold it.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import _dtype as D
 from .._device import Device
-from ..backend import ACTIVATION_OPS, Backend, broadcast_shape
-from ..backend._conv_defaults import pool_out_size
+from ..backend import ACTIVATION_OPS, Backend
+from ..backend._shapes import SHAPE_RULES
 from ..backend._vocabulary import OpKind, op_def
 from ._graph import Graph, IrError, OpRecord, Ref, TensorRef
 
@@ -39,121 +39,6 @@ class Sym:
     def __repr__(self) -> str:
         return f"Sym(%{self.ref.id}, {self.ref.dtype.name}{list(self.ref.shape)})"
 
-
-def _reduced(shape: tuple[int, ...], dims: Sequence[int], keepdim: bool) -> tuple[int, ...]:
-    return tuple(1 if d in dims else s for d, s in enumerate(shape) if keepdim or d not in dims)
-
-
-def _with(shape: tuple[int, ...], dim: int, size: int) -> tuple[int, ...]:
-    return shape[:dim] + (size,) + shape[dim + 1 :]
-
-
-def _reshape(shape: tuple[int, ...], new: Sequence[int]) -> tuple[int, ...]:
-    new = tuple(new)
-    if -1 in new:
-        known = math.prod(s for s in new if s != -1)
-        new = tuple(math.prod(shape) // known if s == -1 else s for s in new)
-    return new
-
-
-def _conv_out(
-    spatial: Sequence[int], kernel: Sequence[int], stride: Ints, padding: Ints, dilation: Ints
-) -> tuple[int, ...]:
-    return tuple(pool_out_size(*a, False) for a in zip(spatial, kernel, stride, padding, dilation))
-
-
-def _arange_len(start: float, stop: float, step: float) -> int:
-    return max(0, math.ceil((stop - start) / step))
-
-
-def _repeat(shape: tuple[int, ...], reps: Sequence[int]) -> tuple[int, ...]:
-    n = max(len(shape), len(reps))
-    shape = (1,) * (n - len(shape)) + tuple(shape)
-    reps = (1,) * (n - len(reps)) + tuple(reps)
-    return tuple(s * r for s, r in zip(shape, reps))
-
-
-def _conv_transpose_out(
-    x: Ints, w: Ints, stride: Ints, padding: Ints, output_padding: Ints, dilation: Ints, groups: int
-) -> tuple[int, ...]:
-    spatial = tuple(
-        (s - 1) * st - 2 * p + d * (k - 1) + op + 1
-        for s, k, st, p, op, d in zip(x[2:], w[2:], stride, padding, output_padding, dilation)
-    )
-    return (x[0], w[1] * groups) + spatial
-
-
-# method -> shape rule over the call's arguments (Sym arguments as their shapes), giving the output
-# shape (or both output shapes for two-output ops, which share one here)
-_SHAPES: dict[str, Callable[..., tuple[int, ...]]] = {
-    "unary": lambda op, x: x,
-    "binary": lambda op, a, b: broadcast_shape(*(s for s in (a, b) if isinstance(s, tuple))),
-    "where": lambda c, a, b: broadcast_shape(*(s for s in (c, a, b) if isinstance(s, tuple))),
-    "clamp": lambda x, lo, hi: x,
-    "leaky_relu": lambda x, slope: x,
-    "cast": lambda x, dtype: x,
-    "reduce": lambda op, x, dims, keepdim: _reduced(x, dims, keepdim),
-    "arg_reduce": lambda op, x, dim, keepdim: _reduced(x, (dim,), keepdim),
-    "var": lambda x, dims, correction, keepdim: _reduced(x, dims, keepdim),
-    "matmul": lambda a, b: broadcast_shape(a[:-2], b[:-2]) + (a[-2], b[-1]),
-    "reshape": lambda x, shape: _reshape(x, shape),
-    "permute": lambda x, dims: tuple(x[d] for d in dims),
-    "expand": lambda x, shape: tuple(shape),
-    "slice": lambda x, index: tuple(len(range(a, b, s)) for a, b, s in index) + x[len(index) :],
-    "slice_assign": lambda x, index, value: x,
-    "cat": lambda xs, dim: _with(xs[0], dim, sum(s[dim] for s in xs)),
-    "stack": lambda xs, dim: xs[0][:dim] + (len(xs),) + xs[0][dim:],
-    "flip": lambda x, dims: x,
-    "repeat": lambda x, reps: _repeat(x, reps),
-    "pad": lambda x, pads, mode, value: tuple(s + lo + hi for s, (lo, hi) in zip(x, pads)) + x[len(pads) :],
-    "tril": lambda x, k: x,
-    "triu": lambda x, k: x,
-    "gather": lambda x, dim, index: index,
-    "scatter_add": lambda x, dim, index, src: x,
-    "select": lambda x, dim, indices: _with(x, dim, indices[0]),
-    "select_add": lambda x, dim, indices, values: x,
-    "check_index": lambda index, size, negative, message: index,
-    "mask_fill": lambda x, mask, value: x,
-    "one_hot": lambda x, n, dtype: x + (n,),
-    "embedding": lambda weight, indices: indices + (weight[1],),
-    "sort": lambda x, dim, descending: x,
-    "argsort": lambda x, dim, descending: x,
-    "topk": lambda x, k, dim: _with(x, dim, k),
-    "cumsum": lambda x, dim: x,
-    "cumprod": lambda x, dim: x,
-    "softmax": lambda x, dim: x,
-    "log_softmax": lambda x, dim: x,
-    "conv": lambda x, w, bias, stride, padding, dilation, groups: (
-        (x[0], w[0]) + _conv_out(x[2:], w[2:], stride, padding, dilation)
-    ),
-    "conv_transpose": lambda x, w, bias, *a: _conv_transpose_out(x, w, *a),
-    "unfold4d": lambda x, kernel, stride, padding, dilation: (
-        x[0],
-        x[1] * math.prod(kernel),
-        math.prod(_conv_out(x[2:], kernel, stride, padding, dilation)),
-    ),
-    "max_pool": lambda x, kernel, stride, padding, dilation, ceil_mode: (
-        x[:2] + tuple(pool_out_size(*a, ceil_mode) for a in zip(x[2:], kernel, stride, padding, dilation))
-    ),
-    "avg_pool": lambda x, kernel, stride, padding, count_include_pad, ceil_mode: (
-        x[:2] + tuple(pool_out_size(*a, 1, ceil_mode) for a in zip(x[2:], kernel, stride, padding))
-    ),
-    "adaptive_avg_pool": lambda x, size: x[:2] + tuple(size),
-    "adaptive_max_pool": lambda x, size: x[:2] + tuple(size),
-    "interpolate": lambda x, size, mode, align_corners: x[:2] + tuple(size),
-    "deform_conv2d": lambda x, offset, weight, mask, bias, *a: (x[0], weight[0]) + offset[2:],
-    "roi_align": lambda x, boxes, size, *a: (boxes[0], x[1]) + tuple(size),
-    "nms": lambda boxes, scores, iou_threshold: boxes[:1],
-    "quantize": lambda x, scale, zero_point, qmin, qmax, dtype: x,
-    "dequantize": lambda q, scale, zero_point, dtype: q,
-    "quantized_matmul": lambda a, b: broadcast_shape(a[:-2], b[:-2]) + (a[-2], b[-1]),
-    "full": lambda shape, value, dtype: tuple(shape),
-    "arange": lambda start, stop, step, dtype: (_arange_len(start, stop, step),),
-    "random_uniform": lambda shape, *a: tuple(shape),
-    "random_normal": lambda shape, *a: tuple(shape),
-    "random_int": lambda shape, *a: tuple(shape),
-    "random_bernoulli": lambda shape, *a: tuple(shape),
-}
 
 _active = threading.local()
 
@@ -248,7 +133,7 @@ def _recorder(method: str) -> Callable[..., Any]:
 
 
 _NAMED = ("unary", "binary", "reduce", "arg_reduce")
-for _method in _SHAPES:
+for _method in SHAPE_RULES.keys() - {"activation", "from_numpy"}:  # activations record as unary ops
     setattr(CaptureBackend, _method, _recorder(_method))
 
 
@@ -298,19 +183,14 @@ def result_types(
     tensor argument's ``(shape, dtype)`` and None for anything else. ``b`` supplies the default dtypes.
     The capture backend records by it, and the fusion decorator defers calls by it."""
     spec = op_def(kind)
-    shape_args = tuple(_as_shapes(a, meta) for a in args)
-    shape = _SHAPES[method](*((kind,) if spec.op_arg else ()), *shape_args)
-    value_dtype = _first_dtype(args, meta)
+    shape = spec.out_shape(*(_as_shapes(a, meta) for a in args))
     attr = next((a for a in args if isinstance(a, D.DType)), None)
-    dtypes: list[D.DType | None]
     if spec.result == "value":  # where: the value operands' dtype (the condition is bool)
         value = _first_dtype(args[1:], meta)
-        dtypes = [value if value is not None else _scalar_dtype(args[1], b)]
-    elif spec.result == "pair":
-        dtypes = [value_dtype, b.default_int]
+        operand = value if value is not None else _scalar_dtype(args[1], b)
     else:
-        rule = {"same": value_dtype, "bool": D.bool_, "int": b.default_int, "attr": attr}
-        dtypes = [rule[spec.result]]
+        operand = _first_dtype(args, meta)
+    dtypes = spec.result_dtypes(operand, b.default_int, attr)
     out = []
     for dt in dtypes:
         if dt is None:

@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from .._tensor import Tensor, _wrap
-from ..backend._conv_defaults import pool_out_size
+from ..backend._shapes import conv_out_sizes_padded
 from ..nn import functional as F
 from ..nn._conv import _ConvNd
 from ..nn._linear import Linear
@@ -207,7 +207,7 @@ def quantized_conv2d(
             f"quantized_conv2d: x has {c} channels and weight {weight.shape} with groups={groups}: "
             f"expected C = groups * weight.shape[1] and C_out divisible by groups"
         )
-    oh, ow = (pool_out_size(*a, False) for a in zip((h, wd), (kh, kw), st, pad, dil))
+    oh, ow = conv_out_sizes_padded((h, wd), (kh, kw), st, pad, dil)
     if oh < 1 or ow < 1:
         raise ShapeError(f"quantized_conv2d: the kernel {(kh, kw)} is larger than the padded input {x.shape}")
     b = x.backend

@@ -9,7 +9,7 @@ from typing import Any
 
 import burn
 import numpy as np
-from burn.backend import from_primitive, pool_out_size
+from burn.backend import conv_transpose_out_sizes, from_primitive, pool_out_sizes
 from burn.nn import functional as F
 
 from .._graph import Node
@@ -29,9 +29,11 @@ def _window_pads(
     mode = node.attrs.get("auto_pad", "NOTSET")
     if mode in ("SAME_UPPER", "SAME_LOWER"):
         begin, end = [], []
-        for n, k, s, d in zip(spatial, kernel, stride, dilation):
-            out = -(-n // s)
-            total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
+        outs = [-(-n // s) for n, s in zip(spatial, stride)]
+        # the input extent those windows span: a transposed conv's size rule without padding
+        reach = conv_transpose_out_sizes(outs, kernel, stride, [0] * nd, [0] * nd, dilation)
+        for n, r in zip(spatial, reach):
+            total = max(r - n, 0)
             small, big = total // 2, total - total // 2
             begin.append(small if mode == "SAME_UPPER" else big)
             end.append(big if mode == "SAME_UPPER" else small)
@@ -90,7 +92,7 @@ def conv_transpose(
     out_pad = list(node.attrs.get("output_padding", [0] * nd))
     kernel = w.shape[2:]
     spatial = x.shape[2:]
-    full = [s * (n - 1) + (k - 1) * d + 1 for n, k, s, d in zip(spatial, kernel, stride, dilation)]
+    full = list(conv_transpose_out_sizes(spatial, kernel, stride, [0] * nd, [0] * nd, dilation))
     mode = node.attrs.get("auto_pad", "NOTSET")
     wanted = node.attrs.get("output_shape")
     if wanted is not None or mode in ("SAME_UPPER", "SAME_LOWER"):
@@ -204,7 +206,7 @@ def _max_taps(
     if any(begin) or any(end):
         x = _pad_spatial(x, begin, end, float("-inf"))
     spatial = x.shape[2:]
-    out = [pool_out_size(n, k, s, 0, d, False) for n, k, s, d in zip(spatial, kernel, stride, dilation)]
+    out = list(pool_out_sizes(spatial, kernel, stride, [0] * len(spatial), dilation, False))
     if any(o <= 0 for o in out):
         raise ValueError(
             f"MaxPool: kernel {kernel} (dilation {dilation}) is larger than the padded input {spatial}"

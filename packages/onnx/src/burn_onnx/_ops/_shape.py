@@ -124,7 +124,7 @@ def slice_(
 
 @op("Expand", host=(1,))
 def expand(ctx: Any, node: Node, x: burn.Tensor, shape: Any) -> burn.Tensor:
-    target = tuple(np.broadcast_shapes(tuple(x.shape), tuple(ctx.ints(shape))))
+    target = burn.backend.broadcast_shape(tuple(x.shape), tuple(ctx.ints(shape)), op="Expand")
     return x if target == tuple(x.shape) else x.expand(*target)
 
 

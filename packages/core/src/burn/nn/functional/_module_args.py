@@ -8,7 +8,7 @@ from typing import Any
 
 from ..._errors import DeviceError, DTypeError, ShapeError
 from ..._tensor import Tensor
-from ...backend._conv_defaults import pool_out_size
+from ...backend._shapes import pool_out_sizes
 
 LAYOUTS = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
 
@@ -93,7 +93,7 @@ def window_out_sizes(
 ) -> tuple[int, ...]:
     """Output sizes of a sliding window (conv, unfold, pools; PyTorch's floor rule, or its ceil rule for
     pools with ``ceil_mode``), checked to be positive; ``detail`` names the arguments in the error."""
-    out = tuple(pool_out_size(*a, ceil_mode) for a in zip(spatial, kernel, stride, padding, dilation))
+    out = pool_out_sizes(spatial, kernel, stride, padding, dilation, ceil_mode)
     check_out_size(op, out, spatial, detail)
     return out
 

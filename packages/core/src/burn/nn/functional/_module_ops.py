@@ -16,6 +16,7 @@ from ..._amp_state import STATE as _AMP
 from ..._amp_state import to_half
 from ..._errors import DeviceError, DTypeError, ShapeError
 from ..._tensor import Tensor, _wrap
+from ...backend._shapes import conv_transpose_out_sizes
 from ._module_args import (
     LAYOUTS,
     check_bias,
@@ -189,10 +190,7 @@ def _conv_transpose(
                 f"{dilation} in each dim"
             )
     spatial = x.shape[2:]
-    out = [
-        (s - 1) * st - 2 * p + d * (k - 1) + o + 1
-        for s, st, p, d, k, o in zip(spatial, stride, padding, dilation, kernel, output_padding)
-    ]
+    out = conv_transpose_out_sizes(spatial, kernel, stride, padding, output_padding, dilation)
     check_out_size(op, out, spatial, f"kernel {kernel}, stride {stride}, padding {padding}")
     b = x.backend
     prim = b.conv_transpose(
