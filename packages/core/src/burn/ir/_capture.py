@@ -185,6 +185,7 @@ def result_types(
     spec = op_def(kind)
     shape = spec.out_shape(*(_as_shapes(a, meta) for a in args))
     attr = next((a for a in args if isinstance(a, D.DType)), None)
+    operand: D.DType | None
     if spec.result == "value":  # where: the value operands' dtype (the condition is bool)
         value = _first_dtype(args[1:], meta)
         operand = value if value is not None else _scalar_dtype(args[1], b)
