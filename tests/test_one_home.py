@@ -7,7 +7,7 @@ and the test asserts it occurs in its home only. ``BURN_ONE_HOME_ROOT`` points t
 checkout (the rules were written against main before the de-duplication, where each of them fails).
 
 ``PENDING`` lists copies in files another branch restructures at the same time (burn-cuda, burn-wgpu's
-``_tuned.py``, the fusion decorator): the integrator switches them to the homes when the branches
+``_tuned.py``): the integrator switches them to the homes when the branches
 meet, then deletes their entries here.
 """
 
@@ -60,7 +60,6 @@ PENDING: dict[str, set[str]] = {
     },
     "bool result": {
         "backend-cuda/src/burn_cuda/_kernels.py",
-        "core/src/burn/fusion/_backend.py",
     },
 }
 

@@ -31,7 +31,7 @@ from ._graph import FPrim
 from ._ops import InnerOps
 from ._plan import FusionRuntime
 from ._program import Replaying
-from ._stream import TYPE_CACHE_LIMIT, Scalar, elementwise_dtype
+from ._stream import Scalar, elementwise_dtype
 
 if TYPE_CHECKING:
     import numpy as np
@@ -79,7 +79,6 @@ class Fusion(InnerOps, Replaying):
         super().__init__(inner, runtime, graphs)
         if device is not None:
             self.device = device
-        self._broadcasts: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...]] = {}
         self._bind_calls()
         self.binary_fns = {op: functools.partial(self.binary, op) for op in BINARY_OPS}
 
@@ -147,12 +146,7 @@ class Fusion(InnerOps, Replaying):
             dt = a.node.dtype
             shape = a.node.shape
             if type(b) is FPrim and b.node.shape != shape:
-                key = (shape, b.node.shape)
-                shape = self._broadcasts.get(key)  # type: ignore[assignment]  # filled just below
-                if shape is None:
-                    shape = broadcast_shape(*key)
-                    if len(self._broadcasts) < TYPE_CACHE_LIMIT:
-                        self._broadcasts[key] = shape
+                shape = broadcast_shape(shape, b.node.shape)  # the home remembers each pair
         else:
             assert type(b) is FPrim, "binary: one operand is a tensor (the frontend's contract)"
             dt, shape = b.node.dtype, b.node.shape

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._dtype import DType, bool_
-from ..backend import COMPARISON_OPS, UNARY_BOOL_RESULT, Backend
+from ..backend import Backend
 from ..backend._vocabulary import OPS
 from ..ir._capture import result_types
 from ._graph import FPrim, Node, lazy_handle
@@ -43,16 +43,14 @@ CONSTANTS_KEPT = 64  # kept constants per device, the oldest dropped past this .
 CONSTANTS_MAX_BYTES = 1 << 26  # ... or past this many bytes in all (a max pool's backward zeros: 3 MiB)
 CONSTANT_MAX_BYTES = 1 << 24  # larger results are made anew each time
 
-# The result dtype of an element-wise op, by hand: comparisons (eq, lt, ...) and the unary predicates
-# (isnan, isinf) give bool, every other op its operands' dtype. The two name sets share no name, so one
-# set serves unary and binary ops. The op vocabulary is getting this rule as data (each op's result
-# dtype); until fusion asks it, the rule lives here, once.
-_BOOL_RESULT = COMPARISON_OPS | UNARY_BOOL_RESULT
+# element-wise ops whose result is bool whatever their operands (comparisons, isnan, isinf): read once
+# from the vocabulary's rows (``OpDef.bool_result``), a set lookup on the recording path
+_BOOL_RESULT_OPS = frozenset(k for k, d in OPS.items() if d.bool_result)
 
 
 def elementwise_dtype(op: str, dtype: DType) -> DType:
-    """The result dtype of element-wise ``op`` over operands of ``dtype`` (comparisons give bool)."""
-    return bool_ if op in _BOOL_RESULT else dtype
+    """The result dtype of element-wise ``op`` over operands of ``dtype``: the vocabulary row's rule."""
+    return bool_ if op in _BOOL_RESULT_OPS else dtype
 
 
 class Recording(Backend):
