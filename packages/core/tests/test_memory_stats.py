@@ -50,3 +50,18 @@ def test_peak_tracker_counts_current_and_peak():
     assert (t.current, t.peak) == (3, 15)
     t.reset()
     assert t.peak == 3
+
+
+def test_empty_cache_drops_fusion_programs_and_constants():
+    """A fused device's kept programs and constants are a cache: ``burn.empty_cache`` drops them, and the
+    same computation is planned again and still right."""
+    dev = burn.device("cpu", autodiff=True, fusion=True)
+    fb = dev.backend.inner
+    x = burn.tensor(np.arange(12, dtype=np.float32).reshape(3, 4), device=dev)
+    want = ((np.arange(12, dtype=np.float32).reshape(3, 4) * 2.0 + 1.0) ** 2).sum()
+    for _ in range(3):
+        assert ((x * 2.0 + 1.0) ** 2).sum().item() == want
+    assert fb._programs
+    burn.empty_cache(dev)
+    assert not fb._programs and not fb._constants
+    assert ((x * 2.0 + 1.0) ** 2).sum().item() == want

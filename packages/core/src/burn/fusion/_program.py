@@ -96,6 +96,15 @@ class Replaying(Launching):
                     n.done(failed)
             raise
 
+    def empty_cache(self) -> None:
+        """``burn.empty_cache``: run what is recorded, then drop the kept programs (with the device graphs
+        captured from them and their memory pools) and the kept constants. Streams that come again are
+        planned again; tensors that hold a graph's buffers keep them."""
+        self.flush()
+        self._programs = {}
+        self._lengths = set()
+        self._constants.clear()
+
     def _forget_oldest(self) -> None:
         """Drop the programs of the signature run least recently (``SIGNATURES_KEPT``)."""
         programs = self._programs
