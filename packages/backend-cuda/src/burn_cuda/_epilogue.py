@@ -8,8 +8,8 @@ epilogue plan (``FusedKernel.matmul``) is a tuned family (``EPILOGUE``) of two k
   element-wise kernel (two launches, the product through memory);
 - ``t<BM>x<BN>k<BK>r<TM>x<TN>``: a generated tiled GEMM (``gemm_source``): a block of 256 threads
   computes a BM x BN tile of the product, each thread TM x TN of it in registers, K walked in steps
-  of BK through shared memory; the epilogue, rendered from the same plan as the element-wise kernels
-  (``_fusion.source``), runs on the registers and stores each output once. Operands are read through
+  of BK through shared memory; the epilogue, the plan's skeleton rendered as the element-wise kernels
+  are (``_renderer``), runs on the registers and stores each output once. Operands are read through
   their element strides, so transposed views are read in place; tiles load along whichever of an
   operand's dims is contiguous.
 
@@ -20,14 +20,13 @@ candidate runs is the tuner's choice per shape bucket and layout, checked agains
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from burn.autotune import Candidate, Family, bucket
-from burn.fusion import FusedKernel
+from burn.fusion import FusedKernel, skeleton
 
-from ._dtypes import C_TYPE, TO_NP, scalar_dtype
+from ._renderer import CudaRenderer
 from ._tuned import _close, tuner
 from ._tuned_kernels import _compiled
 
@@ -57,19 +56,11 @@ def gemm_source(
     row-major A); ``b_nfast``: B is contiguous along N (a row-major B). ``aliased``: an output may be
     an input's buffer (each element's inputs are loaded before its stores), so the epilogue's
     pointers are not declared ``__restrict__``."""
-    from ._fusion import source
-
     bm, bn, bk, tm, tn = tile
-    _, _, body = source(plan)
-    body = re.sub(r"\bl0\b", "p", body)  # value 0, the product, is the accumulator
-    body = re.sub(r"\bl(\d+)([;)])", r"l\1[off\1]\2", body)
-    body = re.sub(r"^o(\d+) = ", r"o\1[at] = ", body, flags=re.M)
+    renderer, sk = CudaRenderer(restrict=not aliased), skeleton(plan)
+    body = "\n".join(renderer.epilogue(sk))  # value 0, the product, is the accumulator ``p``
     k = len(plan.inputs)
-    restrict = "" if aliased else " __restrict__"
-    params = ["const float* __restrict__ A", "const float* __restrict__ B"]
-    params += [f"const {C_TYPE[TO_NP[d]]}*{restrict} l{i}" for i, d in enumerate(plan.inputs) if i]
-    params += [f"const {C_TYPE[scalar_dtype(TO_NP[d])]} s{i}" for i, d in enumerate(plan.scalars)]
-    params += [f"{C_TYPE[TO_NP[d]]}*{restrict} o{i}" for i, d in enumerate(plan.out_dtypes())]
+    params = ["const float* __restrict__ A", "const float* __restrict__ B", *renderer.params(sk)]
     params += ["const int M", "const int N", "const int K"]
     params += ["const long long sam", "const long long sak", "const long long sbk", "const long long sbn"]
     params += [f"const long long st{i}_{d}" for i in range(1, k) for d in range(2)]

@@ -1,12 +1,9 @@
-"""Fused element-wise kernels: burn.fusion's plans rendered as one ``cupy.ElementwiseKernel`` each.
+"""Fused kernels on burn-cuda: the ``FusionRuntime`` that runs burn.fusion's plans as kernels rendered by
+``_renderer`` (CUDA C), compiled by CuPy once per plan and launched with the plan's arrays.
 
-The kernel takes the plan's inputs (CuPy broadcasts and strides them) and scalars and writes its
-outputs. Every op is the expression of the element-wise table (``_kernels``) in its own block with
-``C`` the op's compute type, so a fused chain computes what the unfused kernels compute (half values
-are carried in float registers between ops and rounded only when stored). bfloat16 arrays travel as their
-bits (uint16 views): loaded with ``burn_bf16_to_f``, each bfloat16 op's value rounded with
-``burn_bf16_round`` as the unfused kernel would store it, stored with ``burn_f_to_bf16``; bfloat16
-scalars come as float32 and are rounded in the kernel.
+An element-wise plan runs as one ``cupy.ElementwiseKernel`` (CuPy broadcasts and strides the inputs),
+or, where every input is dense and of the output's shape, as a ``RawKernel`` indexed by the element
+number (far less launch work). bfloat16 arrays are passed as their bits (uint16 views).
 
 Matmul epilogues (``FusedKernel.matmul``) are a tuned family of their own (``_epilogue``).
 
@@ -20,24 +17,23 @@ values in its chain runs as its element-wise kernel and then the backend's reduc
 from __future__ import annotations
 
 import functools
-import re
 import threading
 from typing import TYPE_CHECKING, Any
 
 import burn
 import numpy as np
 from burn import DType
-from burn.fusion import FusedKernel, FusedOp, FusedReduce
+from burn.fusion import FusedKernel, FusedReduce
 
 from . import _kernels
 from ._bf16 import bits
-from ._dtypes import C_TYPE, COMPUTE_TYPE, TO_NP, is_bf16, param_dtype, scalar_dtype
+from ._dtypes import TO_NP, is_bf16, param_dtype, scalar_dtype
+from ._renderer import COMBINE, TABLES, dense_source, reduce_source, source
 from ._types import Kernel, Prim
 
 if TYPE_CHECKING:
     from ._backend import CudaBackend
 
-_TABLES = {"unary": _kernels.UNARY_EXPR, "binary": _kernels.BINARY_EXPR}
 _lock = threading.Lock()
 
 
@@ -62,7 +58,7 @@ class CudaFusion:
         if kind == "clamp":
             return dt.kind in "fiuV"  # V: bfloat16
         try:
-            _kernels.expression(_TABLES[kind], name, dt)
+            _kernels.expression(TABLES[kind], name, dt)
         except KeyError:
             return False
         return True
@@ -81,7 +77,7 @@ class CudaFusion:
         """Reduce kernels of float32/float64 sum, mean, max and min over trailing dims: one block per
         result, so only where each result is short or there are enough of them to fill the GPU
         (a few long rows go to the backend's multi-block reductions)."""
-        if op not in _REDUCE_INIT or dtype not in (burn.float32, burn.float64):
+        if op not in COMBINE or dtype not in (burn.float32, burn.float64):
             return False
         rows, n = FusedReduce(op, dims, False).rows(shape)
         return 0 < rows < 2**31 and 0 < n and (n <= _REDUCE_LONG or rows >= _REDUCE_MANY)
@@ -222,14 +218,6 @@ class CudaFusion:
 _BLOCK = 256
 _REDUCE_LONG = 16384  # a reduce kernel's rows may be this long whatever their number
 _REDUCE_MANY = 256  # ... and longer where there are at least this many
-# a reduction's start value and how two partial results combine (a, b: the accumulator type)
-_REDUCE_INIT = {"sum": "0", "mean": "0", "max": "-BURN_INF", "min": "BURN_INF"}
-_REDUCE_COMBINE = {
-    "sum": "a + b",
-    "mean": "a + b",
-    "max": "(a > b || a != a) ? a : b",  # NaN wins, as in CuPy's max
-    "min": "(a < b || a != a) ? a : b",
-}
 
 
 def _element_strides(x: Prim, shape: tuple[int, ...]) -> list[int]:
@@ -239,99 +227,6 @@ def _element_strides(x: Prim, shape: tuple[int, ...]) -> list[int]:
     for s, st, n in zip(x.shape, x.strides, shape[pad:]):
         out.append(0 if s == 1 and n != 1 else st // x.itemsize)
     return out
-
-
-def reduce_source(plan: FusedKernel, name: str) -> str:
-    """The CUDA C of a RawKernel running reduce kernel ``plan`` (see the module docstring). Parameters:
-    the inputs, the scalars, the stored values, n (elements per result), the shape, each input's
-    strides in elements (zeros for inputs only the epilogue reads), then with an epilogue the
-    result's shape and the strides over it of each input the epilogue reads. One block per result;
-    blockDim a multiple of 32; thread 0 runs the epilogue and stores."""
-    red = plan.reduce
-    assert red is not None
-    rank = len(plan.shape)
-    out_t = C_TYPE[TO_NP[plan.out_dtypes()[0]]]
-    pre = red.pre_reads(plan)
-    _, _, body = source(plan)
-    keep = []
-    for line in body.splitlines():
-        load = re.match(r"const \S+ v(\d+) = ", line)
-        if line.startswith("o0 = ") or (
-            load and int(load.group(1)) < len(plan.inputs) and int(load.group(1)) not in pre
-        ):
-            continue  # the store (the chain's value is reduced), and loads only the epilogue needs
-        keep.append(line)
-    body = re.sub(r"\bl(\d+)([;)])", r"l\1[off\1]\2", "\n".join(keep))
-    k = len(plan.inputs)
-    stores = red.stores(plan)
-    store_t = [C_TYPE[TO_NP[dt]] for dt in red.store_dtypes(plan)]
-    params = [f"const {C_TYPE[TO_NP[d]]}* __restrict__ l{i}" for i, d in enumerate(plan.inputs)]
-    params += [f"const {C_TYPE[scalar_dtype(TO_NP[d])]} s{i}" for i, d in enumerate(plan.scalars)]
-    params += [f"{t}* __restrict__ o{j}" for j, t in enumerate(store_t)]
-    params.append("const long long n")
-    params += [f"const long long sh{d}" for d in range(rank)]
-    params += [f"const long long st{i}_{d}" for i in range(k) for d in range(rank)]
-    walk = ["long long r = row * n + j;"]
-    walk += [f"long long off{i} = 0;" for i in range(k) if i in pre]
-    for d in reversed(range(rank)):
-        walk.append(f"{{ const long long c = r % sh{d}; r /= sh{d};")
-        walk += [f"  off{i} += c * st{i}_{d};" for i in range(k) if i in pre]
-        walk.append("}")
-    combine = _REDUCE_COMBINE[red.op]
-    value = f"v{plan.outputs[0]}"
-    final = "acc / (ACC)n" if red.op == "mean" else "acc"
-    reduced = red.reduced_value(plan)
-    finish = [f"const ACC v{reduced} = {final};"]
-    if red.post:
-        rr = len(red.shape(plan.shape))
-        post_ins = [i for i in range(k) if i in red.post_reads()]
-        params += [f"const long long rs{d}" for d in range(rr)]
-        params += [f"const long long ps{i}_{d}" for i in post_ins for d in range(rr)]
-        finish.append("long long q = row;")
-        finish += [f"long long poff{i} = 0;" for i in post_ins]
-        for d in reversed(range(rr)):
-            finish.append(f"{{ const long long c = q % rs{d}; q /= rs{d};")
-            finish += [f"  poff{i} += c * ps{i}_{d};" for i in post_ins]
-            finish.append("}")
-        finish += [f"const ACC v{i} = (ACC)l{i}[poff{i}];" for i in post_ins]
-        reads = red.post_reads()
-        finish += [f"const ACC v{k + j} = (ACC)s{j};" for j in range(len(plan.scalars)) if k + j in reads]
-        finish += [_op_line(op, reduced + 1 + j) for j, op in enumerate(red.post)]
-    finish += [f"o{j}[row] = ({t})v{v};" for j, (v, t) in enumerate(zip(stores, store_t))]
-    return (
-        _kernels.PREAMBLE
-        + f"typedef {out_t} ACC;\n"
-        + (  # NVRTC has no math headers: infinity from its bits
-            "#define BURN_INF __longlong_as_double(0x7ff0000000000000LL)\n"
-            if out_t == "double"
-            else "#define BURN_INF __int_as_float(0x7f800000)\n"
-        )
-        + "__device__ __forceinline__ ACC burn_combine(ACC a, ACC b) { return "
-        + combine
-        + "; }\n"
-        + f'extern "C" __global__ void {name}({", ".join(params)}) {{\n'
-        + "const long long row = blockIdx.x;\n"
-        + f"ACC acc = {_REDUCE_INIT[red.op]};\n"
-        + "for (long long j = threadIdx.x; j < n; j += blockDim.x) {\n"
-        + "\n".join(walk)
-        + "\n"
-        + body
-        + f"\nacc = burn_combine(acc, (ACC){value});\n"
-        + "}\n"
-        + "for (int o = 16; o > 0; o >>= 1) acc = burn_combine(acc, __shfl_down_sync(0xffffffffu, acc, o));\n"
-        + "__shared__ ACC part[32];\n"
-        + "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
-        + "if (lane == 0) part[warp] = acc;\n"
-        + "__syncthreads();\n"
-        + "if (warp == 0) {\n"
-        + f"  acc = lane < (int)(blockDim.x >> 5) ? part[lane] : (ACC)({_REDUCE_INIT[red.op]});\n"
-        + "  for (int o = 16; o > 0; o >>= 1) acc = burn_combine(acc, __shfl_down_sync(0xffffffffu, acc, o));\n"
-        + "  if (lane == 0) {\n"
-        + "\n".join(f"    {line}" for line in finish)
-        + "\n  }\n"
-        + "}\n"
-        + "}\n"
-    )
 
 
 def _outputs(
@@ -366,80 +261,3 @@ def _dense_ok(plan: FusedKernel) -> bool:
     """Plans whose every type is a plain C type in a RawKernel (CuPy's float16 class is not)."""
     types = (*plan.inputs, *plan.scalars, *(op.out for op in plan.ops), *(op.compute for op in plan.ops))
     return all(TO_NP[d].name != "float16" for d in types)
-
-
-def dense_source(plan: FusedKernel, name: str, aliased: bool = False) -> str:
-    """The CUDA C of a RawKernel running ``plan`` over dense inputs and outputs of one shape: the
-    ElementwiseKernel body of ``source``, with each input and output indexed by the element number.
-    ``aliased``: an output may be an input's buffer (written in place), so no pointer is declared
-    ``__restrict__`` (each thread still loads its element of every input before any store: the
-    stores come last and depend on nothing after them)."""
-    _, _, body = source(plan)
-    body = re.sub(r"\bl(\d+)([;)])", r"l\1[i]\2", body)
-    body = re.sub(r"^o(\d+) = ", r"o\1[i] = ", body, flags=re.M)
-    restrict = "" if aliased else " __restrict__"
-    params = [f"const {C_TYPE[TO_NP[d]]}*{restrict} l{k}" for k, d in enumerate(plan.inputs)]
-    params += [f"const {C_TYPE[scalar_dtype(TO_NP[d])]} s{k}" for k, d in enumerate(plan.scalars)]
-    params += [f"{C_TYPE[TO_NP[d]]}*{restrict} o{k}" for k, d in enumerate(plan.out_dtypes())]
-    params.append("const long long n")
-    return (
-        _kernels.PREAMBLE
-        + f'extern "C" __global__ void {name}({", ".join(params)}) {{\n'
-        + "const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-        + "if (i >= n) return;\n"
-        + body
-        + "\n}\n"
-    )
-
-
-def _op_line(op: FusedOp, v: int) -> str:
-    """The CUDA C computing op ``op`` as value ``v`` from its argument values ``v<arg>``."""
-    out_c = COMPUTE_TYPE[TO_NP[op.out]]
-    comp = TO_NP[op.compute]
-    c = COMPUTE_TYPE[comp]
-    names = [f"v{a}" for a in op.args]
-    if op.kind == "where":
-        expr = f"{names[0]} ? (C){names[1]} : (C){names[2]}"
-        operands = ""
-    else:
-        if op.kind == "cast":
-            expr = "a"
-        elif op.kind == "clamp":
-            expr = "a < b ? b : (a > c ? c : a)"
-        else:
-            expr = _kernels.expression(_TABLES[op.kind], op.name, comp)
-        operands = " ".join(f"const C {'abc'[i]} = (C){n};" for i, n in enumerate(names))
-    if is_bf16(TO_NP[op.out]):  # rounded as the unfused op stores it, carried in float
-        expr = f"burn_bf16_round({expr})"
-    elif out_c != C_TYPE[TO_NP[op.out]]:  # half: rounded as the unfused op stores it, carried in float
-        expr = f"({C_TYPE[TO_NP[op.out]]})({expr})"
-    return f"{out_c} v{v}; {{ typedef {c} C; {operands} v{v} = ({out_c})({expr}); }}"
-
-
-def source(plan: FusedKernel) -> tuple[str, str, str]:
-    """(in_params, out_params, body) of the ElementwiseKernel running ``plan``."""
-    np_in = [TO_NP[d] for d in plan.inputs]
-    np_sc = [TO_NP[d] for d in plan.scalars]
-    in_params = [f"{param_dtype(d).name} l{k}" for k, d in enumerate(np_in)] + [
-        f"{scalar_dtype(d).name} s{k}" for k, d in enumerate(np_sc)
-    ]
-    out_np = [TO_NP[d] for d in plan.out_dtypes()]
-    out_params = ", ".join(f"{param_dtype(d).name} o{k}" for k, d in enumerate(out_np))
-    first = plan.first_op
-    ctype: list[str] = [COMPUTE_TYPE[d] for d in np_in] + [COMPUTE_TYPE[d] for d in np_sc]
-    lines = [
-        f"const {ctype[k]} v{k} = burn_bf16_to_f(l{k});"
-        if is_bf16(d)
-        else f"const {ctype[k]} v{k} = ({ctype[k]})l{k};"
-        for k, d in enumerate(np_in)
-    ]
-    lines += [
-        f"const {ctype[len(np_in) + k]} v{len(np_in) + k} = "
-        + (f"burn_bf16_round(s{k});" if is_bf16(d) else f"s{k};")
-        for k, d in enumerate(np_sc)
-    ]
-    for j, op in enumerate(plan.ops):
-        lines.append(_op_line(op, first + j))
-    for k, (value, d) in enumerate(zip(plan.outputs, out_np)):
-        lines.append(f"o{k} = burn_f_to_bf16(v{value});" if is_bf16(d) else f"o{k} = ({C_TYPE[d]})v{value};")
-    return ", ".join(in_params), out_params, "\n".join(lines)

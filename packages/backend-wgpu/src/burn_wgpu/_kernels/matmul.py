@@ -237,7 +237,7 @@ class Block:
 @dataclass(frozen=True)
 class Epilogue:
     """Element-wise work a blocked matmul does on each product element before storing it (a fused
-    bias and activation, rendered by ``burn_wgpu._fusion``). ``source`` declares bindings 4.. and
+    bias and activation, rendered by ``burn_wgpu._renderer``). ``source`` declares bindings 4.. and
     ``fn epilogue(e: u32, v: f32)``, which stores what output element ``e`` (flat, dense) needs from
     product value ``v``, reading its own metadata at ``info[EPI + ...]`` (``EPI``: the first word
     after the matmul's); ``out_type``: the element type of binding 1 (the first output);

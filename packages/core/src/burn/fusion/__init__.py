@@ -5,7 +5,9 @@ recorded lazily, chains of element-wise ops run as one generated kernel (with th
 or the matmul they follow, where the backend's runtime can), and a repeated stream (a
 training step) replays what was planned for it the first time (``fusion=False`` or ``BURN_FUSION=0``
 turns fusion off, ``BURN_FUSION_REPLAY=0`` only the replay). A backend offers kernels for it by returning a ``FusionRuntime`` from
-``Backend.fusion_runtime()``; without one, plans run op by op (``ReferenceRuntime``).
+``Backend.fusion_runtime()``; without one, plans run op by op (``ReferenceRuntime``). A runtime that
+generates kernels renders each plan's ``skeleton`` (the statements every language's kernel runs)
+with a ``Renderer`` of its language.
 
 The layout, one module per stage, each stage a class the next one extends (a reader follows a stream
 from one to the next):
@@ -35,15 +37,25 @@ from ._launch import launch
 from ._plan import FusedKernel, FusedOp, FusedReduce, FusionRuntime
 from ._program import LATER
 from ._reference import ReferenceRuntime
+from ._skeleton import Apply, Load, ReduceStage, Renderer, ScalarLoad, Skeleton, Stage, Store, skeleton
 
 __all__ = [
     "LATER",
+    "Apply",
     "FusedKernel",
     "FusedOp",
     "FusedReduce",
     "Fusion",
     "FusionRuntime",
+    "Load",
+    "ReduceStage",
     "ReferenceRuntime",
+    "Renderer",
+    "ScalarLoad",
+    "Skeleton",
+    "Stage",
+    "Store",
     "launch",
     "mark_step",
+    "skeleton",
 ]
