@@ -145,7 +145,7 @@ class WgslRenderer(Renderer):
         binding = 1
         if sk.matmul:
             outs, binding = outs[1:], 4
-            ins = [k for k in range(1, len(plan.inputs))]
+            ins = list(range(1, len(plan.inputs)))
         else:
             aliased = {k for k, _ in self.alias}
             ins = [k for k in range(len(plan.inputs)) if k not in aliased]

@@ -12,7 +12,7 @@ A stage lists them in that order (``Stage.statements``). The plan's kind gives t
 
 - element-wise: ``main`` loads every input and scalar, runs every op and stores every output;
 - reduce kernel: ``main`` runs the chain feeding the reduction for each element of a row (loading
-  only the inputs the chain reads; no stores), ``reduce`` (``ReduceStage``) says which value is
+  the inputs the chain reads and every scalar; no stores), ``reduce`` (``ReduceStage``) says which value is
   reduced how, and its ``post`` stage runs once per result: loads of the inputs the epilogue reads
   (at the result's position), the scalars it reads, the post ops, then the stored values;
 - matmul epilogue: value 0 is the product element the matmul kernel holds; ``main`` loads the other
