@@ -47,19 +47,21 @@ def _uses_f16(plan: FusedKernel) -> bool:
     return float16 in (*plan.inputs, *(op.out for op in plan.ops))
 
 
-def _expression(kind: str, name: str, compute: DType, out: DType) -> str:
+def _expression(kind: str, name: str, compute: DType, out: DType) -> tuple[str, bool]:
+    """(the table's expression, whether its result is a WGSL bool) of an op."""
     if kind == "cast":
-        return K.expression("cast", "cast", compute, out)[0]
-    return K.expression("ternary" if kind in ("where", "clamp") else kind, name, compute)[0]
+        return K.expression("cast", "cast", compute, out)
+    return K.expression("ternary" if kind in ("where", "clamp") else kind, name, compute)
 
 
 @functools.lru_cache(maxsize=4096)
 def _template(kind: str, name: str, compute: DType, out: DType) -> str:
     """``WgslRenderer.apply``'s line for an op, as a format string of (value, *operand values): the
     table's expression parsed once per op and dtypes, not once per kernel."""
-    expr = _expression(kind, name, compute, out).replace("{", "{{").replace("}", "}}")
+    expr, is_bool = _expression(kind, name, compute, out)
+    expr = expr.replace("{", "{{").replace("}", "}}")
     value = "(" + _OPERAND.sub(lambda m: f"v{{{'abc'.index(m.group(0)) + 1}}}", expr) + ")"
-    if kind != "cast" and name in K.BOOL_RESULT:
+    if is_bool:
         value = f"select(0u, 1u, {value})"
     elif out is float16:  # rounded as the unfused op stores it; carried on in f32
         value = f"b_round_f16{value}"
@@ -87,7 +89,7 @@ class WgslRenderer(Renderer):
         return f"vec4<{WGSL[dtype]}>" if self.vec4 else WGSL[dtype]
 
     def expression(self, op: FusedOp) -> str:
-        return _expression(op.kind, op.name, op.compute, op.out)
+        return _expression(op.kind, op.name, op.compute, op.out)[0]
 
     def apply(self, stmt: Apply) -> str:
         op = stmt.op
