@@ -24,7 +24,7 @@ import platform
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from . import plugins
 from ._errors import DeviceError
@@ -292,17 +292,11 @@ def render_text(info: dict[str, Any], verbose: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line usage errors (``burn launch: error: argument -n/--np: ...``), exit 2: the
-    usage block is what ``--help`` is for. Subcommand parsers (plugins' included) are of this class."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
 def _parser(commands: Sequence[plugins.CommandSpec] = ()) -> argparse.ArgumentParser:
     """The ``burn`` parser: burn-core's ``info`` and the ``commands`` plugins registered."""
-    parser = _Parser(prog="burn", description="burn-py command line tools.")
+    # one-line usage errors (``burn launch: error: argument -n/--np: ...``), exit 2; subcommand parsers
+    # (plugins' included) are of the same class
+    parser = plugins.OneLineParser(prog="burn", description="burn-py command line tools.")
     parser.add_argument("--version", action="version", version=f"burn-py {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     info = sub.add_parser(

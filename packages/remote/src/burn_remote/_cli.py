@@ -4,54 +4,15 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from typing import TYPE_CHECKING
+
+from burn.plugins import int_at_least, int_between, positive_float
 
 from ._protocol import DEFAULT_PORT
 
 if TYPE_CHECKING:
     from ._server import ServerConfig
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port number 0-65535 (0: any free port), got {text!r}")
-    return value
-
-
-def _index(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a device index >= 0, got {text!r}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
-
-
-def _mib(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"expected a finite number of MiB > 0, got {text!r}")
-    return value
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -63,19 +24,41 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "otherwise, and refuses a non-loopback address without --token-file. Prints the URL once ready.",
     )
     serve.add_argument("--backend", default="cpu", help="local backend: cpu, wgpu or cuda (default cpu)")
-    serve.add_argument("--device", type=_index, default=None, metavar="N", help="device index (default 0)")
+    serve.add_argument(
+        "--device",
+        type=int_at_least(0, "a device index"),
+        default=None,
+        metavar="N",
+        help="device index (default 0)",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument(
-        "--port", type=_port, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: any free)"
+        "--port",
+        type=int_between(0, 65535, "a port number", " (0: any free port)"),
+        default=DEFAULT_PORT,
+        help=f"port (default {DEFAULT_PORT}; 0: any free)",
     )
     serve.add_argument("--token-file", metavar="FILE", help="file holding the shared token clients must send")
     serve.add_argument("--tls-cert", metavar="C", help="TLS certificate (PEM): serve wss://")
     serve.add_argument("--tls-key", metavar="K", help="TLS private key (PEM) of --tls-cert")
-    serve.add_argument("--max-frame-mib", type=_mib, default=64, help="largest frame accepted (default 64)")
     serve.add_argument(
-        "--max-session-mib", type=_mib, default=4096, help="tensor memory per session (default 4096)"
+        "--max-frame-mib",
+        type=positive_float("number of MiB"),
+        default=64,
+        help="largest frame accepted (default 64)",
     )
-    serve.add_argument("--max-sessions", type=_count, default=32, help="sessions open at once (default 32)")
+    serve.add_argument(
+        "--max-session-mib",
+        type=positive_float("number of MiB"),
+        default=4096,
+        help="tensor memory per session (default 4096)",
+    )
+    serve.add_argument(
+        "--max-sessions",
+        type=int_at_least(1, "a whole number"),
+        default=32,
+        help="sessions open at once (default 32)",
+    )
     serve.add_argument("-v", "--verbose", action="store_true", help="log every session event")
 
 

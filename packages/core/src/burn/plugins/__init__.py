@@ -18,7 +18,9 @@ A backend decorator (autodiff, fusion) registers a ``DecoratorSpec`` through
 ``burn_register_decorators(register)``; ``burn.device(name, **{decorator: True})`` then wraps that device's
 backend in it. A subcommand of the ``burn`` command line (``burn onnx ...``) is a ``CommandSpec`` registered
 through ``burn_register_commands(register)``; it raises ``CommandError`` for a usage error, which ``burn``
-prints as one line (exit status 2). burn-core itself imports no other burn package: everything reaches it through these hooks.
+prints as one line (exit status 2). Commands (and scripts) parse their arguments with ``OneLineParser`` and
+the ``type=`` helpers ``int_at_least``, ``int_between`` and ``positive_float`` (loaded lazily: they import
+argparse). burn-core itself imports no other burn package: everything reaches it through these hooks.
 
 ``BURN_DISABLE_PLUGINS=a,b`` skips entry points (by entry-point or distribution name);
 ``BURN_DISABLE_PLUGIN_AUTOLOAD=1`` loads only burn-core's built-ins and plugins added with
@@ -26,6 +28,8 @@ prints as one line (exit status 2). burn-core itself imports no other burn packa
 
 This package imports neither numpy nor importlib.metadata at import time, and runs under Pyodide.
 """
+
+from typing import TYPE_CHECKING
 
 from ._discovery import BUILTINS
 from ._manager import (
@@ -52,6 +56,22 @@ from ._specs import (
     PluginInfo,
 )
 
+if TYPE_CHECKING:  # loaded on first use by __getattr__ below (argparse stays out of `import burn`)
+    from ._arguments import OneLineParser, int_at_least, int_between, positive_float
+
+_LAZY = frozenset({"OneLineParser", "int_at_least", "int_between", "positive_float"})
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'burn.plugins' has no attribute {name!r}")
+    from . import _arguments
+
+    value = getattr(_arguments, name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
     "BUILTINS",
     "ENTRY_POINT_GROUP",
@@ -62,6 +82,7 @@ __all__ = [
     "CommandSpec",
     "DecoratorSpec",
     "MetricCollectorSpec",
+    "OneLineParser",
     "PluginError",
     "PluginInfo",
     "PluginWarning",
@@ -70,6 +91,9 @@ __all__ = [
     "get_plugin_manager",
     "hookimpl",
     "hookspec",
+    "int_at_least",
+    "int_between",
+    "positive_float",
     "probe",
     "probe_devices",
     "register_plugin",

@@ -15,29 +15,17 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-
-def _ranks(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of ranks, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number of ranks >= 1, got {value}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text!r}")
-    return value
+from burn.plugins import int_at_least, positive_float
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-n", "--np", dest="ranks", type=_ranks, help="number of ranks (processes) to start")
+    parser.add_argument(
+        "-n",
+        "--np",
+        dest="ranks",
+        type=int_at_least(1, "a number of ranks"),
+        help="number of ranks (processes) to start",
+    )
     parser.add_argument(
         "-m", dest="module", action="store_true", help="run the first argument as a module (like python -m)"
     )
@@ -52,7 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=_seconds,
+        type=positive_float("number of seconds"),
         metavar="SECONDS",
         help="seconds a rank waits for the others (BURN_DDP_TIMEOUT)",
     )

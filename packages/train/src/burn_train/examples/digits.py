@@ -23,7 +23,9 @@ import os
 import shlex
 import sys
 import time
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
+
+from burn.plugins import OneLineParser, int_at_least, positive_float
 
 from burn_train import ClassificationOutput, LearnerBuilder, TrainOutput
 
@@ -185,13 +187,6 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
         return super()._get_help_string(action)
 
 
-class _Parser(argparse.ArgumentParser):
-    """One-line usage errors, exit 2 (the usage block is what ``--help`` shows)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
 def _prog() -> str:
     """How the user started this: ``python3 dev.py train``, ``python examples/train_digits.py``, or
     the module form."""
@@ -203,32 +198,9 @@ def _prog() -> str:
     return MODULE_PROG
 
 
-def _int_at_least(low: int, what: str = "") -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}{what}, got {value}")
-        return value
-
-    return parse
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0 or math.isinf(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
-    return value
-
-
 def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argparse.Namespace:
     """The options (``prog`` names the command in ``--help``; by default how it was started)."""
-    p = _Parser(
+    p = OneLineParser(
         prog=prog or _prog(),
         description=__doc__.split("\n")[0],
         epilog=EXIT_CODES,
@@ -253,10 +225,10 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
         default="",
         help="comma-separated devices for data-parallel training, e.g. cpu,wgpu or cpu,cpu:1 (overrides --backend)",
     )
-    p.add_argument("--epochs", type=_int_at_least(1), default=8, help="number of epochs to train in all")
-    p.add_argument("--batch-size", type=_int_at_least(1), default=32, help="training batch size (items)")
+    p.add_argument("--epochs", type=int_at_least(1), default=8, help="number of epochs to train in all")
+    p.add_argument("--batch-size", type=int_at_least(1), default=32, help="training batch size (items)")
     p.add_argument(
-        "--lr", type=_positive_float, default=1e-2, help="peak learning rate (cosine-annealed to lr/20)"
+        "--lr", type=positive_float(), default=1e-2, help="peak learning rate (cosine-annealed to lr/20)"
     )
     p.add_argument("--seed", type=int, default=0, help="random seed for the init and the data order")
     p.add_argument(
@@ -278,18 +250,18 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> argpar
         help="auto: the dashboard (tui) in a terminal, plain lines (cli) otherwise",
     )
     p.add_argument(
-        "--patience", type=_int_at_least(0), default=0, help="early stopping patience on valid loss (0: off)"
+        "--patience", type=int_at_least(0), default=0, help="early stopping patience on valid loss (0: off)"
     )
     p.add_argument(
         "--resume",
-        type=_int_at_least(1, " (omit --resume to train from scratch)"),
+        type=int_at_least(1, note=" (omit --resume to train from scratch)"),
         default=None,
         metavar="EPOCH",
         help="continue from the checkpoint of this epoch (in ARTIFACTS/checkpoint), at EPOCH + 1; "
         "without it training starts from scratch",
     )
     p.add_argument(
-        "--limit", type=_int_at_least(0), default=0, help="use only the first N train/valid items (0: all)"
+        "--limit", type=int_at_least(0), default=0, help="use only the first N train/valid items (0: all)"
     )
     p.add_argument(
         "--no-plots",
