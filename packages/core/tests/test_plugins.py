@@ -22,6 +22,7 @@ import pytest
 from burn import plugins
 from burn.plugins import (
     BackendSpec,
+    CollectiveSpec,
     MetricCollectorSpec,
     PluginError,
     PluginWarning,
@@ -321,6 +322,51 @@ def test_register_plugin_from_code_survives_reload_until_unregistered(fake):
         assert "codeb" not in plugins.registry().backends
     with pytest.raises(PluginError, match="was not registered"):
         plugins.unregister_plugin(plugin)
+
+
+class _CollectivePlugin:
+    def __init__(self, name: str, backends: tuple[str, ...] = ("ndarray",)) -> None:
+        self.name, self.backends = name, backends
+
+    @hookimpl
+    def burn_register_collectives(self, register):
+        register(CollectiveSpec(name=self.name, backends=self.backends, factory=lambda host, device: host))
+
+
+def test_collectives_register_and_serve_their_backends_devices(fake):
+    from burn.distributed import device_collectives
+
+    with _no_plugin_warnings():
+        info = plugins.register_plugin(_CollectivePlugin("ring"), name="ring-plugin")
+        assert info.provides == ["collective:ring"]
+        reg = plugins.registry()
+        assert reg.collective("ring").backends == ("ndarray",)
+        assert reg.provider("collective", "ring") is not None
+        assert [s.name for s in device_collectives(burn.device("cpu", autodiff=False))] == ["ring"]
+        with pytest.raises(KeyError, match="unknown collective 'gloo'; registered collectives: .*ring"):
+            reg.collective("gloo")
+        with pytest.raises(PluginError, match="collective 'ring' is already registered"):
+            plugins.register_plugin(_CollectivePlugin("ring"), name="ring-again")
+        plugins.unregister_plugin("ring-plugin")
+        assert device_collectives(burn.device("cpu")) == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"name": "Ring"}, ValueError, "CollectiveSpec.name: expected a lowercase identifier"),
+        ({"name": "mpi"}, ValueError, "reserved"),
+        ({"backends": "cuda"}, TypeError, "CollectiveSpec.backends: expected a non-empty tuple"),
+        ({"backends": ()}, TypeError, "CollectiveSpec.backends"),
+        ({"factory": None}, TypeError, "CollectiveSpec.factory: expected a callable"),
+        ({"is_installed": True}, TypeError, "CollectiveSpec.is_installed"),
+    ],
+)
+def test_collective_spec_checks_its_fields(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        CollectiveSpec(
+            **{"name": "ring", "backends": ("cuda",), "factory": lambda host, device: host, **kwargs}
+        )
 
 
 def test_register_plugin_that_fails_raises_and_is_not_kept(fake):

@@ -186,9 +186,11 @@ def test_launch_help_line_and_info_rendering():
 
 
 def _has_gpu() -> bool:
-    from burn_train.distributed import nccl_available
+    """Whether the nccl collective (burn-cuda's plugin) can run here: CuPy with NCCL and a GPU."""
+    from burn.plugins import registry
 
-    return nccl_available()[0]
+    spec = registry().collectives.get("nccl")
+    return spec is not None and spec.is_available()[0]
 
 
 # ---------------------------------------------------------------------------- one rank, in this process
@@ -271,6 +273,87 @@ def test_one_rank_reducer_returns_the_gradients():
         for pid, g in grads.items():
             if pid != skipped:
                 np.testing.assert_allclose(out.get(pid).numpy(), g.numpy(), rtol=1e-6, atol=1e-7)
+
+
+class _HostBackedDeviceCollective:
+    """A plugin offering a device collective for the numpy backend (``ndarray``), over MPI host copies:
+    what burn-cuda's NCCL is for ``cuda``, so the plugin route is tested without a GPU."""
+
+    def __init__(self) -> None:
+        self.made: list = []
+
+    @burn.plugins.hookimpl
+    def burn_register_collectives(self, register):
+        from burn.distributed import DeviceCollective
+
+        made = self.made
+
+        class HostBacked(DeviceCollective):
+            name = "hostbacked"
+
+            def __init__(self, host, device):
+                self.mpi, self.device = host, device
+                self.rank, self.size, self.timeout = host.rank, host.size, host.timeout
+                self.packed = 0
+                made.append(self)
+
+            @property
+            def host(self):
+                return self.mpi
+
+            def all_reduce_async(self, buf, op="sum"):
+                return self.mpi.all_reduce_async(buf, op)
+
+            def broadcast_async(self, buf, root=0):
+                return self.mpi.broadcast_async(buf, root)
+
+            def all_gather(self, buf):
+                return self.mpi.all_gather(buf)
+
+            def barrier(self):
+                self.mpi.barrier()
+
+            def pack(self, flat, scale):
+                self.packed += 1
+                return np.array(flat.numpy(), dtype=np.float32) * np.float32(scale)
+
+            def unpack(self, buf, scale, parts, device):
+                buf *= scale
+                return [
+                    burn.from_numpy(buf[o : o + n].reshape(shape), device=device) for o, n, shape in parts
+                ]
+
+        register(
+            burn.plugins.CollectiveSpec(
+                name="hostbacked",
+                backends=("ndarray",),
+                factory=lambda host, device: HostBacked(host, device),
+            )
+        )
+
+
+def test_a_collective_a_backend_plugin_registers_is_picked_and_trains_like_one_device(tmp_path):
+    """``collective="auto"`` takes the collective a plugin registered for the device's backend (as
+    burn-cuda's NCCL for cuda), gradients go through its pack/unpack, and training is unchanged."""
+    pytest.importorskip("mpi4py")
+    from burn.distributed import device_collectives
+    from burn_train.distributed import DistributedError, world
+
+    plugin = _HostBackedDeviceCollective()
+    burn.plugins.register_plugin(plugin, name="hostbacked-test")
+    try:
+        assert [s.name for s in device_collectives(burn.device("cpu"))] == ["hostbacked"]
+        assert world().collective_for(burn.device("cpu"), "mpi") is world().mpi
+        _, plain = _fit(tmp_path / "plain", None, epochs=1)
+        learner, ddp = _fit(tmp_path / "ddp", True, epochs=1)
+        assert learner.strategy.collective.name == "hostbacked" and plugin.made[-1].packed > 0
+        for name, value in plain.record().items():
+            np.testing.assert_allclose(ddp.record()[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+        with pytest.raises(DistributedError, match="the HOSTBACKED collective needs a ndarray device"):
+            world().collective_for(None, "hostbacked")
+    finally:
+        burn.plugins.unregister_plugin(plugin)
+        world()._collectives.clear()
 
 
 def test_buckets_start_reducing_during_backward(tmp_path, monkeypatch):

@@ -426,11 +426,9 @@ def test_killed_rank_ends_the_job(tmp_path, cleanup):
 # ---------------------------------------------------------------------------- several GPUs (NCCL)
 def _nccl_gpus() -> int:
     """The GPUs NCCL ranks can use here: 0 without CuPy, its NCCL or a GPU."""
-    from burn_train.distributed import nccl_available
-
-    if not nccl_available()[0]:
+    burn_cuda = pytest.importorskip("burn_cuda", reason="NCCL comes with burn-cuda")
+    if not burn_cuda.nccl_available()[0]:
         return 0
-    import burn_cuda
 
     return burn_cuda.device_count()
 

@@ -10,6 +10,9 @@ The examples that need an NVIDIA GPU are skipped by the doctest run (CI has none
 >>> with burn_cuda.matmul_precision("tf32"):     # doctest: +SKIP
 ...     y = x @ x                                 # or "fp32" (default), "bf16", "fp16"
 >>> t = burn_cuda.from_dlpack(torch_tensor)      # doctest: +SKIP
+
+``NcclCollective`` reduces gradients among GPU ranks for burn-train's data-parallel training (registered
+as the ``nccl`` collective of ``cuda`` devices); ``nccl_available()`` says whether it can run here.
 """
 
 from typing import TYPE_CHECKING
@@ -25,6 +28,7 @@ from ._interop import (
     to_dlpack,
 )
 from ._matmul import PRECISIONS, get_matmul_precision, matmul_precision, set_matmul_precision
+from ._nccl import NcclCollective, nccl_available
 from ._probe import device_count, devices, is_available
 from ._version import __version__
 
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PRECISIONS",
     "CudaBackend",
+    "NcclCollective",
     "__version__",
     "as_cupy",
     "device_count",
@@ -44,6 +49,7 @@ __all__ = [
     "is_available",
     "matmul_precision",
     "memory_stats",
+    "nccl_available",
     "set_matmul_precision",
     "set_memory_limit",
     "stream",

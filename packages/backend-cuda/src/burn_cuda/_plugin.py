@@ -5,12 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from burn.plugins import BackendSpec, hookimpl
+from burn.plugins import BackendSpec, CollectiveSpec, hookimpl
 
 from . import _probe
 
 if TYPE_CHECKING:
+    from burn import Device
+    from burn.distributed import Collective
+
     from ._backend import CudaBackend
+    from ._nccl import NcclCollective
 
 
 def _make(index: int) -> CudaBackend:
@@ -38,5 +42,39 @@ def burn_register_backends(register: Callable[[BackendSpec], None]) -> None:
             priority=20,
             default_decorators=("fusion",),
             description="CUDA on NVIDIA GPUs through CuPy (cuBLAS matmul, generated element-wise kernels)",
+        )
+    )
+
+
+def _make_nccl(host: Collective, device: Device) -> NcclCollective:
+    from ._nccl import NcclCollective
+
+    return NcclCollective(host, device.index)
+
+
+def _nccl_available() -> tuple[bool, str]:
+    from ._nccl import nccl_available
+
+    return nccl_available()
+
+
+def _nccl_installed() -> tuple[bool, str]:
+    from importlib import util
+
+    if util.find_spec("cupy") is None:
+        return False, "CuPy is not installed (pip install 'burn-core[cuda]')"
+    return True, "CuPy installed"
+
+
+@hookimpl
+def burn_register_collectives(register: Callable[[CollectiveSpec], None]) -> None:
+    register(
+        CollectiveSpec(
+            name="nccl",
+            backends=("cuda",),
+            factory=_make_nccl,
+            is_available=_nccl_available,
+            is_installed=_nccl_installed,
+            description="NCCL among the GPUs of the ranks, on burn-cuda's streams (CuPy's cupy.cuda.nccl)",
         )
     )

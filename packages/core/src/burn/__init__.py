@@ -71,11 +71,23 @@ from ._version import __version__
 from .backend._random import seed
 
 if TYPE_CHECKING:  # the subpackages load on first access (__getattr__ below)
-    from . import amp, autotune, backend, config, data, ir, lr_scheduler, nn, optim, record  # noqa: F401
+    from . import amp, autotune, backend, config, data, distributed, ir, lr_scheduler, nn, optim, record  # noqa: F401
 
 bool = bool_
 
-_SUBPACKAGES = ("amp", "autotune", "backend", "config", "data", "ir", "lr_scheduler", "nn", "optim", "record")
+_SUBPACKAGES = (
+    "amp",
+    "autotune",
+    "backend",
+    "config",
+    "data",
+    "distributed",
+    "ir",
+    "lr_scheduler",
+    "nn",
+    "optim",
+    "record",
+)
 
 
 def __getattr__(name: str) -> object:

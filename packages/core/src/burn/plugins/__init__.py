@@ -1,5 +1,5 @@
-"""burn's plugin system: pluggy markers, hook specs, and the registry of backends, decorators and
-collectors.
+"""burn's plugin system: pluggy markers, hook specs, and the registry of backends, decorators,
+collectors, commands and collectives.
 
 A third-party package adds a backend by exposing a module under the ``burn`` entry-point group::
 
@@ -20,7 +20,10 @@ backend in it. A subcommand of the ``burn`` command line (``burn onnx ...``) is 
 through ``burn_register_commands(register)``; it raises ``CommandError`` for a usage error, which ``burn``
 prints as one line (exit status 2). Commands (and scripts) parse their arguments with ``OneLineParser`` and
 the ``type=`` helpers ``int_at_least``, ``int_between`` and ``positive_float`` (loaded lazily: they import
-argparse). burn-core itself imports no other burn package: everything reaches it through these hooks.
+argparse). A collective for the devices of a backend (NCCL for ``cuda``) is a ``CollectiveSpec``
+registered through ``burn_register_collectives(register)``; multi-process training finds it with
+``burn.distributed.device_collectives(device)``. burn-core itself imports no other burn package:
+everything reaches it through these hooks.
 
 ``BURN_DISABLE_PLUGINS=a,b`` skips entry points (by entry-point or distribution name);
 ``BURN_DISABLE_PLUGIN_AUTOLOAD=1`` loads only burn-core's built-ins and plugins added with
@@ -49,6 +52,7 @@ from ._registry import Registry
 from ._specs import (
     BackendSpec,
     BrokenPlugin,
+    CollectiveSpec,
     CommandError,
     CommandSpec,
     DecoratorSpec,
@@ -78,6 +82,7 @@ __all__ = [
     "PROJECT",
     "BackendSpec",
     "BrokenPlugin",
+    "CollectiveSpec",
     "CommandError",
     "CommandSpec",
     "DecoratorSpec",

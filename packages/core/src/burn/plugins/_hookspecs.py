@@ -3,7 +3,7 @@
 from collections.abc import Callable
 
 from ._markers import hookspec
-from ._specs import BackendSpec, CommandSpec, DecoratorSpec, MetricCollectorSpec
+from ._specs import BackendSpec, CollectiveSpec, CommandSpec, DecoratorSpec, MetricCollectorSpec
 
 
 @hookspec
@@ -31,3 +31,10 @@ def burn_register_commands(register: Callable[[CommandSpec], None]) -> None:
     """Register subcommands of the ``burn`` command line (``burn onnx ...``): call
     ``register(CommandSpec(...))`` once each. ``burn --help`` lists them only where the plugin is
     installed."""
+
+
+@hookspec
+def burn_register_collectives(register: Callable[[CollectiveSpec], None]) -> None:
+    """Register collectives for the devices of a backend (NCCL for ``cuda``): call
+    ``register(CollectiveSpec(...))`` once each. Multi-process training (burn-train) picks one for
+    the devices it trains on through ``burn.distributed.device_collectives``."""

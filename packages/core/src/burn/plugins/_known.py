@@ -39,7 +39,7 @@ WEB_SOURCES = ("web-timing", "web-js-heap", "web-wasm-heap", "web-cpu-cores", "w
 KNOWN: tuple[KnownDist, ...] = (
     KnownDist("burn-autodiff", "burn_autodiff", "autodiff", ("decorator:autodiff",)),
     KnownDist("burn-wgpu", "burn_wgpu", "wgpu", ("backend:wgpu", "command:web")),
-    KnownDist("burn-cuda", "burn_cuda", "cuda", ("backend:cuda",)),
+    KnownDist("burn-cuda", "burn_cuda", "cuda", ("backend:cuda", "collective:nccl")),
     KnownDist(
         "burn-train", "burn_train", "train", ("collector:cpu-use", "collector:cpu-memory", "command:launch")
     ),
@@ -101,12 +101,13 @@ def _registered(reg: Registry, kind: str) -> dict[str, Any] | None:
         "collector": reg.collectors,
         "decorator": reg.decorators,
         "command": reg.commands,
+        "collective": reg.collectives,
     }
     return tables.get(kind)
 
 
 def missing(reg: Registry) -> list[dict[str, Any]]:
-    """Every first-party backend, decorator, collector and command that ``reg`` lacks, with why (not installed:
+    """Every first-party backend, decorator, collector, command and collective that ``reg`` lacks, with why (not installed:
     the command that installs it; disabled, broken, or autoload off)."""
     rows = []
     for dist in KNOWN:

@@ -55,6 +55,7 @@ def _run_hooks(pm: pluggy.PluginManager, plugin: object, batch: _Batch) -> None:
         ("burn_register_decorators", batch.add_decorator),
         ("burn_register_renderers", batch.add_renderer),
         ("burn_register_commands", batch.add_command),
+        ("burn_register_collectives", batch.add_collective),
     ):
         pm.subset_hook_caller(hook, others)(register=register)
 

@@ -11,7 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._specs import BackendSpec, BrokenPlugin, CommandSpec, DecoratorSpec, MetricCollectorSpec, PluginInfo
+from ._specs import (
+    BackendSpec,
+    BrokenPlugin,
+    CollectiveSpec,
+    CommandSpec,
+    DecoratorSpec,
+    MetricCollectorSpec,
+    PluginInfo,
+)
 
 # burn.device(spec, autodiff=False, **keywords): the decorator named "autodiff" is switched by the
 # parameter of that name; no other decorator name or option may take either name
@@ -27,6 +35,7 @@ class Registry:
     renderers: dict[str, Callable[..., Any]] = field(default_factory=dict)
     decorators: dict[str, DecoratorSpec] = field(default_factory=dict)
     commands: dict[str, CommandSpec] = field(default_factory=dict)
+    collectives: dict[str, CollectiveSpec] = field(default_factory=dict)
     plugins: list[PluginInfo] = field(default_factory=list)
     broken: list[BrokenPlugin] = field(default_factory=list)
     disabled: list[str] = field(default_factory=list)  # entry points skipped by BURN_DISABLE_PLUGINS
@@ -61,6 +70,14 @@ class Registry:
             raise self._missing("decorator", "decorators", name, self.decorators)
         return spec
 
+    def collective(self, name: str) -> CollectiveSpec:
+        """The collective registered under ``name`` (KeyError as for ``backend``: ``collective 'nccl' is
+        not installed: pip install 'burn-core[cuda]'``)."""
+        spec = self.collectives.get(name)
+        if spec is None:
+            raise self._missing("collective", "collectives", name, self.collectives)
+        return spec
+
     def _missing(self, kind: str, plural: str, name: str, table: dict, noun: str = "") -> KeyError:
         """The KeyError for a name not in ``table``: why (for a first-party name: not installed, with
         the extra to install, or not loaded) and what is registered."""
@@ -81,7 +98,7 @@ class Registry:
 
     def provider(self, kind: str, name: str) -> PluginInfo | None:
         """The plugin that registered ``kind`` (``"backend"``, ``"collector"``, ``"decorator"``,
-        ``"renderer"``, ``"command"``) ``name``."""
+        ``"renderer"``, ``"command"``, ``"collective"``) ``name``."""
         tag = f"{kind}:{name}"
         for info in self.plugins:
             if tag in info.provides:
@@ -106,6 +123,7 @@ class _Batch:
         self.renderers: dict[str, Callable[..., Any]] = {}
         self.decorators: dict[str, DecoratorSpec] = {}
         self.commands: dict[str, CommandSpec] = {}
+        self.collectives: dict[str, CollectiveSpec] = {}
 
     def _taken_by(self, kind: str, name: str) -> str:
         info = self._registry.provider(kind, name)
@@ -182,6 +200,18 @@ class _Batch:
             raise ValueError(f"command {spec.name!r} registered twice by the same plugin")
         self.commands[spec.name] = spec
 
+    def add_collective(self, spec: CollectiveSpec) -> None:
+        if not isinstance(spec, CollectiveSpec):
+            raise TypeError(f"burn_register_collectives: register() expects a CollectiveSpec, got {spec!r}")
+        if spec.name in self._registry.collectives:
+            raise ValueError(
+                f"collective {spec.name!r} is already registered by "
+                f"{self._taken_by('collective', spec.name)}; disable one with BURN_DISABLE_PLUGINS"
+            )
+        if spec.name in self.collectives:
+            raise ValueError(f"collective {spec.name!r} registered twice by the same plugin")
+        self.collectives[spec.name] = spec
+
     def commit(self) -> list[str]:
         """Add everything to the registry; return the ``kind:name`` tags for ``PluginInfo.provides``."""
         self._registry.backends.update(self.backends)
@@ -189,10 +219,12 @@ class _Batch:
         self._registry.renderers.update(self.renderers)
         self._registry.decorators.update(self.decorators)
         self._registry.commands.update(self.commands)
+        self._registry.collectives.update(self.collectives)
         return (
             [f"backend:{n}" for n in self.backends]
             + [f"collector:{n}" for n in self.collectors]
             + [f"decorator:{n}" for n in self.decorators]
             + [f"renderer:{n}" for n in self.renderers]
             + [f"command:{n}" for n in self.commands]
+            + [f"collective:{n}" for n in self.collectives]
         )

@@ -176,6 +176,51 @@ class DecoratorSpec:
         _check_callable("DecoratorSpec", "factory", self.factory)
 
 
+@dataclass(frozen=True)
+class CollectiveSpec:
+    """A collective a plugin offers for the tensors of its backends: all-reduce and friends among the
+    ranks of a multi-process job, on the devices themselves (NCCL for ``cuda``).
+
+    ``backends`` names the backends whose devices it serves, one device per rank. ``factory(host,
+    device)`` builds a ``burn.distributed.Collective`` among the ranks of ``host`` (the collective that
+    carries Python objects among the same ranks: MPI in burn-train) for this rank's ``device`` (called
+    lazily, once per device). ``is_available()`` returns ``(ok, reason)`` and may load the library and
+    look for devices; ``is_installed()`` returns ``(ok, detail)`` from what is installed alone and stays
+    import-light (``burn --help`` shows it). For example::
+
+        CollectiveSpec(name="nccl", backends=("cuda",), factory=make_nccl, is_available=nccl_probe)
+    """
+
+    name: str
+    backends: tuple[str, ...]
+    factory: Callable[[Any, Any], Any]
+    is_available: Callable[[], tuple[bool, str]] = _always
+    is_installed: Callable[[], tuple[bool, str]] = _always
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _OPTION_NAME.match(self.name):
+            raise ValueError(
+                "CollectiveSpec.name: expected a lowercase identifier (it is a value of the "
+                f"collective= option), got {self.name!r}"
+            )
+        if self.name in _RESERVED_COLLECTIVES:
+            raise ValueError(f"CollectiveSpec.name: {self.name!r} is reserved by the training loop")
+        if (
+            isinstance(self.backends, str)
+            or not isinstance(self.backends, (tuple, list))
+            or not self.backends
+        ):
+            raise TypeError(
+                f"CollectiveSpec.backends: expected a non-empty tuple of backend names, got {self.backends!r}"
+            )
+        object.__setattr__(self, "backends", tuple(self.backends))
+        for name in ("factory", "is_available", "is_installed"):
+            _check_callable("CollectiveSpec", name, getattr(self, name))
+
+
+_RESERVED_COLLECTIVES = frozenset({"auto", "mpi"})  # burn-train's own choices of collective=
+
 _COMMAND_NAME = re.compile(r"[a-z][a-z0-9-]*\Z")
 _RESERVED_COMMANDS = frozenset({"info", "help"})  # burn-core's own command, and argparse's
 
@@ -245,7 +290,7 @@ class BrokenPlugin:
 class PluginInfo:
     """A plugin that loaded, with the distribution that provides it and what it registered
     (``"backend:<name>"``, ``"collector:<name>"``, ``"decorator:<name>"``, ``"renderer:<name>"``,
-    ``"command:<name>"``)."""
+    ``"command:<name>"``, ``"collective:<name>"``)."""
 
     name: str
     value: str

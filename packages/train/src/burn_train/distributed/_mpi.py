@@ -13,9 +13,9 @@ import pickle
 import sys
 from typing import Any
 
-from ._collective import Collective, Work, check_op
+from burn.distributed import Collective, DistributedError, Work, check_op, check_root
+
 from ._env import timeout_from_env
-from ._errors import DistributedError
 
 _state = {"guarded": False, "failed": False}
 ABORT_STATUS = 70  # exit status of an aborted job (EX_SOFTWARE): another rank failed or timed out
@@ -159,8 +159,11 @@ class MpiCollective(Collective):
         self._work(self.comm.Ibarrier(), None, "barrier").wait()
 
     def _check_root(self, root: int) -> None:
-        if not isinstance(root, int) or not 0 <= root < self.size:
-            raise ValueError(f"collective: root must be a rank in 0..{self.size - 1}, got {root!r}")
+        check_root(root, self.size)
+
+    def mark_failed(self) -> None:
+        """A collective among these ranks timed out (a device collective's, too): abort at exit."""
+        mark_failed()
 
     # ---------------------------------------------------------------- objects
     def broadcast_object(self, obj: Any, root: int = 0) -> Any:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._context import COLLECTIVES
+from ._context import collective_names
 
 
 @dataclass(frozen=True)
 class DistributedOptions:
     """``enabled``: None trains data-parallel when an MPI launcher started more than one rank, True
-    always (one rank included), False never. ``collective``: ``"auto"`` (NCCL on CUDA devices where
-    CuPy has it, MPI otherwise), ``"mpi"`` or ``"nccl"``. ``timeout``: seconds a collective may wait
+    always (one rank included), False never. ``collective``: ``"auto"`` (the collective a backend plugin
+    offers for the device where it can run, such as burn-cuda's NCCL on CUDA devices; MPI otherwise),
+    ``"mpi"`` or a registered collective's name (``"nccl"``). ``timeout``: seconds a collective may wait
     (None: ``BURN_DDP_TIMEOUT``, default 600). ``bucket_bytes``: the gradient bucket size. ``overlap``:
     start reducing each bucket as soon as backward has its gradients (``train_step`` must then return
     the gradients ``backward()`` gave)."""
@@ -25,9 +26,10 @@ class DistributedOptions:
     def __post_init__(self) -> None:
         if self.enabled not in (None, True, False):
             raise TypeError(f"distributed: enabled must be None, True or False, got {self.enabled!r}")
-        if self.collective not in COLLECTIVES:
+        names = collective_names()
+        if self.collective not in names:
             raise ValueError(
-                f"distributed: collective must be one of {', '.join(COLLECTIVES)}, got {self.collective!r}"
+                f"distributed: collective must be one of {', '.join(names)}, got {self.collective!r}"
             )
         if self.timeout is not None and not (
             isinstance(self.timeout, (int, float)) and 0 < self.timeout < float("inf")

@@ -22,12 +22,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from burn.distributed import DistributedError
+
 from .._output import TrainOutput
 from ..learner._strategy import Step, Strategy, _checked
 from ._buckets import GradientReducer
 from ._context import World, world
 from ._env import auto_enabled
-from ._errors import DistributedError
 from ._options import DistributedOptions
 from ._sampler import ShardedLoader
 

@@ -1,8 +1,13 @@
-"""Errors of multi-process training: every one names the rank and what it was waiting for."""
+"""Errors of multi-process training: every one names the rank and what it was waiting for.
+
+>>> from burn.distributed import CollectiveTimeoutError, DistributedError
+>>> issubclass(CollectiveTimeoutError, DistributedError)
+True
+"""
 
 from __future__ import annotations
 
-from burn import BurnError
+from .._errors import BurnError
 
 
 class DistributedError(BurnError, RuntimeError):

@@ -1,6 +1,8 @@
-"""``NcclCollective``: collectives over CuPy device buffers through NCCL (``cupy.cuda.nccl``).
+"""``NcclCollective``: collectives over CuPy device buffers through NCCL (``cupy.cuda.nccl``), offered to
+multi-process training (burn-train) as the ``nccl`` collective of ``cuda`` devices (``_plugin``).
 
-The NCCL unique id is made on rank 0 and broadcast over MPI (so MPI launches and rendezvous); the
+The NCCL unique id is made on rank 0 and broadcast over the host collective (MPI: so MPI launches and
+rendezvous); the
 tensors then move GPU to GPU. Operations are queued on the burn-cuda device's own stream, so they are
 ordered after the kernels that produced the gradients and before the ones that read the result,
 without a host synchronisation in between. ``Work.wait()`` polls a CUDA event recorded after the
@@ -10,11 +12,16 @@ frees the kernels stuck waiting for a dead peer, and ``CollectiveTimeoutError`` 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from ._collective import Collective, Work, check_op
-from ._errors import DistributedError
-from ._mpi import MpiCollective, mark_failed
+from burn.distributed import Collective, DeviceCollective, DistributedError, Work, check_op, check_root
+
+from ._interop import as_cupy, from_dlpack
+from ._interop import stream as device_stream
+
+if TYPE_CHECKING:
+    from burn import Tensor
 
 
 def nccl_available() -> tuple[bool, str]:
@@ -58,14 +65,19 @@ def _nccl_dtype(nccl: Any, dtype: Any) -> int:
     return int(table[name])
 
 
-class NcclCollective(Collective):
-    """NCCL among the ranks of ``mpi`` (one GPU per rank): ``device_index`` is this rank's GPU and
-    ``stream`` the ``cupy.cuda.Stream`` the operations are queued on (default: that device's burn-cuda
-    stream)."""
+class NcclCollective(DeviceCollective):
+    """NCCL among the ranks of ``mpi`` (the host collective, one GPU per rank): ``device_index`` is this
+    rank's GPU and ``stream`` the ``cupy.cuda.Stream`` the operations are queued on (default: that
+    device's burn-cuda stream).
+
+    >>> from burn_cuda import NcclCollective  # doctest: +SKIP
+    >>> from burn_train.distributed import world  # doctest: +SKIP
+    >>> NcclCollective(world().mpi, 0).all_reduce(cupy.ones(4, cupy.float32))  # doctest: +SKIP
+    """
 
     name = "nccl"
 
-    def __init__(self, mpi: MpiCollective, device_index: int, stream: Any = None) -> None:
+    def __init__(self, mpi: Collective, device_index: int, stream: Any = None) -> None:
         ok, reason = nccl_available()
         if not ok:
             raise DistributedError(f"NCCL is not available: {reason}")
@@ -76,9 +88,7 @@ class NcclCollective(Collective):
         self.rank, self.size, self.timeout = mpi.rank, mpi.size, mpi.timeout
         self.device = cupy.cuda.Device(device_index)
         if stream is None:
-            import burn_cuda
-
-            stream = burn_cuda.stream(f"cuda:{device_index}")
+            stream = device_stream(f"cuda:{device_index}")
         self.stream = stream
         uid = nccl.get_unique_id() if mpi.rank == 0 else None
         uid = mpi.broadcast_object(uid, 0)
@@ -88,7 +98,7 @@ class NcclCollective(Collective):
         self._count = 0
 
     @property
-    def host(self) -> MpiCollective:
+    def host(self) -> Collective:
         return self.mpi
 
     def _check(self, buf: Any, what: str) -> Any:
@@ -103,7 +113,7 @@ class NcclCollective(Collective):
         return buf
 
     def _abort(self) -> None:
-        mark_failed()
+        self.mpi.mark_failed()
         try:
             self.comm.abort()
         except Exception:  # the timeout is reported whatever abort says
@@ -129,7 +139,7 @@ class NcclCollective(Collective):
         return self._work(buf, f"all_reduce({op}) of {buf.size} {buf.dtype}")
 
     def broadcast_async(self, buf: Any, root: int = 0) -> Work:
-        self.mpi._check_root(root)
+        check_root(root, self.size)
         buf = self._check(buf, "broadcast")
         with self.device:
             self.comm.bcast(buf.data.ptr, buf.size, _nccl_dtype(self.nccl, buf.dtype), root, self.stream.ptr)
@@ -147,6 +157,23 @@ class NcclCollective(Collective):
         with self.device:
             token = self.cupy.zeros(1, dtype=self.cupy.float32)
         self.all_reduce(token)
+
+    def pack(self, flat: Tensor, scale: float) -> Any:
+        src = as_cupy(flat)
+        with self.stream:  # burn's own stream: ordered with the kernels around it
+            buf = src.copy()  # ours to reduce in place; burn's tensors stay immutable
+            if scale != 1.0:
+                buf *= scale
+        return buf
+
+    def unpack(
+        self, buf: Any, scale: float, parts: Sequence[tuple[int, int, tuple[int, ...]]], device: Any
+    ) -> list[Tensor]:
+        with self.stream:
+            buf *= scale
+        return [
+            from_dlpack(buf[offset : offset + size].reshape(shape), device) for offset, size, shape in parts
+        ]
 
     def close(self) -> None:
         comm, self.comm = self.comm, None

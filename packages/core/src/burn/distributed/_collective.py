@@ -1,7 +1,8 @@
 """The collective interface the data-parallel strategy talks to, and the bounded wait behind it.
 
-Two implementations: ``MpiCollective`` (host numpy buffers, any backend, any machine) and
-``NcclCollective`` (CuPy device buffers on NVIDIA GPUs). Every operation is started non-blocking and
+Implemented by burn-train's ``MpiCollective`` (host numpy buffers, any backend, any machine) and by the
+device collectives backend plugins register (``burn_register_collectives``: burn-cuda's NCCL over CuPy
+device buffers on NVIDIA GPUs). Every operation is started non-blocking and
 returns a ``Work``; ``Work.wait()`` polls it until it completes or the collective's ``timeout``
 passes, then raises ``CollectiveTimeoutError`` naming the rank and the operation. A dead or hung rank
 therefore never makes the others wait forever. Python objects (records, metric items) always travel
@@ -13,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._errors import CollectiveTimeoutError
@@ -22,9 +23,27 @@ OPS = ("sum", "mean", "max", "min")
 
 
 def check_op(op: str) -> str:
+    """``op`` if it is a reduction every collective offers (``OPS``), else a ``ValueError``.
+
+    >>> from burn.distributed import check_op
+    >>> check_op("mean")
+    'mean'
+    """
     if op not in OPS:
         raise ValueError(f"collective: op must be one of {', '.join(OPS)}, got {op!r}")
     return op
+
+
+def check_root(root: int, size: int) -> int:
+    """``root`` if it is a rank of a job of ``size`` ranks, else a ``ValueError``.
+
+    >>> from burn.distributed import check_root
+    >>> check_root(1, size=2)
+    1
+    """
+    if not isinstance(root, int) or not 0 <= root < size:
+        raise ValueError(f"collective: root must be a rank in 0..{size - 1}, got {root!r}")
+    return root
 
 
 def poll(
@@ -68,7 +87,15 @@ _yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 
 class Work:
     """A collective in flight: ``done()`` tests it (and drives MPI's progress), ``wait()`` waits for it
-    within the collective's timeout and returns its result (the buffer written)."""
+    within the collective's timeout and returns its result (the buffer written).
+
+    ``test()`` says whether the operation completed; after ``timeout`` seconds ``on_timeout()`` runs and
+    ``CollectiveTimeoutError`` names ``what``; ``finish()`` (optional) computes the result once done.
+
+    >>> from burn.distributed import Work
+    >>> Work(lambda: True, "reduced", 5.0, "rank 0/1: all_reduce", lambda: None).wait()
+    'reduced'
+    """
 
     def __init__(
         self,
@@ -109,6 +136,10 @@ class Collective(ABC):
 
     Buffers are arrays of the implementation's kind (numpy for MPI, CuPy for NCCL), reduced and
     broadcast in place. ``host`` is the MPI collective that carries Python objects (itself for MPI).
+
+    >>> from burn.distributed import Collective
+    >>> sorted(Collective.__abstractmethods__)
+    ['all_gather', 'all_reduce_async', 'barrier', 'broadcast_async', 'host']
     """
 
     name: str = "collective"
@@ -119,7 +150,7 @@ class Collective(ABC):
     @property
     @abstractmethod
     def host(self) -> Any:
-        """The ``MpiCollective`` that moves pickled objects among the same ranks."""
+        """The collective that moves pickled objects among the same ranks (burn-train's ``MpiCollective``)."""
 
     @abstractmethod
     def all_reduce_async(self, buf: Any, op: str = "sum") -> Work:
@@ -153,8 +184,36 @@ class Collective(ABC):
         """Every rank's ``obj`` in rank order on ``root``; None on the other ranks."""
         return self.host.gather_object(obj, root)
 
+    def mark_failed(self) -> None:  # noqa: B027 (optional: only a host that must abort records it)
+        """A collective among these ranks timed out and cannot be cancelled: the process must end the job
+        (MPI's ``Abort``) instead of shutting down cleanly. Device collectives call it on their host."""
+
     def close(self) -> None:  # noqa: B027 (optional: most collectives hold nothing to release)
         """Release what the collective holds (communicators); it cannot be used afterwards."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(rank={self.rank}, size={self.size}, timeout={self.timeout:g})"
+
+
+class DeviceCollective(Collective):
+    """A collective over buffers on the devices themselves (NCCL over CuPy arrays), queued in order with
+    the device's kernels: after those that produce a buffer and before those that read the result, so
+    a caller may go on without waiting for it (a later ``Work.wait()`` still bounds it). Gradients move
+    through ``pack`` and ``unpack`` without leaving the device.
+
+    >>> from burn.distributed import DeviceCollective
+    >>> sorted(DeviceCollective.__abstractmethods__ - Collective.__abstractmethods__)
+    ['pack', 'unpack']
+    """
+
+    @abstractmethod
+    def pack(self, flat: Any, scale: float) -> Any:
+        """A buffer of this collective's kind that it may reduce in place: a copy of ``flat`` (a 1-d
+        ``burn.Tensor`` on this rank's device) times ``scale``."""
+
+    @abstractmethod
+    def unpack(
+        self, buf: Any, scale: float, parts: Sequence[tuple[int, int, tuple[int, ...]]], device: Any
+    ) -> list[Any]:
+        """``buf`` times ``scale`` (in place), as ``burn.Tensor`` views on ``device`` without copies: one
+        per ``(offset, size, shape)`` in ``parts``."""
