@@ -190,6 +190,7 @@ def _steady_ms(run: Any, reps: int) -> float:
 def native_only(M: Any, names: list[str], reps: int, out: Path | None) -> int:
     """Each model's exported schedule replayed natively (wgpu-py on this machine's adapter) against
     onnxruntime on the same machine, steady medians of ``reps`` runs."""
+    import burn_onnx
     import burn_wgpu.web as web
     import onnxruntime as ort
 
@@ -204,7 +205,9 @@ def native_only(M: Any, names: list[str], reps: int, out: Path | None) -> int:
             folder = Path(tmp) / name
             folder.mkdir()
             (folder / "model.onnx").write_bytes(data)
-            exported = web.export_onnx(folder / "model.onnx", folder, {k: v.shape for k, v in feeds.items()})
+            exported = burn_onnx.export_web(
+                folder / "model.onnx", folder, {k: v.shape for k, v in feeds.items()}
+            )
             native = web.NativeSchedule(folder)
             row: dict[str, Any] = {"model": name, "dispatches": exported.counts.get("dispatches")}
             row["native_schedule_steady_ms"] = round(
@@ -231,6 +234,7 @@ def native_only(M: Any, names: list[str], reps: int, out: Path | None) -> int:
 def bench_model(
     browser: Any, M: Any, name: str, reps: int, ort_dir: Path | None, work: Path, fusion: str = "both"
 ) -> dict[str, Any]:
+    import burn_onnx
     import burn_wgpu.web as web
 
     data = _explicit_dilations(M.model(name))
@@ -247,11 +251,11 @@ def bench_model(
     if fusion == "both":
         unfused = work / f"{name}-unfused"
         t0 = time.perf_counter()
-        exported = web.export_onnx(folder / "model.onnx", unfused, shapes, fusion=False)
+        exported = burn_onnx.export_web(folder / "model.onnx", unfused, shapes, fusion=False)
         row["export_unfused_s"] = round(time.perf_counter() - t0, 2)
         row["counts_unfused"] = exported.counts
     t0 = time.perf_counter()
-    exported = web.export_onnx(folder / "model.onnx", folder, shapes, fusion=fusion != "off")
+    exported = burn_onnx.export_web(folder / "model.onnx", folder, shapes, fusion=fusion != "off")
     row["export_s"] = round(time.perf_counter() - t0, 2)
     row["fusion"] = fusion != "off"
     row["counts"] = exported.counts

@@ -198,7 +198,12 @@ USAGE = [  # (what must be installed, argv after `burn` as shell words, needles 
     ("", "info --timeout soon", "--timeout", "'soon'"),
     ("", "frobnicate", "'frobnicate'"),
 ]
-NEEDS = {"remote": "burn_remote", "train": "burn_train", "onnx": "burn_onnx", "web": "burn_wgpu"}
+NEEDS = {
+    "remote": "burn_remote",
+    "train": "burn_train",
+    "onnx": "burn_onnx",
+    "web": "burn_wgpu",
+}  # web: the page
 COMMAND_WORDS = {"remote", "serve", "launch", "onnx", "check", "codegen", "web", "export", "autotune", "info"}
 
 
@@ -265,11 +270,32 @@ def test_remote_serve_without_websockets_says_what_to_install(tmp_path):
     assert line.startswith("burn remote serve: ")
 
 
+def _uninstalled(dist: str) -> list[str]:
+    """`burn` in a Python where distribution `dist` looks not installed: its plugins are skipped and its
+    metadata is not found (as test_install_hints does in-process)."""
+    code = (
+        f"import os, sys; os.environ['BURN_DISABLE_PLUGINS'] = {dist!r}; from burn.plugins import _known; "
+        f"real = _known._entry_point_names; _known._entry_point_names = lambda d: None if d == {dist!r} "
+        "else real(d); from burn._cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    return [sys.executable, "-c", code]
+
+
 @pytest.mark.skipif(not (HAS["burn_wgpu"] and HAS["burn_onnx"]), reason="burn-wgpu and burn-onnx are needed")
 def test_web_export_without_burn_onnx_says_what_to_install(tmp_path):
+    """`burn web` is burn-onnx's command (on top of burn-wgpu's web export): without burn-onnx there is
+    no such command, and burn says which extra brings it."""
     _files(tmp_path)
-    cmd = [*_blocking("burn_onnx"), "web", "export", "good.onnx", "-o", "out"]
-    line = _one_line_exit_2(cmd, tmp_path, "burn-onnx", "burn-core[onnx]")
+    cmd = [*_uninstalled("burn-onnx"), "web", "export", "good.onnx", "-o", "out"]
+    line = _one_line_exit_2(cmd, tmp_path, "command 'web'", "burn-core[onnx]")
+    assert line.startswith("burn: ") and not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(not (HAS["burn_wgpu"] and HAS["burn_onnx"]), reason="burn-wgpu and burn-onnx are needed")
+def test_web_export_without_burn_wgpu_says_what_to_install(tmp_path):
+    _files(tmp_path)
+    cmd = [*_blocking("burn_wgpu"), "web", "export", "good.onnx", "-o", "out"]
+    line = _one_line_exit_2(cmd, tmp_path, "burn-wgpu", "burn-core[wgpu]")
     assert line.startswith("burn web export: ") and not (tmp_path / "out").exists()
 
 

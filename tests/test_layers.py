@@ -5,6 +5,9 @@
    with ``_``: ``burn._dtype``, ``from burn.backend._random import ...``, ``from burn._tensor import
    _wrap``, ``from burn import _dtype``). What another package needs is public (``burn.backend`` for
    backend and decorator authors).
+3. No sideways arrows (issue 33): burn-train does not import burn-cuda (a backend offers its collectives
+   through ``burn_register_collectives``; training asks ``burn.distributed``), and burn-wgpu does not
+   import burn-onnx (the web export takes ``burn.ir`` graphs; burn-onnx registers ``burn web export``).
 
 Every ``.py`` under ``packages/*/src`` and ``examples/`` is parsed; ``import``/``from`` statements
 anywhere in a file (inside functions too) and ``importlib.import_module("...")``/``__import__("...")``
@@ -87,6 +90,13 @@ def _private(part: str) -> bool:
     return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
 
 
+# package -> the burn packages it must not import, and why (rule 3)
+FORBIDDEN = {
+    "burn_train": {"burn_cuda": "collectives come from backend plugins (burn_register_collectives)"},
+    "burn_wgpu": {"burn_onnx": "the web export takes burn.ir graphs; burn-onnx registers `burn web`"},
+}
+
+
 def violations(source: str, owner: str, in_core: bool, filename: str = "<source>") -> list[str]:
     """The imports of ``source`` (a module of top-level package ``owner``) that break the rules."""
     problems = []
@@ -97,6 +107,9 @@ def violations(source: str, owner: str, in_core: bool, filename: str = "<source>
             continue  # the standard library and third parties
         if in_core and top != "burn":
             problems.append(f"{filename}:{imp.line}: `{imp}`: burn-core imports another burn package")
+        why = FORBIDDEN.get(owner, {}).get(top)
+        if why is not None:
+            problems.append(f"{filename}:{imp.line}: `{imp}`: {owner} must not import {top}: {why}")
         if top != owner and any(_private(p) for p in parts + ([imp.name] if imp.name else [])):
             problems.append(f"{filename}:{imp.line}: `{imp}`: a private module or name of {top}")
     return problems
@@ -137,7 +150,8 @@ def test_core_imports_no_other_burn_package_and_no_package_imports_private_modul
     problems = _scan()
     assert not problems, (
         "imports across package layers (use the public names, burn.backend for backend and decorator "
-        "authors; burn-core reaches other packages through plugins only):\n  " + "\n  ".join(problems)
+        "authors; burn-core reaches other packages through plugins only; no sideways arrows, rule 3):\n  "
+        + "\n  ".join(problems)
     )
 
 
@@ -199,6 +213,30 @@ def test_private_imports_of_another_package_are_caught(line):
 )
 def test_public_and_own_imports_pass(line):
     assert violations(f"def f():\n    {line}\n", "burn_wgpu", in_core=False) == []
+
+
+@pytest.mark.parametrize(
+    ("owner", "line", "target"),
+    [
+        ("burn_train", "import burn_cuda", "burn_cuda"),
+        ("burn_train", "from burn_cuda import as_cupy", "burn_cuda"),
+        ("burn_train", "importlib.import_module('burn_cuda')", "burn_cuda"),
+        ("burn_wgpu", "import burn_onnx", "burn_onnx"),
+        ("burn_wgpu", "from burn_onnx import OnnxError", "burn_onnx"),
+        ("burn_wgpu", "__import__('burn_onnx')", "burn_onnx"),
+    ],
+)
+def test_sideways_imports_are_caught(owner, line, target):
+    source = f"import importlib\n\ndef f():\n    {line}\n"
+    (problem,) = violations(source, owner, in_core=False, filename="x.py")
+    assert problem.startswith("x.py:4: `") and f"`: {owner} must not import {target}: " in problem
+
+
+def test_the_allowed_directions_pass():
+    assert (
+        violations("import burn_train\nfrom burn.distributed import Collective\n", "burn_cuda", False) == []
+    )
+    assert violations("def f():\n    import burn_wgpu.web\n", "burn_onnx", False) == []
 
 
 def test_core_may_use_its_own_privates_but_no_burn_package():

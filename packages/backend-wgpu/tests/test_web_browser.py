@@ -32,6 +32,13 @@ def browser() -> Any:
     b.close()
 
 
+def _export_onnx(*args: Any, **kwargs: Any) -> Any:
+    """An ONNX file as a page: burn-onnx's ``export_web``, which feeds its model to ``web.export``."""
+    import burn_onnx
+
+    return burn_onnx.export_web(*args, **kwargs)
+
+
 def _reference_onnx(data: bytes, feeds: dict[str, np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
     import burn
     import burn_onnx
@@ -73,13 +80,12 @@ def _check_page(demo: Any, res: Any, log: dict[str, list[str]], text: str, out_n
 
 @pytest.mark.parametrize("name", ["resnet", "mobilenet", "transformer", "recurrent", "unet", "torch_encoder"])
 def test_model_in_chromium_matches_numpy_and_onnxruntime(browser, tmp_path, name):
-    import burn_wgpu.web as web
 
     data = M.model(name)
     onnx_path = tmp_path / f"{name}.onnx"
     onnx_path.write_bytes(data)
     feeds = M.feeds(name, seed=1)
-    exported = web.export_onnx(onnx_path, tmp_path / "page", {k: v.shape for k, v in feeds.items()})
+    exported = _export_onnx(onnx_path, tmp_path / "page", {k: v.shape for k, v in feeds.items()})
     want_np, want_ort = _reference_onnx(data, feeds)
     demo, res, log, text = _page_run(browser, tmp_path / "page", feeds)
     names = [o.name for o in exported.outputs]
@@ -99,12 +105,11 @@ def test_pytorch_transformer_encoder_page_matches_pytorch(browser, tmp_path):
     """Issue 32 in the page itself: PyTorch's two-layer TransformerEncoder, exported fused, gives
     PyTorch's own output for the fixture's input, the same on a second run (it read buffers the
     previous run left behind, off by up to 1e3, before the fix)."""
-    import burn_wgpu.web as web
 
     x, want = M.torch_reference()
     path = tmp_path / "encoder.onnx"
     path.write_bytes(M.model("torch_encoder"))
-    web.export_onnx(path, tmp_path / "page", {"x": x.shape})
+    _export_onnx(path, tmp_path / "page", {"x": x.shape})
     demo, res, log, text = _page_run(browser, tmp_path / "page", {"x": x})
     _check_page(demo, res, log, text, ["y"])
     got = res["result"]["y"]
@@ -116,7 +121,6 @@ def test_pytorch_transformer_encoder_page_matches_pytorch(browser, tmp_path):
 def test_int64_and_bool_outputs_and_int32_feeds_for_int64(browser, tmp_path):
     """An int64 output keeps dtype "int64" and comes back as an Int32Array; bool as a Uint8Array;
     int64 inputs may be Int32Arrays."""
-    import burn_wgpu.web as web
     import onnx
     from onnx import TensorProto, helper
 
@@ -141,7 +145,7 @@ def test_int64_and_bool_outputs_and_int32_feeds_for_int64(browser, tmp_path):
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     path = tmp_path / "m.onnx"
     onnx.save(m, path)
-    web.export_onnx(path, tmp_path / "page")
+    _export_onnx(path, tmp_path / "page")
     x = np.array([[0.1, -2, 3, 0.5, -1], [4, 1, -3, 2, 0]], np.float32)
     feeds = {"x": x, "offset": np.array([10, -7], np.int64)}
     demo, res, log, text = _page_run(browser, tmp_path / "page", feeds, int64=False)

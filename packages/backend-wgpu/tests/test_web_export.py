@@ -1,7 +1,8 @@
 """burn_wgpu.web without a browser: the exported schedule run natively through wgpu-py
 (``NativeSchedule``, the same buffers, bind groups and dispatches as model.js) against burn's numpy
-backend and onnxruntime; what the export refuses; buffer sharing; kernels free of constants browsers reject;
-the ``burn web export`` command. The page in a real Chromium is test_web_browser.py."""
+backend and onnxruntime; what the export refuses; buffer sharing; kernels free of constants browsers reject.
+ONNX models reach the export through burn-onnx's ``export_web`` (its ``burn web export`` command is tested
+in burn-onnx's test_web_cli.py). The page in a real Chromium is test_web_browser.py."""
 
 from __future__ import annotations
 
@@ -24,6 +25,13 @@ def web(dev: Any) -> Any:
     return burn_wgpu.web
 
 
+def _export_onnx(*args: Any, **kwargs: Any) -> Any:
+    """An ONNX file as a page: burn-onnx's ``export_web``, which feeds its model to ``web.export``."""
+    import burn_onnx
+
+    return burn_onnx.export_web(*args, **kwargs)
+
+
 def _schedule(folder: Path) -> dict[str, Any]:
     text = (folder / "model.js").read_text()
     start = text.index("/*SCHEDULE*/") + len("/*SCHEDULE*/")
@@ -41,7 +49,7 @@ def test_native_schedule_matches_numpy_and_onnxruntime(web, tmp_path, name):
     path = tmp_path / "m.onnx"
     path.write_bytes(data)
     feeds = M.feeds(name, seed=2)  # other values than the export's own check
-    out = web.export_onnx(path, tmp_path / "page", {k: v.shape for k, v in feeds.items()})
+    out = _export_onnx(path, tmp_path / "page", {k: v.shape for k, v in feeds.items()})
     assert sorted(p.name for p in (tmp_path / "page").iterdir()) == ["index.html", "model.js", "weights.bin"]
     got = web.NativeSchedule(tmp_path / "page").run(feeds)
     want_ort = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feeds)
@@ -63,7 +71,7 @@ def test_int64_inputs_are_declared_int64_and_stored_int32(web, tmp_path):
 
     path = tmp_path / "t.onnx"
     path.write_bytes(M.model("transformer"))
-    out = web.export_onnx(path, tmp_path / "page", {"tokens": (1, 6), "attention_mask": (1, 6)})
+    out = _export_onnx(path, tmp_path / "page", {"tokens": (1, 6), "attention_mask": (1, 6)})
     assert [(i.name, i.shape, i.dtype, i.storage) for i in out.inputs] == [
         ("tokens", (1, 6), "int64", "i32"),
         ("attention_mask", (1, 6), "int64", "i32"),
@@ -75,7 +83,7 @@ def test_named_dims_default_to_one(web, tmp_path):
 
     path = tmp_path / "r.onnx"
     path.write_bytes(M.model("resnet"))
-    out = web.export_onnx(path, tmp_path / "page")
+    out = _export_onnx(path, tmp_path / "page")
     assert out.inputs[0].shape == (1, 3, 16, 16)
     assert [o.shape for o in out.outputs] == [(1, 10), (1, 10)]
 
@@ -114,21 +122,18 @@ def test_a_host_read_inside_the_forward_is_refused(web, tmp_path):
 
 
 def test_bad_arguments_name_what_was_expected(web, tmp_path):
-    from burn_wgpu.web._export import parse_shapes
-
     with pytest.raises(ValueError, match="example_inputs is empty"):
         web.export(lambda x: x, [], tmp_path / "p")
-    with pytest.raises(ValueError, match="NAME=DxDx"):
-        parse_shapes(["x=1x0x3"])
-    assert parse_shapes(["pixel_values=1x3x224x224"]) == {"pixel_values": (1, 3, 224, 224)}
+    with pytest.raises(ValueError, match="output_dtypes has 2 dtypes, the forward returns 1"):
+        web.export(lambda x: x, np.ones((2,), np.float32), tmp_path / "p", output_dtypes=["int64", "bool"])
     from burn_wgpu_tests import _web_models as M
 
     path = tmp_path / "r.onnx"
     path.write_bytes(M.model("resnet"))
     with pytest.raises(ValueError, match="no input 'y'"):
-        web.export_onnx(path, tmp_path / "p", {"y": (1, 3, 16, 16)})
+        _export_onnx(path, tmp_path / "p", {"y": (1, 3, 16, 16)})
     with pytest.raises(ValueError, match="rank 4"):
-        web.export_onnx(path, tmp_path / "p", {"x": (3, 16, 16)})
+        _export_onnx(path, tmp_path / "p", {"x": (3, 16, 16)})
 
 
 # a NaN/Inf bit pattern in a constant bitcast: Chrome's Tint rejects it ("value nan cannot be
@@ -173,24 +178,6 @@ def test_slot_assignment_never_aliases_live_buffers():
     assert len(sizes) < len(temps)
 
 
-def test_cli_writes_the_page(dev, tmp_path, capsys):
-    import burn._cli as cli
-    from burn_wgpu_tests import _web_models as M
-
-    path = tmp_path / "m.onnx"
-    path.write_bytes(M.model("mobilenet"))
-    code = cli.main(["web", "export", str(path), "-o", str(tmp_path / "out"), "--input", "x=2x3x16x16"])
-    out = capsys.readouterr().out
-    assert code == 0, out
-    assert "x float32[2, 3, 16, 16]" in out and "1 submit per run" in out
-    assert (tmp_path / "out" / "model.js").exists()
-    code = cli.main(["web", "export", str(path), "-o", str(tmp_path / "o3"), "--no-fusion"])
-    fused, plain = (re.search(r"(\d+) dispatches", text) for text in (out, capsys.readouterr().out))
-    assert code == 0 and fused and plain and int(fused.group(1)) < int(plain.group(1))
-    assert cli.main(["web", "export", str(path), "-o", str(tmp_path / "o2"), "--input", "x"]) == 2
-    assert "NAME=DxDx" in capsys.readouterr().err
-
-
 # dispatches per run of the fused schedules (recorded through burn.fusion) at most: a regression bound
 # with some slack over what they are now (resnet 17, mobilenet 14, transformer 35, recurrent 96, unet 30;
 # unfused: 25, 26, 66, 222, 34). Since the export folds constant-only ops (a batch norm folded into its
@@ -219,8 +206,8 @@ def test_fusion_merges_elementwise_chains_with_the_same_outputs(web, tmp_path, n
     path.write_bytes(data)
     feeds = M.feeds(name, seed=3)
     shapes = {k: v.shape for k, v in feeds.items()}
-    fused = web.export_onnx(path, tmp_path / "fused", shapes)
-    plain = web.export_onnx(path, tmp_path / "plain", shapes, fusion=False)
+    fused = _export_onnx(path, tmp_path / "fused", shapes)
+    plain = _export_onnx(path, tmp_path / "plain", shapes, fusion=False)
     assert fused.counts["dispatches"] <= FUSED_AT_MOST[name]
     if name in NOTHING_TO_MERGE:
         assert fused.counts["dispatches"] <= plain.counts["dispatches"]
@@ -340,7 +327,7 @@ def test_pytorch_transformer_encoder_fused_export_matches_pytorch(web, tmp_path)
     path.write_bytes(M.model("torch_encoder"))
     for fusion in (True, False):
         page = tmp_path / f"page-{fusion}"
-        out = web.export_onnx(path, page, {"x": x.shape}, fusion=fusion)
+        out = _export_onnx(path, page, {"x": x.shape}, fusion=fusion)
         assert out.max_abs_diff["y"] < 1e-4
         schedule = web.NativeSchedule(page)
         for _ in range(2):  # a second run reads nothing the first one left behind
@@ -412,7 +399,7 @@ def test_a_schedule_reading_a_buffer_before_the_run_writes_it_is_refused(web, tm
     path = tmp_path / "encoder.onnx"
     path.write_bytes(M.model("torch_encoder"))
     with pytest.raises(web.WebExportError, match=r"out of order: dispatch \d+ \(fused_reduce_\w+\) reads"):
-        web.export_onnx(path, tmp_path / "page", {"x": x.shape})
+        _export_onnx(path, tmp_path / "page", {"x": x.shape})
     assert not (tmp_path / "page").exists()
 
 

@@ -156,10 +156,9 @@ def test_burn_info_lists_what_is_not_installed_with_its_extra(clean, capsys):
     assert packages["burn-autodiff"]["install"] == "pip install 'burn-core[autodiff]'"
     assert packages["burn-core"]["install"] == "" and packages["burn-train"]["install"] == ""
     missing = {(m["kind"], m["name"]): m for m in info["missing"]}
-    # what the three uninstalled distributions would have registered (burn-wgpu also the `burn web` command)
+    # what the three uninstalled distributions would have registered (`burn web` is burn-onnx's command)
     assert set(missing) == {
         ("backend", "wgpu"),
-        ("command", "web"),
         ("collector", "cuda"),
         ("decorator", "autodiff"),
     }

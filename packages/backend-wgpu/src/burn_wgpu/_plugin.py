@@ -6,11 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from burn.plugins import BackendSpec, CommandSpec, hookimpl
+from burn.plugins import BackendSpec, hookimpl
 
 if TYPE_CHECKING:
-    import argparse
-
     from ._backend import WgpuBackend
 
 
@@ -58,30 +56,5 @@ def burn_register_backends(register: Callable[[BackendSpec], None]) -> None:
             priority=10,
             default_decorators=("fusion",),
             description="WebGPU through wgpu-py (Vulkan, Metal, DX12; lavapipe on CI) with WGSL kernels",
-        )
-    )
-
-
-def _web_configure(parser: argparse.ArgumentParser) -> None:
-    from .web._cli import configure
-
-    configure(parser)
-
-
-def _web_run(args: argparse.Namespace) -> int:
-    from .web._cli import run
-
-    return run(args)
-
-
-@hookimpl
-def burn_register_commands(register: Callable[[CommandSpec], None]) -> None:
-    register(
-        CommandSpec(
-            name="web",
-            configure=_web_configure,
-            run=_web_run,
-            help="export a model to a static WebGPU web page (burn-wgpu)",
-            description="WebGPU web pages of burn-wgpu: burn web export MODEL.onnx -o OUT/",
         )
     )

@@ -11,6 +11,8 @@ that cannot run is reported at load time, all at once, in an ``UnsupportedOnnxEr
 ``export(module, example_inputs, "out.onnx", opset=17)`` writes a module's forward as an ONNX model.
 ``codegen("model.onnx", "out/", name="Net")`` (``burn onnx codegen``) writes a model as readable burn code
 (``out/net.py``) and its weights as a record (``out/net.safetensors``).
+``export_web("model.onnx", "page/", shapes)`` (``burn web export``) writes a model as a static WebGPU page
+through burn-wgpu's web export (burn-wgpu loads only then).
 """
 
 from ._check import supported_ops
@@ -20,6 +22,7 @@ from ._export import UnsupportedExportError, export
 from ._graph import ValueInfo
 from ._model import OnnxModel, load
 from ._version import __version__
+from ._web import export_web
 
 __all__ = [
     "OnnxError",
@@ -33,6 +36,7 @@ __all__ = [
     "__version__",
     "codegen",
     "export",
+    "export_web",
     "load",
     "supported_ops",
 ]

@@ -1,6 +1,7 @@
-"""Entry point of burn_onnx (group ``burn``): registers the ``burn onnx`` command.
+"""Entry point of burn_onnx (group ``burn``): registers the ``burn onnx`` and ``burn web`` commands.
 
-Import-light: argparse set-up only; onnx, numpy and the op tables load when a command runs.
+Import-light: argparse set-up only; onnx, numpy, the op tables and burn-wgpu (``burn web export``) load
+when a command runs.
 """
 
 from __future__ import annotations
@@ -38,6 +39,18 @@ def _run(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _web_configure(parser: argparse.ArgumentParser) -> None:
+    from ._web_cli import configure
+
+    configure(parser)
+
+
+def _web_run(args: argparse.Namespace) -> int:
+    from ._web_cli import run
+
+    return run(args)
+
+
 @hookimpl
 def burn_register_commands(register: Callable[[CommandSpec], None]) -> None:
     register(
@@ -47,5 +60,15 @@ def burn_register_commands(register: Callable[[CommandSpec], None]) -> None:
             run=_run,
             help="ONNX tools: check a model, generate burn code (burn-onnx)",
             description="ONNX tools of burn-onnx.",
+        )
+    )
+    register(
+        CommandSpec(
+            name="web",
+            configure=_web_configure,
+            run=_web_run,
+            help="export an ONNX model to a static WebGPU web page (burn-onnx, burn-wgpu)",
+            description="WebGPU web pages of burn-wgpu's kernels, from ONNX files (burn-onnx): "
+            "burn web export MODEL.onnx -o OUT/",
         )
     )

@@ -1,9 +1,9 @@
 """burn_wgpu.web: export a model to a static web page that runs burn-wgpu's WGSL kernels on WebGPU.
 
-``export(module, example_inputs, out_dir)`` (a burn module or any function of tensors) and
-``export_onnx(path, out_dir, shapes)`` (``burn web export MODEL.onnx -o OUT/``) write ``OUT/model.js``
-(an ES module: the runtime with the recorded schedule inlined), ``OUT/weights.bin`` and a demo
-``OUT/index.html``. In the page::
+``export(module, example_inputs, out_dir)`` (a burn module or any function of tensors, captured through
+``burn.ir``) writes ``OUT/model.js`` (an ES module: the runtime with the recorded schedule inlined),
+``OUT/weights.bin`` and a demo ``OUT/index.html``. ONNX files go through burn-onnx, which builds on it:
+``burn web export MODEL.onnx -o OUT/`` or ``burn_onnx.export_web(path, out_dir, shapes)``. In the page::
 
     import { load } from "./model.js";
     const model = await load({ device /* optional */, baseUrl /* default: next to model.js */ });
@@ -15,14 +15,13 @@
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._export import WebExport, export, export_onnx
+    from ._export import WebExport, export
     from ._native import NativeSchedule
     from ._record import WebExportError
 
 _LAZY = {
     "WebExport": "_export",
     "export": "_export",
-    "export_onnx": "_export",
     "NativeSchedule": "_native",
     "WebExportError": "_record",
 }
@@ -38,4 +37,4 @@ def __getattr__(name: str) -> object:
     return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
-__all__ = ["NativeSchedule", "WebExport", "WebExportError", "export", "export_onnx"]
+__all__ = ["NativeSchedule", "WebExport", "WebExportError", "export"]

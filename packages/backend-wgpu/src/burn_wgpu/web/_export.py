@@ -1,9 +1,10 @@
-"""``burn_wgpu.web.export`` / ``export_onnx``: a burn module or an ONNX file as a static WebGPU page.
+"""``burn_wgpu.web.export``: a burn module, or any function of tensors, as a static WebGPU page.
 
 The path: capture the forward as a ``burn.ir`` graph (on the wgpu dtypes: no 64-bit types), replay it
 once on a recording browser-portable wgpu device (``_record``), turn the trace into a schedule with
 buffers allocated once (``_schedule``), run that schedule natively exactly as the page would
-(``NativeSchedule``) and check it against burn's numpy backend, and only then write ``model.js`` (the runtime with the schedule inlined), ``weights.bin`` and ``index.html``.
+(``NativeSchedule``) and check it against burn's numpy backend, and only then write ``model.js`` (the runtime with the schedule inlined), ``weights.bin`` and ``index.html``. Importers build on it: burn-onnx's
+``burn web export MODEL.onnx`` passes its loaded model (a function of tensors) here.
 """
 
 from __future__ import annotations
@@ -169,6 +170,7 @@ def export(
     out_dir: str | Path,
     *,
     output_names: Sequence[str] | None = None,
+    output_dtypes: Sequence[str] | None = None,
     title: str = "burn model",
     index: int = 0,
     fusion: bool = True,
@@ -179,7 +181,10 @@ def export(
     ``example_inputs``: one tensor/array, a sequence of them (positional arguments), or a mapping
     name -> tensor/array (keyword order is positional order). Their shapes are fixed in the page; the
     inputs are named ``input`` (``input0``, ``input1``... for several) unless given by name, the
-    outputs ``output`` (``output0``...) unless ``output_names`` says. ``module``: a ``burn.nn.Module``
+    outputs ``output`` (``output0``...) unless ``output_names`` says. An input's dtype is its example's;
+    ``output_dtypes`` declares the outputs' (default: what the forward returns on the page's dtypes; an
+    ``"int64"`` output runs as int32 and the page reports it as int64, as for int64 inputs). ``module``: a
+    ``burn.nn.Module``
     (exported as its inference copy, its weights in ``weights.bin``) or a function of tensors that
     creates any other tensor it uses inside (on ``burn.ir.capture_device()``). ``index`` picks the wgpu adapter
     the export records and checks on (``wgpu:index``). ``fusion``: record through burn's fusion
@@ -223,7 +228,14 @@ def export(
         raise ValueError(
             f"web export: output_names has {len(output_names)} names, the forward returns {n_out}"
         )
-    declared_out = [ref.dtype.name for ref in graph.outputs]
+    if output_dtypes is None:
+        declared_out = [ref.dtype.name for ref in graph.outputs]
+    elif len(output_dtypes) != n_out:
+        raise ValueError(
+            f"web export: output_dtypes has {len(output_dtypes)} dtypes, the forward returns {n_out}"
+        )
+    else:
+        declared_out = [str(d) for d in output_dtypes]
     return _write(
         graph, feeds, declared, declared_out, names, list(output_names), out_dir, title, index, fusion
     )
@@ -243,85 +255,3 @@ def _capture(fn: Any, spec: dict[str, tuple[tuple[int, ...], burn.DType]], index
             f"web export: the forward cannot be recorded as a static graph: {exc} (a data-dependent "
             "shape or a host read inside the forward cannot run as a fixed WebGPU schedule)"
         ) from exc
-
-
-def parse_shapes(items: Sequence[str]) -> dict[str, tuple[int, ...]]:
-    """``["x=1x3x224x224", ...]`` -> ``{"x": (1, 3, 224, 224)}`` (``--input`` of ``burn web export``)."""
-    shapes = {}
-    for item in items:
-        name, sep, dims = item.rpartition("=")
-        try:
-            shape = tuple(int(d) for d in dims.lower().split("x")) if dims else ()
-        except ValueError:
-            shape = None
-        if not sep or not name or shape is None or any(d < 1 for d in shape):
-            raise ValueError(
-                f"--input: expected NAME=DxDx... with positive dims (e.g. x=1x3x224x224), got {item!r}"
-            )
-        shapes[name] = shape
-    return shapes
-
-
-def export_onnx(
-    path: str | Path,
-    out_dir: str | Path,
-    shapes: Mapping[str, Sequence[int]] | None = None,
-    *,
-    title: str | None = None,
-    index: int = 0,
-    seed: int = 0,
-    fusion: bool = True,
-) -> WebExport:
-    """Write the ONNX model at ``path`` as a static WebGPU page in ``out_dir`` (``burn web export``).
-
-    ``shapes`` fixes input shapes by name; dims the model leaves open (named or unknown) default to 1.
-    The inputs and outputs keep the graph's names and order; int64 values run as int32 on the device
-    (an int64 input may be given as a BigInt64Array or an Int32Array, an int64 output comes back as an
-    Int32Array). The export checks itself once on random example inputs (integers: zeros).
-    ``fusion``: as for ``export`` (element-wise chains fused; False: one dispatch per op).
-    """
-    import burn_onnx
-    import numpy as np
-
-    shapes = dict(shapes or {})
-    model = burn_onnx.load(str(path), device="cpu")
-    unknown = set(shapes) - {i.name for i in model.inputs}
-    if unknown:
-        known = ", ".join(repr(i.name) for i in model.inputs)
-        raise ValueError(f"--input: the model has no input {sorted(unknown)[0]!r} (inputs: {known})")
-    rng = np.random.default_rng(seed)
-    spec: dict[str, tuple[tuple[int, ...], burn.DType]] = {}
-    declared, feeds = [], []
-    for info in model.inputs:
-        if info.kind != "tensor":
-            raise WebExportError(f"web export: input {info.name!r} is a {info.kind}; pages take tensors only")
-        if info.name in shapes:
-            shape = tuple(int(d) for d in shapes[info.name])
-            if info.shape is not None and len(shape) != len(info.shape):
-                raise ValueError(
-                    f"--input {info.name}: the model declares rank {len(info.shape)}, got shape {shape}"
-                )
-        elif info.shape is None:
-            raise WebExportError(
-                f"web export: input {info.name!r} has an unknown rank; give --input {info.name}=..."
-            )
-        else:
-            shape = tuple(d if isinstance(d, int) and d > 0 else 1 for d in info.shape)
-        try:
-            src = burn.dtype(info.dtype)
-        except Exception as exc:
-            raise WebExportError(
-                f"web export: input {info.name!r} has dtype {info.dtype}, not a page dtype"
-            ) from exc
-        dt = _wgpu_dtype(src)
-        spec[info.name] = (shape, dt)
-        declared.append(src.name)
-        if dt.is_float:
-            feeds.append(rng.standard_normal(shape).astype(np.float32))
-        else:
-            feeds.append(np.zeros(shape, _np_storage(dt)))
-    graph = _capture(model, spec, index)
-    out_names = [o.name for o in model.outputs]
-    declared_out = [o.dtype for o in model.outputs]
-    name = title or Path(path).stem
-    return _write(graph, feeds, declared, declared_out, list(spec), out_names, out_dir, name, index, fusion)

@@ -38,7 +38,7 @@ WEB_SOURCES = ("web-timing", "web-js-heap", "web-wasm-heap", "web-cpu-cores", "w
 
 KNOWN: tuple[KnownDist, ...] = (
     KnownDist("burn-autodiff", "burn_autodiff", "autodiff", ("decorator:autodiff",)),
-    KnownDist("burn-wgpu", "burn_wgpu", "wgpu", ("backend:wgpu", "command:web")),
+    KnownDist("burn-wgpu", "burn_wgpu", "wgpu", ("backend:wgpu",)),
     KnownDist("burn-cuda", "burn_cuda", "cuda", ("backend:cuda", "collective:nccl")),
     KnownDist(
         "burn-train", "burn_train", "train", ("collector:cpu-use", "collector:cpu-memory", "command:launch")
@@ -50,7 +50,7 @@ KNOWN: tuple[KnownDist, ...] = (
         "metrics-web",
         (*(f"collector:{name}" for name in WEB_SOURCES), "renderer:web"),
     ),
-    KnownDist("burn-onnx", "burn_onnx", "onnx", ("command:onnx",)),
+    KnownDist("burn-onnx", "burn_onnx", "onnx", ("command:onnx", "command:web")),
     KnownDist("burn-remote", "burn_remote", "remote", ("backend:remote", "command:remote")),
 )
 

@@ -1,5 +1,6 @@
-"""``burn web export MODEL.onnx -o OUT/ [--input NAME=1x3x224x224 ...]`` (registered by burn-wgpu's
-plugin through ``burn_register_commands``). Import-light: argparse only until the command runs."""
+"""``burn web export MODEL.onnx -o OUT/ [--input NAME=1x3x224x224 ...]`` (registered by burn-onnx's plugin
+through ``burn_register_commands``; the page itself is burn-wgpu's web export). Import-light: argparse
+only until the command runs."""
 
 from __future__ import annotations
 
@@ -44,8 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.web_command != "export":
         raise SystemExit(f"burn web: unknown subcommand {args.web_command!r}")
-    from ._export import export_onnx, parse_shapes
-    from ._record import WebExportError
+    from ._web import export_web, parse_shapes
 
     try:
         shapes = parse_shapes(args.input)
@@ -58,21 +58,22 @@ def run(args: argparse.Namespace) -> int:
             f"-o {args.out}: exists and is not a folder, expected a folder to write the page into"
         )
     try:
-        import burn_onnx  # noqa: F401
+        from burn_wgpu.web import WebExportError
     except ImportError:
-        raise CommandError("ONNX input needs burn-onnx (pip install 'burn-core[onnx]')") from None
+        raise CommandError("WebGPU pages need burn-wgpu (pip install 'burn-core[wgpu]')") from None
     from burn import DeviceError
-    from burn_onnx import OnnxError
+
+    from ._errors import OnnxError
 
     try:
-        result = export_onnx(
+        result = export_web(
             args.model, args.out, shapes, title=args.title, index=args.adapter, fusion=args.fusion
         )
     except DeviceError as exc:  # no such adapter, or no WebGPU adapter at all
         raise CommandError(f"--adapter {args.adapter}: {exc}") from None
     except (OnnxError, WebExportError, ValueError) as exc:
         raise CommandError(str(exc)) from None
-    except OSError as exc:  # the model is read through burn-onnx (an OnnxError): writing the page failed
+    except OSError as exc:  # the model is read by burn-onnx (an OnnxError): writing the page failed
         raise CommandError(f"-o {args.out}: cannot write the page: {exc.strerror or exc}") from None
     c = result.counts
     ins = ", ".join(f"{i.name} {i.dtype}{list(i.shape)}" for i in result.inputs)
