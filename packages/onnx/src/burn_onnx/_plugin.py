@@ -39,18 +39,6 @@ def _run(args: argparse.Namespace) -> int:
     return run(args)
 
 
-def _web_configure(parser: argparse.ArgumentParser) -> None:
-    from ._web_cli import configure
-
-    configure(parser)
-
-
-def _web_run(args: argparse.Namespace) -> int:
-    from ._web_cli import run
-
-    return run(args)
-
-
 @hookimpl
 def burn_register_commands(register: Callable[[CommandSpec], None]) -> None:
     register(
@@ -63,10 +51,9 @@ def burn_register_commands(register: Callable[[CommandSpec], None]) -> None:
         )
     )
     register(
-        CommandSpec(
-            name="web",
-            configure=_web_configure,
-            run=_web_run,
+        CommandSpec.lazy(
+            "web",
+            "burn_onnx._web_cli",
             help="export an ONNX model to a static WebGPU web page (burn-onnx, burn-wgpu)",
             description="WebGPU web pages of burn-wgpu's kernels, from ONNX files (burn-onnx): "
             "burn web export MODEL.onnx -o OUT/",

@@ -5,7 +5,6 @@ Import-light: websockets, msgpack and numpy load when a device is built or a com
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -39,18 +38,6 @@ def _make(index: int, **options: Any) -> Backend:
     return connect(index, **options)
 
 
-def _configure(parser: argparse.ArgumentParser) -> None:
-    from ._cli import configure
-
-    configure(parser)
-
-
-def _run(args: argparse.Namespace) -> int:
-    from ._cli import run
-
-    return run(args)
-
-
 @hookimpl
 def burn_register_backends(register: Callable[[BackendSpec], None]) -> None:
     register(
@@ -69,10 +56,9 @@ def burn_register_backends(register: Callable[[BackendSpec], None]) -> None:
 @hookimpl
 def burn_register_commands(register: Callable[[CommandSpec], None]) -> None:
     register(
-        CommandSpec(
-            name="remote",
-            configure=_configure,
-            run=_run,
+        CommandSpec.lazy(
+            "remote",
+            "burn_remote._cli",
             help="serve this machine's device to remote clients (burn-remote)",
             description="burn-remote: serve a local burn device over WebSocket.",
         )

@@ -6,7 +6,6 @@ Import-light: psutil is imported only when a collector is built, and only where 
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -48,27 +47,14 @@ def burn_register_metric_collectors(register: Callable[[MetricCollectorSpec], No
     )
 
 
-def _configure_launch(parser: argparse.ArgumentParser) -> None:
-    from .distributed._launch import configure
-
-    configure(parser)
-
-
-def _run_launch(args: argparse.Namespace) -> int:
-    from .distributed._launch import run
-
-    return run(args)
-
-
 @hookimpl
 def burn_register_commands(register: Callable[[CommandSpec], None]) -> None:
     from .distributed._launch import help_line
 
     register(
-        CommandSpec(
-            name="launch",
-            configure=_configure_launch,
-            run=_run_launch,
+        CommandSpec.lazy(
+            "launch",
+            "burn_train.distributed._launch",
             help=help_line(),
             description="Run a training script as N MPI ranks (mpiexec -n N python SCRIPT ...); "
             "Learner.fit trains data-parallel across them.",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from .._errors import BurnError
@@ -254,6 +255,26 @@ class CommandSpec:
             raise ValueError(f"CommandSpec.name: {self.name!r} is a command of burn-core itself")
         for name in ("configure", "run"):
             _check_callable("CommandSpec", name, getattr(self, name))
+
+    @classmethod
+    def lazy(cls, name: str, module: str, help: str = "", description: str = "") -> CommandSpec:
+        """A command whose ``configure(parser)`` and ``run(args)`` are the functions of those names in
+        ``module``, imported only when ``burn`` builds its parser or runs the command: the entry point
+        that registers it stays import-light and needs no wrapper functions.
+
+        >>> from burn.plugins import CommandSpec
+        >>> CommandSpec.lazy("greet", "burn_greet._cli", help="say hello").name
+        'greet'
+        """
+
+        def configure(parser: Any) -> None:
+            import_module(module).configure(parser)
+
+        def run(args: Any) -> int | None:
+            result: int | None = import_module(module).run(args)
+            return result
+
+        return cls(name, configure, run, help, description)
 
 
 class CommandError(BurnError, ValueError):
