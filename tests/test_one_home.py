@@ -58,9 +58,6 @@ PENDING: dict[str, set[str]] = {
         "backend-cuda/src/burn_cuda/_matmul.py",
         "backend-cuda/src/burn_cuda/_quant.py",
     },
-    "bool result": {
-        "backend-cuda/src/burn_cuda/_kernels.py",
-    },
 }
 
 _SKIP = {tokenize.STRING, tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
