@@ -86,9 +86,10 @@ def _choice(device: str, raw: Any, kind: str, x: Any, args: tuple[Any, ...]) -> 
     family = "pool" if kind.endswith("_pool") else "reduce"
     op = {"max_pool": "max", "avg_pool": "avg"}.get(kind, kind)
     if device.startswith("cuda"):
-        from burn_cuda import _tuned as T
+        from burn_cuda import _pool, _reduce
     else:
-        from burn_wgpu import _tuned as T  # type: ignore[no-redef]
+        from burn_wgpu import _pool, _reduce  # type: ignore[no-redef]
+    T: Any = _pool if family == "pool" else _reduce
     if family == "pool":
         key = T._pool_key(raw, op, x, *_pool_args(kind, args))
     elif device.startswith("cuda"):

@@ -68,7 +68,7 @@ def _gpu_timer(raw):
 def _matmul_row(dev, n: int, dtype, cp, torch) -> dict:
     """One size: wall time (frontend, synced), device time (timestamps), host time to record a call,
     the tuned candidate, and the peer (cuBLAS through CuPy for fp32, PyTorch for fp16)."""
-    from burn_wgpu import _tuned
+    from burn_wgpu import _matmul, _tuning
 
     be, raw = dev.backend, _raw(dev)
     np_dt = np.float16 if dtype is burn.float16 else np.float32
@@ -82,10 +82,10 @@ def _matmul_row(dev, n: int, dtype, cp, torch) -> dict:
     row: dict[str, Any] = {"n": n, "dtype": dtype.name, "wgpu_gflops": round(flops / sec / 1e9, 1)}
     row["wgpu_ms"] = round(sec * 1e3, 3)
     pa, pb = raw.from_numpy(a.numpy(), dtype), raw.from_numpy(b.numpy(), dtype)
-    if _tuned.should_tune(pa, pb):
-        tuner = _tuned.tuner(raw)
-        row["candidate"] = tuner.choice(_tuned.MATMUL, raw, pa, pb)
-        entry = tuner.cache.get(f"{_tuned.MATMUL.name}|{_tuned.MATMUL.key(raw, pa, pb)}") or {}
+    if _matmul.should_tune(pa, pb):
+        tuner = _tuning.tuner(raw)
+        row["candidate"] = tuner.choice(_matmul.MATMUL, raw, pa, pb)
+        entry = tuner.cache.get(f"{_matmul.MATMUL.name}|{_matmul.MATMUL.key(raw, pa, pb)}") or {}
         # what the tuner measured (GFLOP/s), its fastest three: a choice within noise shows here
         seconds = sorted((entry.get("seconds") or {}).items(), key=lambda kv: kv[1])[:3]
         row["tuned_gflops"] = {name: round(2 * n**3 / s / 1e9, 1) for name, s in seconds if s > 0}
@@ -178,7 +178,7 @@ def bench_bandwidth(dev, n: int, cp, torch) -> dict:
 def bench_conv(dev, shape: tuple[int, int, int, int], c_out: int, torch) -> dict:
     """conv2d 3x3, padding 1, fp32 NCHW through the tuned conv family, against PyTorch CUDA (cuDNN)."""
     import burn.nn.functional as F
-    from burn_wgpu import _tuned
+    from burn_wgpu import _conv, _tuning
 
     be, raw = dev.backend, _raw(dev)
     n, c, h, w = shape
@@ -192,7 +192,7 @@ def bench_conv(dev, shape: tuple[int, int, int, int], c_out: int, torch) -> dict
     row.update(wgpu_ms=round(sec * 1e3, 3), wgpu_gflops=round(flops / sec / 1e9, 1))
     px, pw = raw.from_numpy(x_np, burn.float32), raw.from_numpy(w_np, burn.float32)
     args = (px, pw, None, (1, 1), (1, 1), (1, 1), 1)
-    row["candidate"] = _tuned.tuner(raw).choice(_tuned.CONV2D, raw, *args)
+    row["candidate"] = _tuning.tuner(raw).choice(_conv.CONV2D, raw, *args)
     timer = _gpu_timer(raw)
     if timer is not None:
         gsec = timer(lambda: raw.conv(*args))

@@ -1,7 +1,7 @@
 """Sweep the wgpu matmul family: every float32 and every float16 candidate, timed on the device.
 
 For each size n (square n x n @ n x n, row-major operands) every candidate of
-``burn_wgpu._tuned.MATMUL`` that applies to the operands and fits the adapter's limits is run once
+``burn_wgpu._matmul.MATMUL`` that applies to the operands and fits the adapter's limits is run once
 and checked against the family's reference candidate (the family's own ``close`` rule: a wrong
 candidate is reported, its time kept apart), then timed with ``burn_wgpu._timer.GpuTimer``
 (timestamp queries, the median over ``--reps`` calls after ``--warmup``; the host timer where the
@@ -47,9 +47,9 @@ def _timer(raw: Any, warmup: int, reps: int) -> tuple[Any, str]:
 def _sweep_dtype(raw: Any, n: int, dtype: Any, timer: Any, only: str | None, burst: float) -> dict[str, Any]:
     """Every applicable candidate at n for one dtype: {name: TFLOP/s}, wrong ones and failures. Each
     right one is timed after ``burst`` seconds of its own calls (working clocks again)."""
-    from burn_wgpu import _tuned
+    from burn_wgpu import _matmul
 
-    family = _tuned.MATMUL
+    family = _matmul.MATMUL
     np_dt = np.float16 if dtype is burn.float16 else np.float32
     rng = np.random.default_rng(0)
     a = raw.from_numpy(rng.standard_normal((n, n)).astype(np_dt), dtype)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import burn
 import numpy as np
 import pytest
-from burn_wgpu import _tuned
+from burn_wgpu import _conv
 from burn_wgpu._kernels import conv as KC
 
 RTOL, ATOL = 1e-4, 1e-4  # float32 sums of at most a few hundred products, in another order
@@ -24,7 +24,7 @@ def _numpy_conv(x, w, b, stride, padding, dilation, groups):
 def _run(backend, name, x, w, b, stride, padding, dilation, groups):
     px, pw = backend.from_numpy(x, burn.float32), backend.from_numpy(w, burn.float32)
     pb = backend.from_numpy(b, burn.float32) if b is not None else None
-    fn = _tuned.CONV2D.by_name[name].fn
+    fn = _conv.CONV2D.by_name[name].fn
     return backend.to_numpy(fn(backend, px, pw, pb, stride, padding, dilation, groups))
 
 
@@ -111,7 +111,7 @@ def test_strided_input_and_offsets(backend, rng):
     xn = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
     want = _numpy_conv(xn, w, bb[5:9], (1, 1), (1, 1), (1, 1), 4)
     got = backend.to_numpy(
-        _tuned.conv2d_direct(
+        _conv.conv2d_direct(
             backend, px, backend.from_numpy(w, burn.float32), pb, (1, 1), (1, 1), (1, 1), 4, co=1
         )
     )
@@ -122,7 +122,7 @@ def test_pointwise_rejects_other_geometry(backend, rng):
     x, w, _ = _data(rng, (1, 4, 5, 5), (4, 4, 3, 3), False)
     px, pw = backend.from_numpy(x, burn.float32), backend.from_numpy(w, burn.float32)
     with pytest.raises(ValueError, match="expected a 1x1 kernel with stride 1 and no padding"):
-        _tuned.conv2d_pointwise(backend, px, pw, None, (1, 1), (1, 1), (1, 1), 1)
+        _conv.conv2d_pointwise(backend, px, pw, None, (1, 1), (1, 1), (1, 1), 1)
 
 
 def test_kernels_need_no_workgroup_memory_and_fit_portable_bindings():
@@ -145,15 +145,15 @@ def test_kernels_need_no_workgroup_memory_and_fit_portable_bindings():
         ((2, 8, 8, 8), (16, 8, 1, 1), (1, 1), (0, 0), 1, "pointwise"),
         ((2, 8, 8, 8), (16, 8, 1, 1), (2, 2), (0, 0), 1, "direct"),
         ((2, 3, 16, 16), (8, 3, 3, 3), (1, 1), (1, 1), 1, "direct"),
-        ((1, 64, 56, 56), (64, 64, 3, 3), (1, 1), (1, 1), 1, _tuned.CONV2D.default),  # 231 MFLOP
+        ((1, 64, 56, 56), (64, 64, 3, 3), (1, 1), (1, 1), 1, _conv.CONV2D.default),  # 231 MFLOP
     ],
 )
 def test_untuned_rule(backend, xs, ws, stride, padding, groups, want):
     x = backend.empty(xs, burn.float32)
     w = backend.empty(ws, burn.float32)
-    oh, ow = _tuned._conv_sizes(x, w, stride, padding, (1, 1))
+    oh, ow = _conv._conv_sizes(x, w, stride, padding, (1, 1))
     flops = 2 * xs[0] * ws[0] * oh * ow * ws[1] * ws[2] * ws[3]
-    assert _tuned._untuned(x, w, stride, padding, groups, flops) == want
+    assert _conv._untuned(x, w, stride, padding, groups, flops) == want
 
 
 def test_portable_backend_runs_the_rule(rng):
@@ -184,7 +184,7 @@ def test_float16(backend, rng):
     for name, xs, ws, padding, groups in cases:
         x, w, b = (v.astype(np.float16) for v in _data(rng, xs, ws, True))
         px, pw, pb = (backend.from_numpy(v, burn.float16) for v in (x, w, b))
-        fn = _tuned.CONV2D.by_name[name].fn
+        fn = _conv.CONV2D.by_name[name].fn
         got = backend.to_numpy(fn(backend, px, pw, pb, (1, 1), padding, (1, 1), groups))
         assert got.dtype == np.float16
         want = _numpy_conv(

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from burn import nn
 from burn.nn import functional as F
-from burn_wgpu import _tuned
+from burn_wgpu import _matmul
 
 
 def _both(dev, raw_dev, fn, *arrays):
@@ -127,7 +127,7 @@ def test_linear_relu_runs_in_the_matmul_store(dev, raw_dev, monkeypatch, xs, ws)
     w = (rng.standard_normal(ws) * 0.1).astype(np.float32)
     b = rng.standard_normal(ws[1]).astype(np.float32)
     inner = dev.backend.inner
-    assert _tuned.fits_epilogue(inner, inner.from_numpy(x, burn.float32), inner.from_numpy(w, burn.float32))
+    assert _matmul.fits_epilogue(inner, inner.from_numpy(x, burn.float32), inner.from_numpy(w, burn.float32))
 
     def fn(x, w, b):
         return F.relu(x @ w + b)

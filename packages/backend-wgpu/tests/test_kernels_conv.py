@@ -10,7 +10,7 @@ import burn
 import burn.nn.functional as F
 import numpy as np
 import pytest
-from burn_wgpu import _tuned
+from burn_wgpu import _conv
 
 
 def _reference(x, w, b, stride, padding, dilation, groups):
@@ -44,7 +44,7 @@ CASES = [
     ((1, 3, 12, 12), (5, 3, 5, 5), (3, 2), (2, 1), (1, 1), 1),
     ((3, 5, 6, 4), (7, 5, 2, 3), (1, 2), (1, 0), (2, 1), 1),  # odd everything, no vec4 anywhere
 ]
-CANDIDATES = [c.name for c in _tuned.CONV2D.candidates]
+CANDIDATES = [c.name for c in _conv.CONV2D.candidates]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "x{}w{}s{}p{}d{}g{}".format(*c).replace(" ", ""))
@@ -55,7 +55,7 @@ def test_candidates_match_numpy(backend, rng, case, name):
     w = rng.standard_normal(ws).astype(np.float32)
     b = rng.standard_normal(ws[0]).astype(np.float32)
     px, pw, pb = (backend.from_numpy(v, burn.float32) for v in (x, w, b))
-    fn = _tuned.CONV2D.by_name[name].fn
+    fn = _conv.CONV2D.by_name[name].fn
     got = backend.to_numpy(fn(backend, px, pw, pb, stride, padding, dilation, groups))
     np.testing.assert_allclose(
         got, _reference(x, w, b, stride, padding, dilation, groups), rtol=1e-4, atol=1e-4
@@ -70,7 +70,7 @@ def test_strided_input_and_no_bias(backend, rng):
     want = _reference(x.transpose(0, 3, 1, 2), w, None, (1, 1), (1, 1), (1, 1), 1)
     for name in CANDIDATES:
         got = backend.to_numpy(
-            _tuned.CONV2D.by_name[name].fn(backend, px, pw, None, (1, 1), (1, 1), (1, 1), 1)
+            _conv.CONV2D.by_name[name].fn(backend, px, pw, None, (1, 1), (1, 1), (1, 1), 1)
         )
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=name)
 
@@ -84,7 +84,7 @@ def test_float16(backend, rng):
     want = _reference(x, w, None, (1, 1), (1, 1), (1, 1), 1)
     for name in ("im2col", "implicit_b64x64k16r4x4"):
         got = backend.to_numpy(
-            _tuned.CONV2D.by_name[name].fn(backend, px, pw, None, (1, 1), (1, 1), (1, 1), 1)
+            _conv.CONV2D.by_name[name].fn(backend, px, pw, None, (1, 1), (1, 1), (1, 1), 1)
         )
         assert got.dtype == np.float16
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=1e-2, atol=2e-2, err_msg=name)
@@ -126,7 +126,7 @@ def test_conv_tunes_every_candidate(tmp_path, monkeypatch, rng):
     assert entry is not None and entry["dropped"] == {}, entry
     applies = {  # "depthwise" and "pointwise" are for their own geometries only
         c.name
-        for c in _tuned.CONV2D.candidates
+        for c in _conv.CONV2D.candidates
         if c.applies is None or c.applies(backend, px, pw, None, (1, 1), (1, 1), (1, 1), 1)
     }
     assert applies == set(CANDIDATES) - {"depthwise", "pointwise"}

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import burn
 import numpy as np
 import pytest
-from burn_wgpu import _tuned
+from burn_wgpu import _matmul
 from burn_wgpu._kernels import matmul as KM
 
 
@@ -40,9 +40,9 @@ def _check(
     a = rng.standard_normal(shape_a).astype(np.float32)
     b = rng.standard_normal(shape_b).astype(np.float32)
     pa, pb = _upload(backend, a, ta), _upload(backend, b, tb)
-    got = backend.to_numpy(_tuned.matmul_blocked(backend, pa, pb, block, splits=splits, prefetch=prefetch))
+    got = backend.to_numpy(_matmul.matmul_blocked(backend, pa, pb, block, splits=splits, prefetch=prefetch))
     np.testing.assert_allclose(got, a @ b, rtol=rtol, atol=1e-4 * max(1, shape_a[-1]) ** 0.5)
-    return _tuned._modes(pa, pb, (), ())
+    return _matmul._modes(pa, pb, (), ())
 
 
 @pytest.mark.parametrize("prefetch", [False, True], ids=["plain", "prefetch"])
@@ -83,9 +83,9 @@ def test_batches_broadcast_and_offsets(backend, rng):
         flat = backend.reshape(pbase, (144,))
         pa = backend.reshape(backend.slice(flat, ((start, start + 128, 1),)), (8, 16))
         want = base.reshape(-1)[start : start + 128].reshape(8, 16) @ b
-        got = backend.to_numpy(_tuned.matmul_blocked(backend, pa, pb, KM.BLOCKS[0]))
+        got = backend.to_numpy(_matmul.matmul_blocked(backend, pa, pb, KM.BLOCKS[0]))
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
-        assert _tuned._modes(pa, pb, (), ())[0] == ("k4" if start == 4 else "k1")
+        assert _matmul._modes(pa, pb, (), ())[0] == ("k4" if start == 4 else "k1")
 
 
 @pytest.mark.parametrize("splits", [2, 4, 16])
@@ -100,7 +100,7 @@ def test_empty_dims(backend, rng):
         b = np.ones(sb, np.float32)
         pa, pb = backend.from_numpy(a, burn.float32), backend.from_numpy(b, burn.float32)
         for splits in (1, 4):
-            got = backend.to_numpy(_tuned.matmul_blocked(backend, pa, pb, KM.BLOCKS[0], splits=splits))
+            got = backend.to_numpy(_matmul.matmul_blocked(backend, pa, pb, KM.BLOCKS[0], splits=splits))
             np.testing.assert_array_equal(got, a @ b)
 
 
@@ -112,7 +112,7 @@ def test_f16_accumulators(backend, rng):
     pa, pb = backend.from_numpy(a, burn.float16), backend.from_numpy(b, burn.float16)
     want = a.astype(np.float64) @ b.astype(np.float64)
     for acc16 in (False, True):
-        got = backend.to_numpy(_tuned.matmul_blocked(backend, pa, pb, KM.BLOCKS[2], acc16=acc16))
+        got = backend.to_numpy(_matmul.matmul_blocked(backend, pa, pb, KM.BLOCKS[2], acc16=acc16))
         assert got.dtype == np.float16
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=1e-2, atol=0.05 if acc16 else 0.02)
 
@@ -127,8 +127,8 @@ def test_f16_accumulators_stay_accurate_over_a_long_k(backend, rng):
     pa, pb = backend.from_numpy(a, burn.float16), backend.from_numpy(b, burn.float16)
     want = a.astype(np.float64) @ b.astype(np.float64)
     ulp = float(np.spacing(np.float16(np.abs(want).max())))
-    for block, prefetch in ((KM.BLOCKS[2], False), (KM.BLOCKS[2], True), (_tuned._F16_BLOCK, False)):
-        got = _tuned.matmul_blocked(backend, pa, pb, block, acc16=True, prefetch=prefetch)
+    for block, prefetch in ((KM.BLOCKS[2], False), (KM.BLOCKS[2], True), (_matmul._F16_BLOCK, False)):
+        got = _matmul.matmul_blocked(backend, pa, pb, block, acc16=True, prefetch=prefetch)
         err = np.abs(backend.to_numpy(got).astype(np.float64) - want).max()
         assert err <= 4 * ulp, (block.name, prefetch, err, ulp)
 
@@ -145,10 +145,10 @@ def test_candidates_respect_portable_limits():
         )
     )
     a = SimpleNamespace(shape=(512, 512), dtype=burn.float32)
-    for cand in _tuned.MATMUL.candidates:
+    for cand in _matmul.MATMUL.candidates:
         if cand.name.startswith("b") and "_h" not in cand.name:
             assert cand.applies(portable, a, a), cand.name  # every fp32 block fits WebGPU's defaults
-    fits_tiny = {c.name for c in _tuned.MATMUL.candidates if c.applies and c.applies(tiny, a, a)}
+    fits_tiny = {c.name for c in _matmul.MATMUL.candidates if c.applies and c.applies(tiny, a, a)}
     assert "b128x128k16r8x8" not in fits_tiny and "b64x64k16r4x4" not in fits_tiny  # 256 invocations
     assert "b32x64k16r4x4" in fits_tiny
     assert not any("_h" in name for name in fits_tiny)  # float32 operands: no f16 variant
@@ -178,7 +178,7 @@ def test_tuning_checks_every_candidate(tmp_path, monkeypatch, rng):
     a = rng.standard_normal((64, 2048)).astype(np.float32)
     b = rng.standard_normal((2048, 64)).astype(np.float32)
     pa, pb = backend.from_numpy(a, burn.float32), backend.from_numpy(b, burn.float32)
-    assert _tuned.should_tune(pa, pb)
+    assert _matmul.should_tune(pa, pb)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         got = backend.to_numpy(backend.matmul(pa, pb))
@@ -195,5 +195,5 @@ def test_int32_exact(backend, rng):
     b = rng.integers(-5, 5, (40, 29)).astype(np.int32)
     pa, pb = backend.from_numpy(a, burn.int32), backend.from_numpy(b, burn.int32)
     for prefetch in (False, True):
-        got = backend.to_numpy(_tuned.matmul_blocked(backend, pa, pb, KM.BLOCKS[0], prefetch=prefetch))
+        got = backend.to_numpy(_matmul.matmul_blocked(backend, pa, pb, KM.BLOCKS[0], prefetch=prefetch))
         np.testing.assert_array_equal(got, a @ b)

@@ -13,12 +13,12 @@ from types import SimpleNamespace
 import burn
 import numpy as np
 import pytest
-from burn_wgpu import _tuned
+from burn_wgpu import _matmul
 from burn_wgpu._kernels import matmul as KM
 from burn_wgpu._kernels import matmul_pairs as KMP
 from burn_wgpu_tests.test_kernels_matmul import _upload
 
-PAIRS = [c.name for c in _tuned.MATMUL.candidates if "_h2" in c.name]
+PAIRS = [c.name for c in _matmul.MATMUL.candidates if "_h2" in c.name]
 ULPS = 4
 
 
@@ -32,7 +32,7 @@ def f16_backend(backend):
 def _check(backend, rng, name, shape_a, shape_b, ta=False, tb=False):
     """Candidate ``name`` on random float16 operands (``ta``/``tb``: stored transposed); returns the
     load modes it ran with."""
-    cand = _tuned.MATMUL.by_name[name]
+    cand = _matmul.MATMUL.by_name[name]
     a = rng.standard_normal(shape_a).astype(np.float16)
     b = rng.standard_normal(shape_b).astype(np.float16)
     pa, pb = _upload(backend, a, ta), _upload(backend, b, tb)
@@ -43,7 +43,7 @@ def _check(backend, rng, name, shape_a, shape_b, ta=False, tb=False):
     assert got.dtype == np.float16 and got.shape == want.shape
     ulp = float(np.spacing(np.float16(np.abs(want).max())))
     np.testing.assert_allclose(got.astype(np.float32), want, rtol=0, atol=ULPS * ulp, err_msg=name)
-    return _tuned._modes(pa, pb, (), ())
+    return _matmul._modes(pa, pb, (), ())
 
 
 @pytest.mark.parametrize("name", PAIRS)
@@ -89,11 +89,11 @@ def test_candidates_respect_portable_limits():
     )
     a16 = SimpleNamespace(shape=(512, 512), dtype=burn.float16)
     a32 = SimpleNamespace(shape=(512, 512), dtype=burn.float32)
-    fits = {name for name in PAIRS if _tuned.MATMUL.by_name[name].applies(portable, a16, a16)}
+    fits = {name for name in PAIRS if _matmul.MATMUL.by_name[name].applies(portable, a16, a16)}
     # 16 KiB and 256 invocations: all but the 64-K 64x128 tiles (24 KiB)
     assert fits == {name for name in PAIRS if not name.startswith("b64x128k64")}
     assert len(fits) == 3
-    assert not any(_tuned.MATMUL.by_name[name].applies(portable, a32, a32) for name in PAIRS)
+    assert not any(_matmul.MATMUL.by_name[name].applies(portable, a32, a32) for name in PAIRS)
 
 
 def test_pairs_kernel_rejects_bad_arguments():
@@ -111,4 +111,4 @@ def test_pairs_kernel_rejects_bad_arguments():
 def test_pairs_take_no_split_k(f16_backend):
     a = f16_backend.from_numpy(np.ones((8, 8), np.float16), burn.float16)
     with pytest.raises(ValueError, match="k-pair"):
-        _tuned.matmul_blocked(f16_backend, a, a, _tuned._F16_BLOCK, splits=4, pairs="m4")
+        _matmul.matmul_blocked(f16_backend, a, a, _matmul._F16_BLOCK, splits=4, pairs="m4")

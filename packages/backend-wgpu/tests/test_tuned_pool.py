@@ -1,4 +1,4 @@
-"""The tuned pool family (``_tuned.POOL``): every candidate (each workgroup size and outputs per
+"""The tuned pool family (``_pool.POOL``): every candidate (each workgroup size and outputs per
 invocation, and the composed reference) against the numpy backend's max_pool / avg_pool for 1-d and
 2-d geometries (strides, padding, dilation, ceil_mode, count_include_pad), float32 / float16 / int32;
 max-pool indices exactly equal (NaN included); one tuning run end to end, and the backend methods
@@ -10,10 +10,10 @@ import burn
 import numpy as np
 import pytest
 from burn import autotune
-from burn_wgpu import _tuned
+from burn_wgpu import _pool
 from burn_wgpu._kernels import pool as KP
 
-CANDIDATES = [c.name for c in _tuned.POOL.candidates]
+CANDIDATES = [c.name for c in _pool.POOL.candidates]
 
 # (x shape, kernel, stride, padding, dilation, ceil_mode)
 CASES = [
@@ -65,7 +65,7 @@ def test_max_candidates_match_numpy(backend, ref, rng, name, dtype, case):
     want_v, want_i = ref.to_numpy(want_v), ref.to_numpy(want_i)
     lshape, lk, ls, lp, ld, _ = _lift(case)
     px = backend.reshape(backend.from_numpy(x, dtype), lshape)
-    values, index = _tuned.POOL.by_name[name].fn(backend, "max", px, lk, ls, lp, ld, ceil, False)
+    values, index = _pool.POOL.by_name[name].fn(backend, "max", px, lk, ls, lp, ld, ceil, False)
     got_v = backend.to_numpy(values).reshape(want_v.shape)
     got_i = backend.to_numpy(index).reshape(want_i.shape)
     np.testing.assert_array_equal(got_v, want_v)  # a max is one of the inputs: exact
@@ -84,7 +84,7 @@ def test_avg_candidates_match_numpy(backend, ref, rng, name, dtype, count_includ
     lshape, lk, ls, lp, _, _ = _lift(case)
     px = backend.reshape(backend.from_numpy(x, dtype), lshape)
     ones = (1, 1)
-    got = _tuned.POOL.by_name[name].fn(backend, "avg", px, lk, ls, lp, ones, ceil, count_include_pad)
+    got = _pool.POOL.by_name[name].fn(backend, "avg", px, lk, ls, lp, ones, ceil, count_include_pad)
     got = backend.to_numpy(got).reshape(want.shape)
     # float32: summation order only; float16: numpy sums in float16, the kernel in f32
     tol = 2e-3 if dtype is burn.float16 else 1e-6
@@ -97,7 +97,7 @@ def test_max_nan_takes_the_first_nan(backend, ref, rng, name):
     x[0, 0, 1, 2] = x[0, 0, 2, 1] = x[0, 1, 4, 4] = np.nan
     args = ((3, 3), (2, 2), (1, 1), (1, 1), True)
     want_v, want_i = (ref.to_numpy(t) for t in ref.max_pool(ref.from_numpy(x, burn.float32), *args))
-    values, index = _tuned.POOL.by_name[name].fn(
+    values, index = _pool.POOL.by_name[name].fn(
         backend, "max", backend.from_numpy(x, burn.float32), *args, False
     )
     np.testing.assert_array_equal(backend.to_numpy(values), want_v)  # NaN == NaN for array_equal
@@ -169,9 +169,7 @@ def test_large_pool_tunes_and_caches(tmp_path, monkeypatch, rng):
         np.testing.assert_array_equal(again.to_numpy(i2), want_i)
         assert [e.kind for e in seen if e.key == key] == ["cache"]
         assert (
-            again._autotuner.choice(
-                _tuned.POOL, again, "max", again.from_numpy(x, burn.float32), *args, False
-            )
+            again._autotuner.choice(_pool.POOL, again, "max", again.from_numpy(x, burn.float32), *args, False)
             == entry["best"]
         )
     finally:

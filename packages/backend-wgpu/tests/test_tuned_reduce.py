@@ -9,16 +9,16 @@ import warnings
 import burn
 import numpy as np
 import pytest
-from burn_wgpu import _tuned
+from burn_wgpu import _reduce
 from burn_wgpu._kernels import reduce as KR
 
 NUMPY = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "all": np.all, "any": np.any}
 
 
-@pytest.mark.parametrize("name", [c.name for c in _tuned.REDUCE.candidates])
+@pytest.mark.parametrize("name", [c.name for c in _reduce.REDUCE.candidates])
 @pytest.mark.parametrize("rows,n", [(3, 1000), (2, 70000)])  # one pass for most, two for the long rows
 def test_candidates_match_numpy(backend, rng, name, rows, n):
-    fn = _tuned.REDUCE.by_name[name].fn
+    fn = _reduce.REDUCE.by_name[name].fn
     x = rng.standard_normal((rows, n)).astype(np.float32)
     px = backend.from_numpy(x, burn.float32)
     for op in ("sum", "max", "min"):
@@ -39,7 +39,7 @@ def test_float16_partials(backend, rng):
         pytest.skip("the adapter has no shader-f16")
     x = rng.standard_normal((2, 9000)).astype(np.float16)
     px = backend.from_numpy(x, burn.float16)
-    got = backend.to_numpy(_tuned.reduce_rows(backend, "sum", px, 2, 9000, burn.float16, 64, 4))
+    got = backend.to_numpy(_reduce.reduce_rows(backend, "sum", px, 2, 9000, burn.float16, 64, 4))
     assert got.dtype == np.float16
     np.testing.assert_allclose(got.astype(np.float64), x.astype(np.float64).sum(1), rtol=1e-2, atol=0.5)
 
@@ -65,7 +65,7 @@ def test_large_reduction_tunes(tmp_path, monkeypatch, rng):
     np.testing.assert_allclose(got, x.astype(np.float64).sum(1), rtol=1e-4, atol=1e-2)
     entry = backend._autotuner.cache.get("reduce|sum float32->float32 r4 n1048576")
     assert entry is not None and entry["dropped"] == {}, entry
-    assert set(entry["seconds"]) == {c.name for c in _tuned.REDUCE.candidates}
+    assert set(entry["seconds"]) == {c.name for c in _reduce.REDUCE.candidates}
     assert not [w for w in seen if issubclass(w.category, RuntimeWarning)]
     # the mean divides the tuned sum (and reuses the tuning: same key)
     np.testing.assert_allclose(

@@ -9,7 +9,7 @@ import time
 import burn
 import numpy as np
 import pytest
-from burn_wgpu import _timer, _tuned
+from burn_wgpu import _matmul, _timer, _tuning
 from burn_wgpu._kernels import matmul as KM
 
 
@@ -22,7 +22,7 @@ def stamped(backend):
 
 def _work(backend, n):
     a = backend.from_numpy(np.ones((n, n), np.float32), burn.float32)
-    return lambda: _tuned.matmul_blocked(backend, a, a, KM.BLOCKS[0])
+    return lambda: _matmul.matmul_blocked(backend, a, a, KM.BLOCKS[0])
 
 
 def test_gpu_timer_measures_device_time(stamped):
@@ -69,7 +69,7 @@ def test_tuner_times_on_the_gpu(tmp_path, monkeypatch):
 
     fresh = WgpuBackend(0)
     fresh.device = "wgpu:test"
-    timer = _tuned.tuner(fresh).timer
+    timer = _tuning.tuner(fresh).timer
     assert isinstance(timer, _timer.GpuTimer) == ("timestamp-query" in fresh.ctx.features)
 
 

@@ -73,8 +73,8 @@ class WgpuFusion:
         return rows > 0 and n > 0 and (n <= _REDUCE_LONG or rows >= _REDUCE_MANY) and rows <= 65535 * 65535
 
     def fuse_matmul(self, lhs: WgpuTensor, rhs: WgpuTensor) -> bool:
-        """Matmul epilogues where the matmul runs a register-blocked kernel (``_tuned.fits_epilogue``)."""
-        from ._tuned import fits_epilogue
+        """Matmul epilogues where the matmul runs a register-blocked kernel (``_matmul.fits_epilogue``)."""
+        from ._matmul import fits_epilogue
 
         return fits_epilogue(self.backend, lhs, rhs) is not None
 
@@ -131,7 +131,7 @@ class WgpuFusion:
     def _matmul(self, plan: FusedKernel, inputs: list[WgpuTensor], scalars: list[Any]) -> list[WgpuTensor]:
         """A matmul epilogue: the blocked kernel stores each product through the plan's ops; where the
         matmul runs another kernel for these operands, the product is written and the ops follow."""
-        from ._tuned import fits_epilogue, matmul_blocked
+        from ._matmul import fits_epilogue, matmul_blocked
 
         b = self.backend
         a, w, rest = inputs[0], inputs[1], inputs[2:]

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import burn
 from burn.backend import Backend, matmul_shape, op_def
 
+from . import _conv, _matmul, _pool, _reduce
 from . import _elementwise as EW
-from . import _tuned
 from ._kernels import index as KI
 from ._kernels import matmul as KM
 from ._kernels import quant as KQ
@@ -19,6 +19,7 @@ from ._kernels import scan as KS
 from ._kernels import sort as KSORT
 from ._kernels.elementwise import grid
 from ._primitive import WgpuTensor, contiguous_strides, numel
+from ._tuning import tuner
 
 if TYPE_CHECKING:
     from ._executor import Executor
@@ -87,8 +88,8 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
                 kernel = KR.render(op, x.dtype, out_dt, True)
                 self.ex.dispatch(kernel, [out.buffer, x.buffer], _pack(rows, n, 1, n, x.offset), grid(rows))
             return out
-        if _tuned.should_tune_reduce(rows, n):  # long rows: workgroup size and chunk tuned per shape
-            return _tuned.tuner(self).run(_tuned.REDUCE, self, op, x, rows, n, out_dt)
+        if _reduce.should_tune_reduce(rows, n):  # long rows: workgroup size and chunk tuned per shape
+            return tuner(self).run(_reduce.REDUCE, self, op, x, rows, n, out_dt)
         chunks = -(-n // KR.CHUNK)
         part_dt = out_dt if chunks == 1 else _acc_dtype(x.dtype)
         part = self.empty((rows, chunks), part_dt)
@@ -121,8 +122,8 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
     # ------------------------------------------------------------------ matmul
     def matmul(self, a: WgpuTensor, b: WgpuTensor) -> WgpuTensor:
         """Batched matmul through the tile shape the autotuner chose for this case."""
-        if _tuned.should_tune(a, b):
-            return _tuned.tuner(self).run(_tuned.MATMUL, self, a, b)
+        if _matmul.should_tune(a, b):
+            return tuner(self).run(_matmul.MATMUL, self, a, b)
         m, k = a.shape[-2:]
         if KM.is_small(m, b.shape[-1], k):
             return self.matmul_tiled(a, b, 0, 0)
@@ -172,10 +173,10 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
         dilation: tuple[int, ...],
         groups: int,
     ) -> WgpuTensor:
-        """2-d float convolutions through the tuned conv family (``_tuned.CONV2D``: im2col + tuned
+        """2-d float convolutions through the tuned conv family (``_conv.CONV2D``: im2col + tuned
         matmul, implicit GEMM, strided slices); other ranks and dtypes: the contract's default."""
         if len(x.shape) == 4 and x.dtype.is_float and weight.dtype is x.dtype:
-            return _tuned.conv2d(self, x, weight, bias, stride, padding, dilation, groups)
+            return _conv.conv2d(self, x, weight, bias, stride, padding, dilation, groups)
         return super().conv(x, weight, bias, stride, padding, dilation, groups)
 
     # ------------------------------------------------------------------ pooling
@@ -189,14 +190,14 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
         dilation: tuple[int, ...],
         **flags: bool,
     ) -> Any:
-        """1-d and 2-d pools through the tuned direct kernels (``_tuned.POOL``), a 1-d pool as a
+        """1-d and 2-d pools through the tuned direct kernels (``_pool.POOL``), a 1-d pool as a
         2-d one of height 1; None where the direct kernels do not apply (3-d, other dtypes)."""
         if len(kernel) not in (1, 2) or x.dtype not in _POOL_DTYPES[op]:
             return None
         if len(kernel) == 2:
-            return _tuned.pool2d(self, op, x, kernel, stride, padding, dilation, **flags)
+            return _pool.pool2d(self, op, x, kernel, stride, padding, dilation, **flags)
         n, c, length = x.shape
-        y = _tuned.pool2d(
+        y = _pool.pool2d(
             self,
             op,
             self.reshape(x, (n, c, 1, length)),

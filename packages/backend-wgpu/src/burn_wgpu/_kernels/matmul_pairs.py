@@ -132,7 +132,7 @@ def render_pairs(
     fold: int = 1,
 ) -> Kernel:
     """A k-pair packed float16 matmul: the bindings and metadata of ``render_blocked`` (so
-    ``_tuned.matmul_blocked`` drives both; no split-K), float16 operands only.
+    ``burn_wgpu._matmul.matmul_blocked`` drives both; no split-K), float16 operands only.
 
     Both workgroup tiles hold K pairs: A's element (pair p, row m) is ``vec2(A[m, 2p], A[m, 2p+1])``,
     B's (pair p, col n) ``vec2(B[2p, n], B[2p+1, n])``, grouped per row into elements of

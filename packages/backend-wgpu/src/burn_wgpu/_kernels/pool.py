@@ -1,5 +1,5 @@
 """Direct 2-d pooling kernels (NCHW; a 1-d pool runs as a 2-d one of height 1) for the tuned pool
-family (``_tuned.POOL``).
+family (``burn_wgpu._pool.POOL``).
 
 Each invocation computes ``px`` neighbouring outputs of one output row of one (image, channel)
 plane, reading x straight from global memory (no workgroup memory, no barriers: lavapipe and

@@ -47,7 +47,7 @@ _PER_GROUP_MAIN = """@compute @workgroup_size({wg})
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {{
 """
-# workgroup sizes the tuned reduction family tries for long rows (``_tuned.REDUCE``)
+# workgroup sizes the tuned reduction family tries for long rows (``burn_wgpu._reduce.REDUCE``)
 TREE_SIZES = (64, 128, 256)
 
 
