@@ -126,7 +126,7 @@ def test_the_tuner_picks_a_checked_candidate_and_caches_it(cuda, monkeypatch, tm
     monkeypatch.setenv("BURN_AUTOTUNE", "full")
     backend = burn.device("cuda:0", fusion=False).backend
     monkeypatch.setattr(backend, "_autotuner", None, raising=False)  # a tuner on the new cache dir
-    from burn_cuda._tuned import tuner
+    from burn_cuda._tuning import tuner
 
     rng = np.random.default_rng(3)
     x = rng.standard_normal((64, 300)).astype(np.float32)

@@ -70,7 +70,7 @@ def test_both_conv_strategies_equal_pytorch(case, cuda):
 def test_large_convs_are_tuned_once_and_cached(cuda, tmp_path, monkeypatch):
     """A conv above the tuning threshold benchmarks both strategies on first use (events for the
     dashboard), stores the winner in the cache under BURN_CACHE_DIR and equals PyTorch."""
-    from burn_cuda import _tuned
+    from burn_cuda import _conv
 
     monkeypatch.setenv("BURN_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("BURN_AUTOTUNE", "full")
@@ -82,7 +82,7 @@ def test_large_convs_are_tuned_once_and_cached(cuda, tmp_path, monkeypatch):
     try:
         x = RNG.standard_normal((8, 32, 32, 32)).astype(np.float32)
         w = (RNG.standard_normal((32, 32, 3, 3)) / 17).astype(np.float32)
-        assert _tuned.should_tune(x, w, 32 * 32)
+        assert _conv.should_tune(x, w, 32 * 32)
         (got,) = _run(cuda, "conv", [x, w, None], (1, 1), (1, 1), (1, 1), 1)
     finally:
         unsubscribe()
@@ -94,14 +94,14 @@ def test_large_convs_are_tuned_once_and_cached(cuda, tmp_path, monkeypatch):
 
 def test_conv2d_in_chunks_of_images_equals_one_batch(cuda, monkeypatch):
     """Batches whose columns exceed the workspace are gathered a few images at a time."""
-    from burn_cuda import _module
+    from burn_cuda import _conv
 
     b = _b(cuda)
     b = getattr(b, "inner", b)
     x = RNG.standard_normal((5, 3, 9, 8)).astype(np.float32)
     w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
     bias = RNG.standard_normal(4).astype(np.float32)
-    monkeypatch.setattr(_module, "_WORKSPACE", 3 * 9 * 3 * 8 * 4 * 2)  # two images' columns
+    monkeypatch.setattr(_conv, "_WORKSPACE", 3 * 9 * 3 * 8 * 4 * 2)  # two images' columns
     args = [b.from_numpy(a, burn.float32) for a in (x, w, bias)]
     got = b.to_numpy(b._conv_columns(*args, (1, 1), (1, 1), (1, 1), 1))
     ref = F.conv2d(_t(x), _t(w), _t(bias), 1, 1).numpy()

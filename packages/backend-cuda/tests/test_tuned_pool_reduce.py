@@ -1,4 +1,4 @@
-"""The tuned pool and reduction families of burn-cuda (``_tuned.POOL``, ``_tuned.REDUCE``): every
+"""The tuned pool and reduction families of burn-cuda (``_pool.POOL``, ``_reduce.REDUCE``): every
 candidate against the numpy backend (pools: 1-d and 2-d, strides, padding, dilation, ceil_mode,
 count_include_pad, float16/32/64 and int64, max-pool indices exactly equal; reductions: sum, mean,
 prod, max, min in one and two passes, float16/32/64), bfloat16 through its float32 detour, and one
@@ -10,7 +10,7 @@ from __future__ import annotations
 import burn
 import numpy as np
 import pytest
-from burn_cuda import _tuned, _tuned_kernels
+from burn_cuda import _pool, _reduce
 
 RNG = np.random.default_rng(5)
 BURN = {np.float16: burn.float16, np.float32: burn.float32, np.float64: burn.float64, np.int64: burn.int64}
@@ -58,22 +58,22 @@ def _data(shape, dt):
 # ---------------------------------------------------------------------- kernel sources (no GPU)
 def test_kernel_sources_check_their_arguments():
     with pytest.raises(TypeError, match="not supported"):
-        _tuned_kernels.pool_source("avg", np.dtype(np.int32), 1)
+        _pool.pool_source("avg", np.dtype(np.int32), 1)
     with pytest.raises(ValueError, match="outputs per thread"):
-        _tuned_kernels.pool_source("max", np.dtype(np.float32), 0)
+        _pool.pool_source("max", np.dtype(np.float32), 0)
     with pytest.raises(ValueError, match="op must be one of"):
-        _tuned_kernels.reduce_source("argmax", np.dtype(np.float32), np.dtype(np.float32), 4)
+        _reduce.reduce_source("argmax", np.dtype(np.float32), np.dtype(np.float32), 4)
     with pytest.raises(TypeError, match="float dtypes"):
-        _tuned_kernels.reduce_source("sum", np.dtype(np.int32), np.dtype(np.int32), 4)
+        _reduce.reduce_source("sum", np.dtype(np.int32), np.dtype(np.int32), 4)
     with pytest.raises(ValueError, match="elements per thread"):
-        _tuned_kernels.reduce_source("sum", np.dtype(np.float32), np.dtype(np.float32), 0)
+        _reduce.reduce_source("sum", np.dtype(np.float32), np.dtype(np.float32), 0)
 
 
 def test_families_are_well_formed():
-    assert _tuned.POOL.reference == "windows" and _tuned.POOL.default != "windows"
-    assert {c.name for c in _tuned.POOL.candidates} >= {"b128p1", "b256p2", "b512p4"}
-    assert _tuned.REDUCE.reference == "cupy" and _tuned.REDUCE.default.startswith("tree")
-    assert not _tuned.should_tune_reduce(64, 1024) and _tuned.should_tune_reduce(4096, 16384)
+    assert _pool.POOL.reference == "windows" and _pool.POOL.default != "windows"
+    assert {c.name for c in _pool.POOL.candidates} >= {"b128p1", "b256p2", "b512p4"}
+    assert _reduce.REDUCE.reference == "cupy" and _reduce.REDUCE.default.startswith("tree")
+    assert not _reduce.should_tune_reduce(64, 1024) and _reduce.should_tune_reduce(4096, 16384)
 
 
 # ---------------------------------------------------------------------- pools on the GPU
@@ -86,7 +86,7 @@ def test_pool_candidates_match_numpy(raw, ref, case, dt):
     want_v, want_i = (ref.to_numpy(t) for t in ref.max_pool(ref.from_numpy(x, BURN[dt]), k, s, p, d, ceil))
     gx = raw.from_numpy(x, BURN[dt])
     lx, lk, ls, lp, ld = _lift(gx, case)
-    for cand in _tuned.POOL.candidates:
+    for cand in _pool.POOL.candidates:
         values, index = cand.fn(raw, "max", lx, lk, ls, lp, ld, ceil, False)
         np.testing.assert_array_equal(raw.to_numpy(values).reshape(want_v.shape), want_v, err_msg=cand.name)
         np.testing.assert_array_equal(raw.to_numpy(index).reshape(want_i.shape), want_i, err_msg=cand.name)
@@ -97,7 +97,7 @@ def test_pool_candidates_match_numpy(raw, ref, case, dt):
         want = ref.to_numpy(ref.avg_pool(ref.from_numpy(x, BURN[dt]), k, s, p, cip, ceil)).astype(np.float64)
         # float32: summation order only; float16: the numpy backend sums in float16, the kernels in float
         tol = 2e-3 if dt is np.float16 else 1e-6
-        for cand in _tuned.POOL.candidates:
+        for cand in _pool.POOL.candidates:
             got = raw.to_numpy(cand.fn(raw, "avg", lx, lk, ls, lp, ones, ceil, cip)).reshape(want.shape)
             np.testing.assert_allclose(
                 got.astype(np.float64), want, rtol=tol, atol=4 * tol, err_msg=cand.name
@@ -110,7 +110,7 @@ def test_max_pool_nan_takes_the_first_nan(raw, ref):
     x[0, 0, 1, 2] = x[0, 0, 2, 1] = x[0, 1, 4, 4] = np.nan
     args = ((3, 3), (2, 2), (1, 1), (1, 1), True)
     want_v, want_i = (ref.to_numpy(t) for t in ref.max_pool(ref.from_numpy(x, burn.float32), *args))
-    for cand in _tuned.POOL.candidates:
+    for cand in _pool.POOL.candidates:
         values, index = cand.fn(raw, "max", raw.from_numpy(x, burn.float32), *args, False)
         np.testing.assert_array_equal(raw.to_numpy(values), want_v, err_msg=cand.name)
         np.testing.assert_array_equal(raw.to_numpy(index), want_i, err_msg=cand.name)
@@ -162,7 +162,7 @@ def test_reduce_candidates_match_numpy(raw, dt, rows, n):
     x = RNG.standard_normal((rows, n)).astype(dt)
     x[0, 7] = 40.0  # a clear maximum
     gx = raw.from_numpy(x, BURN[dt])
-    for op in _tuned_kernels.REDUCE_OPS:
+    for op in _reduce.REDUCE_OPS:
         data, g = x, gx
         if op == "prod":  # signs, eight 2s and four halves: an exact product (16 or -16) in every order
             data = np.where(x < 0, -1.0, 1.0).astype(dt)
@@ -170,7 +170,7 @@ def test_reduce_candidates_match_numpy(raw, dt, rows, n):
             g = raw.from_numpy(data, BURN[dt])
         want = _NUMPY[op](data.astype(np.float64), axis=1)
         rtol, atol = (5e-3, 0.5) if dt is np.float16 else (1e-5, 1e-3)
-        for cand in _tuned.REDUCE.candidates:
+        for cand in _reduce.REDUCE.candidates:
             got = raw.to_numpy(cand.fn(raw, op, g, rows, n))
             assert got.shape == (rows,) and got.dtype == dt, (cand.name, got.shape, got.dtype)
             np.testing.assert_allclose(
@@ -183,7 +183,7 @@ def test_reduce_nan_propagates(raw):
     x = RNG.standard_normal((2, 9000)).astype(np.float32)
     x[1, 5000] = np.nan
     gx = raw.from_numpy(x, burn.float32)
-    for cand in _tuned.REDUCE.candidates:
+    for cand in _reduce.REDUCE.candidates:
         for op in ("max", "min", "sum"):
             got = raw.to_numpy(cand.fn(raw, op, gx, 2, 9000))
             assert np.isfinite(got[0]) and np.isnan(got[1]), (cand.name, op, got)
@@ -238,7 +238,7 @@ def test_pool_and_reduce_tune_and_cache(cuda, ref, tmp_path, monkeypatch):
         for family, key in keys.items():
             entry = b._autotuner.cache.get(f"{family}|{key}")
             assert entry is not None and entry["dropped"] == {}, (family, entry)
-            fam = _tuned.POOL if family == "pool" else _tuned.REDUCE
+            fam = _pool.POOL if family == "pool" else _reduce.REDUCE
             assert set(entry["seconds"]) == {c.name for c in fam.candidates}
             done = [e for e in seen if e.kind == "autotune" and e.done and e.key == key]
             assert len(done) == 1 and done[0].best == entry["best"]

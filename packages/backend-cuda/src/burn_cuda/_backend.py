@@ -19,11 +19,12 @@ from burn import DeviceError, DType
 from burn.backend import ACTIVATION_OPS, Backend, MemoryStats, Slices
 
 from . import _bf16, _kernels, _matmul, _probe, _scan
+from ._conv import CudaConvOps
 from ._dtypes import BASE_DTYPES, FROM_NP, TO_NP
 from ._fusion import CudaFusion
 from ._index_check import IndexChecker
 from ._matmul import get_matmul_precision, matmul_precision
-from ._module import CudaModuleOps
+from ._pool import CudaPoolOps
 from ._types import Prim, Scalar
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ _SCALARS = (bool, int, float, np.generic)
 
 
 @_bf16.wrap_methods
-class CudaBackend(CudaModuleOps, Backend):
+class CudaBackend(CudaConvOps, CudaPoolOps, Backend):
     """CuPy on one NVIDIA GPU (``cuda:N``). Supports every burn dtype; bfloat16 where CuPy >= 14 and
     ml_dtypes are installed (``_bf16``: CuPy holds the arrays, burn's kernels compute on their bits)."""
 
@@ -263,8 +264,8 @@ class CudaBackend(CudaModuleOps, Backend):
     # ---- reductions and linear algebra
     def reduce(self, op: str, x: Prim, dims: tuple[int, ...], keepdim: bool) -> Prim:
         """Large float reductions over the trailing dims (the last, or all) through the tuned tree
-        kernels (``_tuned.REDUCE``); everything else through CuPy's reductions."""
-        from ._tuned import reduce_trailing
+        kernels (``_reduce.REDUCE``); everything else through CuPy's reductions."""
+        from ._reduce import reduce_trailing
 
         tuned = reduce_trailing(self, op, x, dims, keepdim)
         if tuned is not None:

@@ -26,9 +26,10 @@ import numpy as np
 from burn.autotune import Candidate, Family, bucket
 from burn.fusion import FusedKernel, skeleton
 
+from ._rawkernels import compiled as _compiled
 from ._renderer import CudaRenderer
-from ._tuned import _close, tuner
-from ._tuned_kernels import _compiled
+from ._tuning import close as _close
+from ._tuning import tuner
 
 if TYPE_CHECKING:
     from ._backend import CudaBackend
