@@ -148,17 +148,8 @@ def pool2d(
 ) -> Any:
     """A 2-d pool through the tuned candidate; pools under ``_POOL_MIN_WORK`` (outputs x taps) and
     browser-portable devices use the default direct kernel untuned."""
-    args = (
-        op,
-        x,
-        tuple(kernel),
-        tuple(stride),
-        tuple(padding),
-        tuple(dilation),
-        ceil_mode,
-        count_include_pad,
-    )
-    oh, ow = _pool_sizes(x, args[2], args[3], args[4], args[5], ceil_mode)
+    args = (op, x, *map(tuple, (kernel, stride, padding, dilation)), ceil_mode, count_include_pad)
+    oh, ow = _pool_sizes(x, kernel, stride, padding, dilation, ceil_mode)
     work = x.shape[0] * x.shape[1] * oh * ow * kernel[0] * kernel[1]
     if work >= _POOL_MIN_WORK and not backend.ctx.portable:
         return tuner(backend).run(POOL, backend, *args)
