@@ -15,7 +15,7 @@ from typing import Any
 
 import burn
 from burn.autotune import Candidate, Family, bucket
-from burn.backend import pool_out_size
+from burn.backend import pool_out_sizes
 
 from ._kernels.elementwise import grid
 from ._primitive import WgpuTensor
@@ -23,15 +23,6 @@ from ._tuning import Ints, candidate, close, geometry_key, pack, tuner
 
 _POOL_MIN_WORK = 1 << 22  # outputs x window taps below which a pool is not tuned
 _POOL_DEFAULT = "w128p2"
-
-
-def _pool_sizes(
-    x: WgpuTensor, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool
-) -> Ints:
-    return tuple(
-        pool_out_size(s, k, st, p, d, ceil_mode)
-        for s, k, st, p, d in zip(x.shape[2:], kernel, stride, padding, dilation)
-    )
 
 
 def pool2d_direct(
@@ -53,7 +44,7 @@ def pool2d_direct(
 
     x = backend.contiguous(x)
     n, c, h, w = x.shape
-    oh, ow = _pool_sizes(x, kernel, stride, padding, dilation, ceil_mode)
+    oh, ow = pool_out_sizes(x.shape[2:], kernel, stride, padding, dilation, ceil_mode)
     out = backend.empty((n, c, oh, ow), x.dtype)
     idx = backend.empty((n, c, oh, ow), burn.int32) if op == "max" else None
     pb = -(-ow // px)
@@ -149,7 +140,7 @@ def pool2d(
     """A 2-d pool through the tuned candidate; pools under ``_POOL_MIN_WORK`` (outputs x taps) and
     browser-portable devices use the default direct kernel untuned."""
     args = (op, x, *map(tuple, (kernel, stride, padding, dilation)), ceil_mode, count_include_pad)
-    oh, ow = _pool_sizes(x, kernel, stride, padding, dilation, ceil_mode)
+    oh, ow = pool_out_sizes(x.shape[2:], kernel, stride, padding, dilation, ceil_mode)
     work = x.shape[0] * x.shape[1] * oh * ow * kernel[0] * kernel[1]
     if work >= _POOL_MIN_WORK and not backend.ctx.portable:
         return tuner(backend).run(POOL, backend, *args)
