@@ -6,9 +6,8 @@ For each rule a regex finds the rule spelled out by hand in the code of ``packag
 and the test asserts it occurs in its home only. ``BURN_ONE_HOME_ROOT`` points the scan at another
 checkout (the rules were written against main before the de-duplication, where each of them fails).
 
-``PENDING`` lists copies in files another branch restructures at the same time (burn-cuda, burn-wgpu's
-``_tuned.py``): the integrator switches them to the homes when the branches
-meet, then deletes their entries here.
+``PENDING`` lists copies in files another branch restructures at the same time: the integrator switches
+them to the homes when the branches meet, then deletes their entries here (none are left).
 """
 
 from __future__ import annotations
@@ -48,17 +47,7 @@ RULES: dict[str, tuple[str, str]] = {
 }
 
 # known copies in files restructured in parallel branches: removed by the integrator after the merge
-PENDING: dict[str, set[str]] = {
-    "per-dim window sizes": {
-        "backend-cuda/src/burn_cuda/_module.py",
-        "backend-cuda/src/burn_cuda/_tuned.py",
-        "backend-wgpu/src/burn_wgpu/_tuned.py",
-    },
-    "broadcast": {
-        "backend-cuda/src/burn_cuda/_matmul.py",
-        "backend-cuda/src/burn_cuda/_quant.py",
-    },
-}
+PENDING: dict[str, set[str]] = {}
 
 _SKIP = {tokenize.STRING, tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
 

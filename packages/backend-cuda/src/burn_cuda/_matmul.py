@@ -18,6 +18,8 @@ import threading
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from burn.backend import broadcast_shape
+
 from . import _cublas
 from ._types import Prim
 
@@ -157,7 +159,7 @@ def _gemm(cupy: ModuleType, a: Prim, b: Prim, compute: int, data_type: int) -> P
     m, k = a.shape[-2:]
     n = b.shape[-1]
     flat = a.ndim == 2 and b.ndim == 2  # the common case: no batch bookkeeping on the host
-    batch = () if flat else tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    batch = () if flat else broadcast_shape(a.shape[:-2], b.shape[:-2])
     out = cupy.empty(batch + (m, n), dtype=a.dtype)
     if out.size == 0:
         return out

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from burn.autotune import Candidate, Family, bucket
-from burn.backend import Backend, conv_transpose_out_sizes, pool_out_size
+from burn.backend import Backend, conv_transpose_out_sizes, pool_out_sizes
 
 from ._rawkernels import CVT, FLOAT_DTYPES, TYPES, compiled, io
 from ._tuning import Ints, close, tuner
@@ -132,15 +132,6 @@ def height_one(stride: Ints, padding: Ints, dilation: Ints) -> tuple[Ints, Ints,
     return (1, *stride), (0, *padding), (1, *dilation)
 
 
-def _pool_sizes(
-    spatial: Ints, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool
-) -> Ints:
-    return tuple(
-        pool_out_size(s, k, st, p, d, ceil_mode)
-        for s, k, st, p, d in zip(spatial, kernel, stride, padding, dilation)
-    )
-
-
 class CudaPoolOps(Backend):  # CudaBackend(CudaConvOps, CudaPoolOps, Backend): plain mixins
     xp: ModuleType  # cupy
 
@@ -208,7 +199,7 @@ class CudaPoolOps(Backend):  # CudaBackend(CudaConvOps, CudaPoolOps, Backend): p
         cp = self._on()
         x = cp.ascontiguousarray(x)
         n, c, h, w = x.shape
-        oh, ow = _pool_sizes((h, w), kernel, stride, padding, dilation, ceil_mode)
+        oh, ow = pool_out_sizes((h, w), kernel, stride, padding, dilation, ceil_mode)
         y = cp.empty((n, c, oh, ow), dtype=x.dtype)
         idx = cp.empty((n, c, oh, ow), dtype=np.int64) if op == "max" else None
         pb = -(-ow // px)
@@ -240,7 +231,7 @@ class CudaPoolOps(Backend):  # CudaBackend(CudaConvOps, CudaPoolOps, Backend): p
         cp = self.xp
         nd = len(kernel)
         spatial = x.shape[2:]
-        out_sp = _pool_sizes(spatial, kernel, stride, padding, dilation, ceil_mode)
+        out_sp = pool_out_sizes(spatial, kernel, stride, padding, dilation, ceil_mode)
         # the extent the windows cover is the unpadded transposed conv's output size
         span = conv_transpose_out_sizes(out_sp, kernel, stride, (0,) * nd, (0,) * nd, dilation)
         right = tuple(max(p, e - s - p) for p, e, s in zip(padding, span, spatial))
@@ -375,7 +366,7 @@ def pool2d(
     """A 2-d pool (x: N, C, H, W) through the tuned candidate; pools under ``_POOL_MIN_WORK``
     (outputs x taps) run the default direct kernel untuned."""
     args = (op, x, *map(tuple, (kernel, stride, padding, dilation)), ceil_mode, count_include_pad)
-    oh, ow = _pool_sizes(x.shape[2:], kernel, stride, padding, dilation, ceil_mode)
+    oh, ow = pool_out_sizes(x.shape[2:], kernel, stride, padding, dilation, ceil_mode)
     if x.shape[0] * x.shape[1] * oh * ow * kernel[0] * kernel[1] >= _POOL_MIN_WORK:
         return tuner(backend).run(POOL, backend, *args)
     return POOL.by_name[_POOL_DEFAULT].fn(backend, *args)

@@ -27,6 +27,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from burn.backend import broadcast_shape
+
 from ._types import Prim
 
 _CUDA_R_8I = 3
@@ -222,7 +224,7 @@ def quantized_matmul(cp: ModuleType, a: Prim, w: Prim, path: str | None = None) 
         raise ValueError(
             f"quantized_matmul: a contraction of {k} int8 products may overflow int32 (at most {MAX_K})"
         )
-    batch = tuple(np.broadcast_shapes(a.shape[:-2], w.shape[:-2]))
+    batch = broadcast_shape(a.shape[:-2], w.shape[:-2])
     count = int(np.prod(batch, dtype=np.int64))
     if count == 0 or m == 0 or n == 0 or k == 0:
         return cp.zeros(batch + (m, n), dtype=np.int64)
