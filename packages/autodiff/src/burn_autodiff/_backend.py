@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from burn.backend import ACTIVATION_OPS, Backend, DType, Slices
+from burn.backend import ACTIVATION_OPS, Backend, DType, MemoryStats, Slices
 
 from ._engine import retained_bytes, run_backward
 from ._graph import ADPrim, Node, leaf
@@ -197,6 +197,15 @@ class Autodiff(AutodiffModuleOps, AutodiffVisionOps, Backend):
 
     def sync(self) -> None:
         self.inner.sync()
+
+    def memory_stats(self) -> MemoryStats | None:
+        return self.inner.memory_stats()
+
+    def reset_peak_memory(self) -> None:
+        self.inner.reset_peak_memory()
+
+    def empty_cache(self) -> None:
+        self.inner.empty_cache()
 
     def cast(self, x: ADPrim, dtype: DType) -> ADPrim:
         if x.node is not None and dtype.is_float:

@@ -3,7 +3,8 @@ what a device's memory holds, as PyTorch's ``torch.cuda.memory_allocated`` / ``m
 ``memory_reserved`` / ``empty_cache``, for every backend.
 
 Each backend answers through ``Backend.memory_stats()`` (and ``reset_peak_memory()``,
-``empty_cache()``); decorators (autodiff, fusion) pass the question to the backend they wrap. What is
+``empty_cache()``); decorators (autodiff, fusion) pass the question to the backend they wrap (fusion
+also drops its own caches on ``empty_cache``). What is
 measured depends on the backend and is named in ``MemoryStats.source``: burn-cuda its CuPy memory pool
 plus the private pools its CUDA graphs keep, burn-wgpu its buffer pool, the numpy backend the process's
 resident memory (host memory: numpy has no allocator of its own to ask).
@@ -12,7 +13,7 @@ resident memory (host memory: numpy has no allocator of its own to ask).
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -84,17 +85,11 @@ class PeakTracker:
         self.peak = self.current
 
 
-def _chain(device: DeviceLike) -> Iterator[Any]:
-    """The device's backend and every backend it decorates, outermost first."""
+def _backend(device: DeviceLike) -> Any:
     from ._device import default_device
     from ._device import device as as_device
 
-    b: Any = (default_device() if device is None else as_device(device)).backend
-    seen = set()
-    while b is not None and id(b) not in seen:
-        seen.add(id(b))
-        yield b
-        b = getattr(b, "inner", None)
+    return (default_device() if device is None else as_device(device)).backend
 
 
 def memory_stats(device: DeviceLike = None) -> MemoryStats:
@@ -104,14 +99,13 @@ def memory_stats(device: DeviceLike = None) -> MemoryStats:
     >>> isinstance(before, int)
     True
     """
-    chain = list(_chain(device))
-    for b in chain:
-        stats = b.memory_stats()
-        if stats is not None:
-            return stats
-    raise NotImplementedError(
-        f"memory_stats: the {type(chain[-1]).__name__} backend reports no memory figures"
-    )
+    b = _backend(device)
+    stats: MemoryStats | None = b.memory_stats()
+    if stats is None:
+        while getattr(b, "inner", None) is not None:  # name the backend under the decorators
+            b = b.inner
+        raise NotImplementedError(f"memory_stats: the {type(b).__name__} backend reports no memory figures")
+    return stats
 
 
 def reset_peak_memory_stats(device: DeviceLike = None) -> None:
@@ -119,18 +113,16 @@ def reset_peak_memory_stats(device: DeviceLike = None) -> None:
 
     >>> burn.reset_peak_memory_stats("cpu")
     """
-    for b in _chain(device):
-        b.reset_peak_memory()
+    _backend(device).reset_peak_memory()
 
 
 def empty_cache(device: DeviceLike = None) -> None:
-    """Give cached device memory no tensor holds back to the driver (pooled buffers, kept constants).
-    Tensors stay valid; later ops allocate again as needed.
+    """Give cached device memory no tensor holds back to the driver (pooled buffers, kept constants,
+    fused programs and their graphs). Tensors stay valid; later ops allocate again as needed.
 
     >>> burn.empty_cache("cpu")
     """
-    for b in _chain(device):
-        b.empty_cache()
+    _backend(device).empty_cache()
 
 
 def process_memory() -> tuple[int, int]:

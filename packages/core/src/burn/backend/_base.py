@@ -179,7 +179,7 @@ class Backend(_module_ops.ModuleOps, HostRandom):
 
     def memory_stats(self) -> MemoryStats | None:
         """This backend's memory figures for ``burn.memory_stats`` (a ``burn.backend.MemoryStats``), or
-        None (the default): a decorator's answer then comes from the backend it wraps."""
+        None (the default: it reports none). A decorator returns the answer of the backend it wraps."""
         return None
 
     def reset_peak_memory(self) -> None:

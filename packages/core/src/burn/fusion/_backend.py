@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from .._dtype import DType
-from ..backend import ACTIVATION_OPS, BINARY_OPS, Backend, broadcast_shape
+from ..backend import ACTIVATION_OPS, BINARY_OPS, Backend, MemoryStats, broadcast_shape
 from ._graph import FPrim
 from ._ops import InnerOps
 from ._plan import FusionRuntime
@@ -110,6 +110,12 @@ class Fusion(InnerOps, Replaying):
     def sync(self) -> None:
         self.flush()
         self.inner.sync()
+
+    def memory_stats(self) -> MemoryStats | None:
+        return self.inner.memory_stats()
+
+    def reset_peak_memory(self) -> None:
+        self.inner.reset_peak_memory()
 
     def counters(self) -> dict[str, int]:
         counts = dict(self.inner.counters())

@@ -98,12 +98,13 @@ class Replaying(Launching):
 
     def empty_cache(self) -> None:
         """``burn.empty_cache``: run what is recorded, then drop the kept programs (with the device graphs
-        captured from them and their memory pools) and the kept constants. Streams that come again are
-        planned again; tensors that hold a graph's buffers keep them."""
+        captured from them and their memory pools) and the kept constants, then empty the inner backend's
+        cache. Streams that come again are planned again; tensors that hold a graph's buffers keep them."""
         self.flush()
         self._programs = {}
         self._lengths = set()
         self._constants.clear()
+        self.inner.empty_cache()
 
     def _forget_oldest(self) -> None:
         """Drop the programs of the signature run least recently (``SIGNATURES_KEPT``)."""
