@@ -8,36 +8,13 @@ import numpy as np
 import pytest
 from burn import nn
 from burn.nn import functional as F
+from burn.testing._training import conv_training_losses, fresh_programs
 
 pytestmark = pytest.mark.gpu
 
 
 def _losses(dev, steps: int, dropout: float, read_every: int) -> list[float]:
-    burn.seed(0)
-
-    class Net(nn.Module):
-        def __init__(self):
-            self.c = nn.Conv2dConfig((1, 4), 3, padding=1).init(dev)
-            self.l1 = nn.LinearConfig(4 * 8 * 8, 32).init(dev)
-            self.l2 = nn.LinearConfig(32, 5).init(dev)
-
-        def forward(self, x):
-            h = F.relu(self.c(x)).flatten(1, 3)
-            h = F.relu(self.l1(h))
-            return self.l2(F.dropout(h, dropout) if dropout else h)
-
-    model, opt = Net(), burn.optim.AdamConfig().init()
-    rng = np.random.default_rng(0)
-    x = burn.tensor(rng.standard_normal((6, 1, 8, 8)).astype(np.float32), device=dev)
-    y = burn.tensor(rng.integers(0, 5, 6), device=dev)
-    held = []
-    for i in range(steps):
-        loss = F.cross_entropy(model(x), y)
-        model = opt.step(1e-2, model, loss.backward())
-        held.append(loss)  # kept across steps: a graph launch must not overwrite them
-        if read_every and i % read_every == 0:
-            loss.item()
-    return [float(v.item()) for v in held]
+    return conv_training_losses(dev, steps, dropout, read_every)
 
 
 @pytest.mark.parametrize("read_every", [1, 0])
@@ -46,8 +23,7 @@ def test_a_training_step_replays_as_a_cuda_graph(cuda, read_every, monkeypatch):
     plain = _losses(burn.device("cuda:0", autodiff=True, fusion=False), steps, 0.0, read_every)
     dev = burn.device("cuda:0", autodiff=True)
     fb = dev.backend.inner
-    for name in ("_programs", "_lengths"):  # plan and capture anew for this case
-        monkeypatch.setattr(fb, name, type(getattr(fb, name))())
+    fresh_programs(fb, monkeypatch)  # plan and capture anew for this case
     before = dict(fb.stats)
     got = _losses(dev, steps, 0.0, read_every)
     np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-6)
@@ -91,8 +67,7 @@ def test_an_inference_loop_reads_its_weights_in_place_and_survives_new_weights(c
 
 
 def _fresh(fb, monkeypatch):
-    for name in ("_programs", "_lengths"):  # plan and capture anew for this case
-        monkeypatch.setattr(fb, name, type(getattr(fb, name))())
+    fresh_programs(fb, monkeypatch)  # plan and capture anew for this case
 
 
 def test_results_are_lent_without_copies_and_kept_values_survive_later_launches(cuda, monkeypatch):

@@ -9,20 +9,14 @@ import burn
 import numpy as np
 import pytest
 from burn.fusion import FusedKernel, FusedOp
-from burn.testing._training import small_training
+from burn.testing._training import small_training, two_output_plan
 
 pytestmark = pytest.mark.gpu
 f32 = burn.float32
 
 
 def _plan(n):
-    """exp(in0) * in1 and in0 + in1 over (n,): two float32 outputs."""
-    ops = (
-        FusedOp("unary", "exp", f32, f32, (0,)),
-        FusedOp("binary", "mul", f32, f32, (2, 1)),
-        FusedOp("binary", "add", f32, f32, (0, 1)),
-    )
-    return FusedKernel((n,), (f32, f32), (), ops, (3, 4))
+    return two_output_plan(n)  # exp(in0) * in1 and in0 + in1 over (n,)
 
 
 @pytest.mark.parametrize("donors", [(), (0,), (1,), (0, 1)])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import burn
 import numpy as np
 import pytest
+from burn.testing._pool_checks import check_strided_pools
 from burn_cuda import _pool, _reduce
 
 RNG = np.random.default_rng(5)
@@ -122,20 +123,8 @@ def test_backend_pools_and_bfloat16(raw, ref, case):
     """The backend methods (the default direct kernel, strided input), and bfloat16 through float32."""
     shape, k, s, p, d, ceil = case
     b = raw
-    x = RNG.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(np.float32)
-    xs = np.ascontiguousarray(x[..., ::2])
-    strided = b.slice(
-        b.from_numpy(x, burn.float32), tuple((0, n, 1) for n in shape[:-1]) + ((0, x.shape[-1], 2),)
-    )
-    want_v, want_i = (
-        ref.to_numpy(t) for t in ref.max_pool(ref.from_numpy(xs, burn.float32), k, s, p, d, ceil)
-    )
-    values, index = b.max_pool(strided, k, s, p, d, ceil)
-    np.testing.assert_array_equal(b.to_numpy(values), want_v)
-    np.testing.assert_array_equal(b.to_numpy(index), want_i)
-    want = ref.to_numpy(ref.avg_pool(ref.from_numpy(xs, burn.float32), k, s, p, True, ceil))
-    np.testing.assert_allclose(
-        b.to_numpy(b.avg_pool(strided, k, s, p, True, ceil)), want, rtol=1e-6, atol=1e-6
+    xs = check_strided_pools(
+        b, ref, RNG.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(np.float32), case
     )
     if burn.bfloat16 not in b.dtypes:
         return

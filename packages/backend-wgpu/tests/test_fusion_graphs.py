@@ -10,42 +10,17 @@ import numpy as np
 import pytest
 from burn import nn
 from burn.nn import functional as F
+from burn.testing._training import conv_training_losses, fresh_programs
 from burn_wgpu._executor import NotRecordable
 
 
 def _fresh(fb, monkeypatch):
-    """Plan and record anew for this test (programs are kept per fusion backend)."""
-    for name in ("_programs", "_lengths"):
-        monkeypatch.setattr(fb, name, type(getattr(fb, name))())
+    fresh_programs(fb, monkeypatch)
 
 
 def _losses(dev, steps: int, dropout: float, read_every: int) -> list[float]:
-    burn.seed(0)
-
-    class Net(nn.Module):
-        def __init__(self):
-            self.c = nn.Conv2dConfig((1, 4), 3, padding=1).init(dev)
-            self.l1 = nn.LinearConfig(4 * 6 * 6, 16).init(dev)
-            self.l2 = nn.LinearConfig(16, 5).init(dev)
-
-        def forward(self, x):
-            h = F.relu(self.c(x)).flatten(1, 3)
-            h = F.relu(self.l1(h))
-            return self.l2(F.dropout(h, dropout) if dropout else h)
-
-    model, opt = Net(), burn.optim.AdamConfig().init()
-    rng = np.random.default_rng(0)
-    x = burn.tensor(rng.standard_normal((6, 1, 6, 6)).astype(np.float32), device=dev)
-    y = burn.tensor(rng.integers(0, 5, 6).astype(np.int32), device=dev)
-    held = []
-    for i in range(steps):
-        loss = F.cross_entropy(model(x), y)
-        lr = 1e-2 / (1 + i)  # a new scalar every step: the recorded metadata is rewritten
-        model = opt.step(lr, model, loss.backward())
-        held.append(loss)  # kept across steps: a launch must not overwrite them
-        if read_every and i % read_every == 0:
-            loss.item()
-    return [float(v.item()) for v in held]
+    # a new learning rate every step: the recorded metadata is rewritten
+    return conv_training_losses(dev, steps, dropout, read_every, image=6, hidden=16, decay=True)
 
 
 @pytest.mark.parametrize("read_every", [1, 0])

@@ -10,6 +10,7 @@ import burn
 import numpy as np
 import pytest
 from burn import autotune
+from burn.testing._pool_checks import check_strided_pools
 from burn_wgpu import _pool
 from burn_wgpu._kernels import pool as KP
 
@@ -107,21 +108,9 @@ def test_max_nan_takes_the_first_nan(backend, ref, rng, name):
 @pytest.mark.parametrize("case", CASES, ids=[f"case{i}" for i in range(len(CASES))])
 def test_backend_methods(backend, ref, rng, case):
     """``max_pool``/``avg_pool`` of the backend (the untuned default, strided input, 1-d and 2-d)."""
-    shape, k, s, p, d, ceil = case
-    x = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(np.float32)
-    cut = (slice(None),) * (len(shape) - 1) + (slice(None, None, 2),)
-    full = backend.from_numpy(x, burn.float32)
-    strided = backend.slice(full, tuple((0, n, st) for n, st in zip(x.shape, (1,) * (len(shape) - 1) + (2,))))
-    xs = np.ascontiguousarray(x[cut])
-    want_v, want_i = (
-        ref.to_numpy(t) for t in ref.max_pool(ref.from_numpy(xs, burn.float32), k, s, p, d, ceil)
-    )
-    values, index = backend.max_pool(strided, k, s, p, d, ceil)
-    np.testing.assert_array_equal(backend.to_numpy(values), want_v)
-    np.testing.assert_array_equal(backend.to_numpy(index), want_i)
-    want = ref.to_numpy(ref.avg_pool(ref.from_numpy(xs, burn.float32), k, s, p, True, ceil))
-    np.testing.assert_allclose(
-        backend.to_numpy(backend.avg_pool(strided, k, s, p, True, ceil)), want, rtol=1e-6, atol=1e-6
+    shape = case[0]
+    check_strided_pools(
+        backend, ref, rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(np.float32), case
     )
 
 

@@ -41,3 +41,70 @@ def small_training(
         model = opt.step(lr, model, loss.backward())
         losses.append(loss.item())
     return losses, model
+
+
+def conv_training_losses(
+    device: Any,
+    steps: int,
+    dropout: float,
+    read_every: int,
+    image: int = 8,
+    hidden: int = 32,
+    decay: bool = False,
+) -> list[float]:
+    """Train a small CNN (conv 1->4, ReLU, Linear to ``hidden``, ReLU, [dropout], Linear to 5 classes)
+    with Adam on one fixed batch of six ``image`` x ``image`` images; the losses of every step. Each loss
+    is held until the end (a graph launch must not overwrite a value a tensor still holds) and read
+    every ``read_every`` steps (0: never before the end). ``decay``: the learning rate changes every
+    step (1e-2 / (1 + step)), so a recorded program's scalars change between launches."""
+    import burn
+    from burn import nn
+    from burn.nn import functional as F
+
+    burn.seed(0)
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            self.c = nn.Conv2dConfig((1, 4), 3, padding=1).init(device)
+            self.l1 = nn.LinearConfig(4 * image * image, hidden).init(device)
+            self.l2 = nn.LinearConfig(hidden, 5).init(device)
+
+        def forward(self, x: Any) -> Any:
+            h = F.relu(self.c(x)).flatten(1, 3)
+            h = F.relu(self.l1(h))
+            return self.l2(F.dropout(h, dropout) if dropout else h)
+
+    model, opt = Net(), burn.optim.AdamConfig().init()
+    rng = np.random.default_rng(0)
+    x = burn.tensor(rng.standard_normal((6, 1, image, image)).astype(np.float32), device=device)
+    y = burn.tensor(rng.integers(0, 5, 6).astype(np.int32), device=device)
+    held = []
+    for i in range(steps):
+        loss = F.cross_entropy(model(x), y)
+        model = opt.step(1e-2 / (1 + i) if decay else 1e-2, model, loss.backward())
+        held.append(loss)
+        if read_every and i % read_every == 0:
+            loss.item()
+    return [float(v.item()) for v in held]
+
+
+def fresh_programs(fusion_backend: Any, monkeypatch: Any) -> None:
+    """Make a fusion backend plan (and capture) anew for one test: its kept programs are emptied for the
+    test's duration (pytest's ``monkeypatch`` restores them)."""
+    for name in ("_programs", "_lengths"):
+        monkeypatch.setattr(fusion_backend, name, type(getattr(fusion_backend, name))())
+
+
+def two_output_plan(n: int) -> Any:
+    """A ``FusedKernel`` over (n,) float32 inputs in0, in1 with two outputs, exp(in0) * in1 and
+    in0 + in1: the plan the in-place (donated input) tests run."""
+    import burn
+    from burn.fusion import FusedKernel, FusedOp
+
+    f32 = burn.float32
+    ops = (
+        FusedOp("unary", "exp", f32, f32, (0,)),
+        FusedOp("binary", "mul", f32, f32, (2, 1)),
+        FusedOp("binary", "add", f32, f32, (0, 1)),
+    )
+    return FusedKernel((n,), (f32, f32), (), ops, (3, 4))
