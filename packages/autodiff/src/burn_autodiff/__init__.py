@@ -12,6 +12,8 @@ record the graph of ops on tensors that require grad, and ``loss.backward()`` re
 
 from typing import TYPE_CHECKING
 
+from burn.plugins import lazy_attributes
+
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -40,15 +42,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'burn_autodiff' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -16,6 +16,8 @@ each source fails soft, and outside Pyodide each is listed as unavailable with t
 
 from typing import TYPE_CHECKING
 
+from burn.plugins import lazy_attributes
+
 from ._collector import WebCollector, source_available
 from ._platform import Env, SourceUnavailable, platform_reason
 from ._sources import KEY_SOURCE, SOURCES, Source
@@ -28,14 +30,7 @@ if TYPE_CHECKING:
 _LAZY = {"WebMetric": "._metric", "WebRenderer": "._renderer"}  # these import burn_train
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        from importlib import import_module
-
-        value = getattr(import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'burn_metrics_web' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -14,27 +14,23 @@
 
 from typing import TYPE_CHECKING
 
+from burn.plugins import lazy_attributes
+
 if TYPE_CHECKING:
     from ._export import WebExport, export
     from ._native import NativeSchedule
     from ._record import WebExportError
 
 _LAZY = {
-    "WebExport": "_export",
-    "export": "_export",
-    "NativeSchedule": "_native",
-    "WebExportError": "_record",
+    "WebExport": "._export",
+    "export": "._export",
+    "NativeSchedule": "._native",
+    "WebExportError": "._record",
 }
 
 
-def __getattr__(name: str) -> object:
-    # wgpu and numpy load when an export runs, not on ``import burn_wgpu.web``
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'burn_wgpu.web' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+# wgpu and numpy load when an export runs, not on ``import burn_wgpu.web``
+__getattr__ = lazy_attributes(__name__, _LAZY, globals())
 
 
 __all__ = ["NativeSchedule", "WebExport", "WebExportError", "export"]

@@ -25,6 +25,9 @@ registered through ``burn_register_collectives(register)``; multi-process traini
 ``burn.distributed.device_collectives(device)``. burn-core itself imports no other burn package:
 everything reaches it through these hooks.
 
+A package that loads its public names on first use (so importing it stays light) sets
+``__getattr__ = lazy_attributes(__name__, {name: "._module"}, globals())``.
+
 ``BURN_DISABLE_PLUGINS=a,b`` skips entry points (by entry-point or distribution name);
 ``BURN_DISABLE_PLUGIN_AUTOLOAD=1`` loads only burn-core's built-ins and plugins added with
 ``register_plugin``. Broken plugins are listed in ``registry().broken`` and by ``burn info``.
@@ -35,6 +38,7 @@ This package imports neither numpy nor importlib.metadata at import time, and ru
 from typing import TYPE_CHECKING
 
 from ._discovery import BUILTINS
+from ._lazy import lazy_attributes
 from ._manager import (
     ENTRY_POINT_GROUP,
     PluginError,
@@ -98,6 +102,7 @@ __all__ = [
     "hookspec",
     "int_at_least",
     "int_between",
+    "lazy_attributes",
     "positive_float",
     "probe",
     "probe_devices",

@@ -16,8 +16,9 @@ Importing this package loads neither numpy nor any backend; the names below load
 
 from __future__ import annotations
 
-from importlib import import_module as _import_module
 from typing import TYPE_CHECKING
+
+from ..plugins import lazy_attributes
 
 if TYPE_CHECKING:
     from ._core_only import CoreOnlyBackend
@@ -28,9 +29,4 @@ __all__ = ["SPECS", "CoreOnlyBackend", "OpSpec"]
 _LAZY = {"CoreOnlyBackend": "._core_only", "OpSpec": "._specs", "SPECS": "._specs"}
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        value = getattr(_import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'burn.testing' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY, globals())

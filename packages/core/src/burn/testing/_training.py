@@ -108,3 +108,26 @@ def two_output_plan(n: int) -> Any:
         FusedOp("binary", "add", f32, f32, (0, 1)),
     )
     return FusedKernel((n,), (f32, f32), (), ops, (3, 4))
+
+
+def inference_loop_with_new_weights(device: Any, steps: int = 12, new_weights_at: int = 8) -> dict[str, int]:
+    """An inference loop ``relu(x @ w * 0.5).sum(1)`` over fresh inputs on a fused ``device``, one
+    ``mark_step`` per step, whose weights are replaced at step ``new_weights_at`` (another tensor behind
+    the same kind of stream); every step checked against numpy. Returns how much each of the fusion
+    backend's ``stats`` counters grew (the tests assert graphs were captured and launched)."""
+    import burn
+
+    fb = device.backend
+    rng = np.random.default_rng(3)
+    w_np = rng.standard_normal((16, 8)).astype(np.float32)
+    w = burn.tensor(w_np, device=device)
+    before = dict(fb.stats)
+    for i in range(steps):
+        if i == new_weights_at:
+            w_np = w_np * 2.0
+            w = burn.tensor(w_np, device=device)
+        x_np = rng.standard_normal((4, 16)).astype(np.float32)
+        y = ((burn.tensor(x_np, device=device) @ w) * 0.5).relu().sum(1)
+        burn.fusion.mark_step(device)
+        np.testing.assert_allclose(y.numpy(), np.maximum(x_np @ w_np * 0.5, 0).sum(1), rtol=1e-4, atol=1e-4)
+    return {k: v - before.get(k, 0) for k, v in fb.stats.items()}
