@@ -9,14 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from burn.testing._random_graphs import (
-    RandomGraph,
-    Step,
-    check_calls_and_replay,
-    ci_settings,
-    fixed_graph_calls,
-    graphs,
-)
+from burn.testing import _random_graphs as rg
 from hypothesis import given
 
 pytestmark = pytest.mark.gpu
@@ -24,16 +17,20 @@ pytestmark = pytest.mark.gpu
 CALLS = 5
 
 
-@ci_settings(150)
-@given(graphs())
-def test_random_graph_matches_numpy_on_fused_cuda(cuda: Any, graph: RandomGraph) -> None:
-    check_calls_and_replay(graph, cuda, "cuda", CALLS)
+@rg.ci_settings(150)
+@given(rg.graphs())
+def test_random_graph_matches_numpy_on_fused_cuda(cuda: Any, graph: rg.RandomGraph) -> None:
+    rg.check_calls_and_replay(graph, cuda, "cuda", CALLS)
 
 
 def test_the_cuda_runs_reach_captured_graphs(cuda: Any) -> None:
     """The five calls per graph above reach a captured CUDA graph's launch, and each launch's outputs
     follow the call's inputs and scalars."""
-    steps = [Step("transformer", (2, True, "gelu")), Step("scalar", ("mul", 2.0)), Step("linear", (5,))]
-    grew = fixed_graph_calls(cuda, steps, CALLS, "cuda fused")
+    steps = [
+        rg.Step("transformer", (2, True, "gelu")),
+        rg.Step("scalar", ("mul", 2.0)),
+        rg.Step("linear", (5,)),
+    ]
+    grew = rg.fixed_graph_calls(cuda, steps, CALLS, "cuda fused")
     assert grew["replays"] > 0
     assert grew["graph_launches"] > 0, cuda.backend.runtime.capture_failures

@@ -14,7 +14,7 @@ import textwrap
 import burn
 import numpy as np
 import pytest
-from burn import autotune
+from burn.testing._events import autotune_events
 
 pytestmark = pytest.mark.usefixtures("dev")  # skips where wgpu cannot run
 
@@ -33,10 +33,8 @@ def fresh_cache(tmp_path, monkeypatch):
 
 @pytest.fixture
 def events():
-    seen: list[autotune.AutotuneEvent] = []
-    unsubscribe = autotune.subscribe(seen.append)
-    yield seen
-    unsubscribe()
+    with autotune_events() as seen:
+        yield seen
 
 
 def _operands(backend, m=256, k=256, n=192, transpose_b=False):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from burn import autotune
 from burn.autotune import Autotuner, Candidate, Family
+from burn.testing._events import autotune_events
 
 
 @pytest.fixture
@@ -24,10 +25,8 @@ def cache(tmp_path, monkeypatch):
 
 @pytest.fixture
 def events():
-    seen: list[autotune.AutotuneEvent] = []
-    unsubscribe = autotune.subscribe(seen.append)
-    yield seen
-    unsubscribe()
+    with autotune_events() as seen:
+        yield seen
 
 
 def _sleepy(seconds: float, wrong: bool = False, fail: bool = False):
