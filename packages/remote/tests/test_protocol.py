@@ -295,7 +295,7 @@ def test_fast_paths_match_numpy_backend(remote):
 def test_results_are_checked_against_the_signature():
     """In process: a backend whose result disagrees with the declared shape poisons the op's output (the
     first op of an element-wise signature is checked; ops of others every time)."""
-    from burn_remote._failure import Failed
+    from burn.backend import Failed
     from burn_remote._protocol import WireRef
     from burn_remote._session import Limits, Session
 

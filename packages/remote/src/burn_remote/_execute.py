@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from burn.backend import Backend
+from burn.backend import Backend, Failed
 
 from ._errors import ProtocolError
-from ._failure import Failed, Failures
+from ._failure import Failures
 from ._protocol import WireRef, plain_tuple
 from ._signatures import Signatures
 from ._table import Meta, TensorTable

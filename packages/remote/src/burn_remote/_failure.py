@@ -5,10 +5,8 @@ them fail the same way without running and reading them raises the error. The fi
 last read or sync is kept and reported by the next read or sync (as a device backend reports an
 asynchronous error); an op whose input already failed does not report again.
 
-``Failed`` is the remote counterpart of burn-fusion's private ``_Failed`` (the value of a lazy node
-whose flush raised). They are the same idea, a slot that holds an error instead of a value, but fusion's
-is private to ``burn.fusion._backend`` and re-raises as its own ``RuntimeError``, while a session sends
-the original error's type and message to the client: remote keeps its own.
+``Failed`` is ``burn.backend.Failed``, the slot burn's fusion decorator also keeps for a lazy node whose
+stream raised: one idea, one class. A session sends the original error's type and message to the client.
 """
 
 from __future__ import annotations
@@ -16,19 +14,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from burn.backend import Failed
+
 from ._protocol import ERROR, frame
 
 if TYPE_CHECKING:
     from ._table import Meta, TensorTable
-
-
-class Failed:
-    """The table's entry for a tensor whose op failed: no value, only the error (it holds no memory)."""
-
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
 
 
 def error_frame(kind: str, exc: BaseException) -> bytes:

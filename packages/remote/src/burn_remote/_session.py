@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import burn
-from burn.backend import Backend
+from burn.backend import Backend, Failed
 from burn.ir import TensorRef
 
 from ._errors import ProtocolError
 from ._execute import Executor
-from ._failure import Failed, Failures, error_frame
+from ._failure import Failures, error_frame
 from ._frames import Chunk, Reply, data_frames, decode, ops_meta, read_meta, upload_meta
 from ._protocol import DONE, OPS, READ, UPLOAD, frame
 from ._signatures import Signatures

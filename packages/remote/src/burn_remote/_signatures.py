@@ -19,10 +19,10 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from burn.backend import Backend
+from burn.backend import Backend, Failed
 
 from ._errors import ProtocolError
-from ._failure import Failed, Failures
+from ._failure import Failures
 from ._table import Meta, TensorTable
 from ._validate import CheckedSignature, OpError, Validator, bad_output, limit_error, result_mismatch
 

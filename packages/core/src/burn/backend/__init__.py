@@ -27,6 +27,8 @@ never burn-core's private modules.
   result shape.
 - ``from_primitive``: a ``burn.Tensor`` around a backend primitive (``tensor.primitive`` is the inverse).
 - ``Gradients``: what a decorator's ``backward`` returns (``burn.Gradients``).
+- ``Failed(error)``: a slot holding an error instead of a value (fusion's failed lazy nodes, burn-remote's
+  failed ops).
 - ``MemoryStats`` / ``PeakTracker`` / ``process_memory()``: what ``Backend.memory_stats`` returns for
   ``burn.memory_stats``, a current/peak counter for backends that count their own allocations, and this
   process's resident memory (now, peak).
@@ -50,6 +52,7 @@ from .._dtype import ALL_DTYPES, DEFAULT_FLOAT, DEFAULT_INT, DType
 from .._gradients import Gradients
 from .._memory import MemoryStats, PeakTracker, process_memory
 from ._base import Backend, Slices, required
+from ._failed import Failed
 from ._optable import (
     ACTIVATION_OPS,
     ARG_REDUCE_OPS,
@@ -95,6 +98,7 @@ __all__ = [
     "DEFAULT_FLOAT",
     "DEFAULT_INT",
     "FROM_NUMPY",
+    "Failed",
     "NUMPY_DTYPES",
     "REDUCE_OPS",
     "UNARY_BOOL_RESULT",

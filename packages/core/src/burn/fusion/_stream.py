@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._dtype import DType, bool_
-from ..backend import Backend
+from ..backend import Backend, Failed
 from ..backend._vocabulary import OPS
 from ..ir._capture import result_types
 from ._graph import FPrim, Node, lazy_handle
@@ -347,13 +347,10 @@ class Recording(Backend):
         return self._wrap(value)
 
 
-class _Failed:
+class _Failed(Failed):
     """The value of a lazy node whose flush raised: reading it raises again, naming the first error."""
 
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
+    __slots__ = ()
 
     def throw(self) -> None:
         raise RuntimeError(
