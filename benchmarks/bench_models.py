@@ -292,6 +292,25 @@ def _driver_used(torch: Any = None) -> int | None:
         return None
 
 
+def _timed_steps(
+    step: Any, sync: Any, args: argparse.Namespace, driver: Any
+) -> tuple[float, float, int | None]:
+    """``args.warmup`` then ``args.steps`` synchronised steps: (median ms of the timed ones, the last loss,
+    the driver's largest used memory seen after a step, where ``driver`` reads it)."""
+    times, loss = [], None
+    peak = driver() if driver else None
+    for i in range(args.warmup + args.steps):
+        sync()
+        s0 = time.perf_counter()
+        loss = step()
+        sync()
+        if i >= args.warmup:
+            times.append(time.perf_counter() - s0)
+        if driver:
+            peak = max(peak or 0, driver() or 0)
+    return statistics.median(times) * 1e3, float(loss.item()), peak
+
+
 def run_torch(
     name: str, size: Any, args: argparse.Namespace, compiled: bool
 ) -> tuple[Result, dict[str, np.ndarray]]:
@@ -330,22 +349,9 @@ def run_torch(
         if cuda:
             torch.cuda.synchronize()
 
-    losses, times = [], []
     first = float(step().item())
     setup = time.perf_counter() - t0
-    peak_driver = _driver_used(torch) if cuda else None
-    for i in range(args.warmup + args.steps):
-        sync()
-        s0 = time.perf_counter()
-        loss = step()
-        sync()
-        if i >= args.warmup:
-            times.append(time.perf_counter() - s0)
-        losses.append(loss)
-        if cuda:
-            used = _driver_used(torch)
-            peak_driver = max(peak_driver or 0, used or 0)
-    ms = statistics.median(times) * 1e3
+    ms, last, peak_driver = _timed_steps(step, sync, args, (lambda: _driver_used(torch)) if cuda else None)
     memory: dict[str, Any] = {}
     if cuda:
         memory = {
@@ -353,7 +359,7 @@ def run_torch(
             "max_memory_reserved": int(torch.cuda.max_memory_reserved()),
             "driver_growth": None if before is None or peak_driver is None else peak_driver - before,
         }
-    result = Result(ms, _units(name, size) / (ms / 1e3), first, float(losses[-1].item()), memory, setup)
+    result = Result(ms, _units(name, size) / (ms / 1e3), first, last, memory, setup)
     return result, state
 
 
@@ -388,19 +394,7 @@ def run_burn(
     sync = dev.backend.sync
     first = float(step().item())
     setup = time.perf_counter() - t0
-    losses, times = [], []
-    peak_driver = _driver_used() if cuda else None
-    for i in range(args.warmup + args.steps):
-        sync()
-        s0 = time.perf_counter()
-        loss = step()
-        sync()
-        if i >= args.warmup:
-            times.append(time.perf_counter() - s0)
-        losses.append(loss)
-        if cuda:
-            peak_driver = max(peak_driver or 0, _driver_used() or 0)
-    ms = statistics.median(times) * 1e3
+    ms, last, peak_driver = _timed_steps(step, sync, args, _driver_used if cuda else None)
     stats = burn.memory_stats(dev)
     memory: dict[str, Any] = {
         "peak_allocated": stats.peak_allocated,
@@ -410,7 +404,7 @@ def run_burn(
     }
     if cuda:
         memory["driver_growth"] = None if before is None or peak_driver is None else peak_driver - before
-    result = Result(ms, _units(name, size) / (ms / 1e3), first, float(losses[-1].item()), memory, setup)
+    result = Result(ms, _units(name, size) / (ms / 1e3), first, last, memory, setup)
     holder.clear()
     burn.empty_cache(dev)
     return result
