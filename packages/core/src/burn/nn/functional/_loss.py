@@ -111,12 +111,12 @@ def _cross_entropy_rows(
     picked = _class_index(targets, c)
     column = picked.reshape(-1, 1)._p
     loss = -_wrap(logp._b.gather(logp._p, 1, column), logp._b, logp.dtype).reshape(-1)
+    w = None if weight is None else weight.cast(logp.dtype).detach()
     w_target = None
-    if weight is not None:
-        w_target = weight.cast(logp.dtype).detach().select(0, picked)
+    if w is not None:
+        w_target = w.select(0, picked)
         loss = loss * w_target
     if label_smoothing > 0:
-        w = None if weight is None else weight.cast(logp.dtype).detach()
         smooth = -(logp if w is None else logp * w).sum(1) / c
         loss = loss * (1.0 - label_smoothing) + smooth * label_smoothing
     denom = w_target
