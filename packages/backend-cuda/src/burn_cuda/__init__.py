@@ -17,6 +17,8 @@ as the ``nccl`` collective of ``cuda`` devices); ``nccl_available()`` says wheth
 
 from typing import TYPE_CHECKING
 
+from burn.plugins import lazy_attributes
+
 from ._interop import (
     as_cupy,
     empty_cache,
@@ -58,9 +60,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    if name == "CudaBackend":  # importing it imports CuPy, so only on demand
-        from ._backend import CudaBackend
-
-        return CudaBackend
-    raise AttributeError(f"module 'burn_cuda' has no attribute {name!r}")
+# importing CudaBackend imports CuPy, so only on demand
+__getattr__ = lazy_attributes(__name__, {"CudaBackend": "._backend"}, globals())

@@ -10,6 +10,8 @@ options (browser-portable limits, adapter, batch size) before the first device i
 
 from typing import TYPE_CHECKING
 
+from burn.plugins import lazy_attributes
+
 from ._device import configure
 from ._version import __version__
 
@@ -17,13 +19,8 @@ if TYPE_CHECKING:
     from ._backend import WgpuBackend
 
 
-def __getattr__(name: str) -> object:
-    # the backend class pulls in the kernels; keep ``import burn_wgpu`` light
-    if name == "WgpuBackend":
-        from ._backend import WgpuBackend
-
-        return WgpuBackend
-    raise AttributeError(f"module 'burn_wgpu' has no attribute {name!r}")
+# the backend class pulls in the kernels; keep ``import burn_wgpu`` light
+__getattr__ = lazy_attributes(__name__, {"WgpuBackend": "._backend"}, globals())
 
 
 __all__ = ["WgpuBackend", "__version__", "configure"]

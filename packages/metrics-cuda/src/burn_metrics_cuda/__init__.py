@@ -8,6 +8,8 @@ missing it is listed as unavailable with the reason.
 
 from typing import TYPE_CHECKING
 
+from burn.plugins import lazy_attributes
+
 from ._collector import METRICS, CudaCollector
 from ._nvml import CollectorUnavailable, is_available
 from ._sampler import Sampler
@@ -27,9 +29,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    if name == "CudaMetric":  # needs burn_train; loaded on first use only
-        from ._metric import CudaMetric
-
-        return CudaMetric
-    raise AttributeError(f"module 'burn_metrics_cuda' has no attribute {name!r}")
+# CudaMetric needs burn_train; loaded on first use only
+__getattr__ = lazy_attributes(__name__, {"CudaMetric": "._metric"}, globals())

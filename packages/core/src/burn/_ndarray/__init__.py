@@ -7,16 +7,13 @@ numpy does not exist (Pyodide without numpy): the backend is then listed as unav
 
 from typing import TYPE_CHECKING
 
+from ..plugins._lazy import lazy_attributes
+
 if TYPE_CHECKING:
     from ._backend import NdArrayBackend
 
 
-def __getattr__(name: str) -> object:
-    if name == "NdArrayBackend":
-        from ._backend import NdArrayBackend
-
-        return NdArrayBackend
-    raise AttributeError(f"module 'burn._ndarray' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, {"NdArrayBackend": "._backend"}, globals())
 
 
 __all__ = ["NdArrayBackend"]

@@ -67,17 +67,8 @@ from ._specs import (
 if TYPE_CHECKING:  # loaded on first use by __getattr__ below (argparse stays out of `import burn`)
     from ._arguments import OneLineParser, int_at_least, int_between, positive_float
 
-_LAZY = frozenset({"OneLineParser", "int_at_least", "int_between", "positive_float"})
-
-
-def __getattr__(name: str) -> object:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'burn.plugins' has no attribute {name!r}")
-    from . import _arguments
-
-    value = getattr(_arguments, name)
-    globals()[name] = value
-    return value
+_LAZY = dict.fromkeys(("OneLineParser", "int_at_least", "int_between", "positive_float"), "._arguments")
+__getattr__ = lazy_attributes(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -4,6 +4,8 @@
 draw from ``DashboardState.snapshot()``: a frozen, typed ``Snapshot``.
 """
 
+from burn.plugins import lazy_attributes
+
 from ._base import NoneRenderer, Renderer, fmt_duration
 from ._cli import CliRenderer
 from ._keys import KeyReader, parse_keys
@@ -11,13 +13,8 @@ from ._plot import braille_chart, chart_text
 from ._select import make_renderer
 from ._state import DashboardState, Snapshot, SplitView
 
-
-def __getattr__(name: str) -> object:
-    if name == "TuiRenderer":  # rich loads only when the TUI is used
-        from ._tui import TuiRenderer
-
-        return TuiRenderer
-    raise AttributeError(f"module 'burn_train.renderer' has no attribute {name!r}")
+# rich loads only when the TUI is used
+__getattr__ = lazy_attributes(__name__, {"TuiRenderer": "._tui"}, globals())
 
 
 __all__ = [
