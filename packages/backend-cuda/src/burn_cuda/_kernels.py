@@ -16,7 +16,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 import numpy as np
-from burn.ir import OPS
+from burn.backend import ELEMENTWISE_BOOL_RESULT
 
 from ._bf16 import PREAMBLE as BF16_PREAMBLE
 from ._dtypes import C_TYPE, COMPUTE_TYPE, is_bf16, param_dtype
@@ -142,8 +142,6 @@ BINARY_EXPR: dict[str, str | dict[str, str]] = {
     "xor": "a ^ b",
 }
 
-# element-wise ops whose result is bool (comparisons, isnan, isinf): the vocabulary rows say which
-_BOOL_OPS = frozenset(k for k, d in OPS.items() if d.bool_result and d.method in ("unary", "binary"))
 
 _cache: dict[tuple[str, str, np.dtype], Kernel] = {}
 _lock = threading.Lock()
@@ -179,7 +177,7 @@ def kernel_source(kind: str, op: str, dt: np.dtype) -> tuple[str, str, str]:
     bfloat16 arrays are passed as their bits (uint16 views: ``_bf16``)."""
     table = UNARY_EXPR if kind == "unary" else BINARY_EXPR
     expr = expression(table, op, dt)
-    out_dt = np.dtype(np.bool_) if op in _BOOL_OPS else dt
+    out_dt = np.dtype(np.bool_) if op in ELEMENTWISE_BOOL_RESULT else dt
     ctype, pname, out_pname = COMPUTE_TYPE[dt], param_dtype(dt).name, param_dtype(out_dt).name
     if kind == "unary":
         in_params = f"{pname} x"

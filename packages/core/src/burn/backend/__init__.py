@@ -13,6 +13,8 @@ never burn-core's private modules.
   runs them, from the core unless the backend lists them in ``native_activations``.
 - ``UNARY_OPS``, ``BINARY_OPS``, ``COMPARISON_OPS``, ``UNARY_BOOL_RESULT``, ``REDUCE_OPS``,
   ``ARG_REDUCE_OPS``: the op tables every backend shares (op name -> dtype class it accepts).
+- ``ELEMENTWISE_BOOL_RESULT``: the element-wise ops whose result is bool (comparisons, isnan, isinf), read
+  off the vocabulary's rows (``op_def(op).bool_result``) for per-op paths that test membership.
 - ``DType``, ``ALL_DTYPES``, ``DEFAULT_FLOAT``, ``DEFAULT_INT``: dtype tables (the dtypes themselves
   are ``burn.float32`` and friends). ``NUMPY_DTYPES`` / ``FROM_NUMPY``: burn dtype <-> numpy dtype for
   every burn dtype (bfloat16 as ml_dtypes' numpy dtype, where ml_dtypes is installed, imported on first
@@ -74,7 +76,7 @@ from ._shapes import (
 )
 from ._tensors import from_primitive
 from ._vision_defaults import deform_conv2d_backward, roi_align_backward
-from ._vocabulary import op_def
+from ._vocabulary import ELEMENTWISE_BOOL_RESULT, op_def
 
 _NUMPY_TABLES = ("NUMPY_DTYPES", "FROM_NUMPY")  # import numpy: loaded on first access
 
@@ -97,6 +99,7 @@ __all__ = [
     "COMPARISON_OPS",
     "DEFAULT_FLOAT",
     "DEFAULT_INT",
+    "ELEMENTWISE_BOOL_RESULT",
     "FROM_NUMPY",
     "Failed",
     "NUMPY_DTYPES",

@@ -285,6 +285,11 @@ def _rows() -> dict[OpKind, OpDef]:
 
 OPS: dict[OpKind, OpDef] = _rows()
 ROWS: dict[str, OpDef] = {str(k): d for k, d in OPS.items()}  # by plain name: the frontend's hot lookups
+# element-wise ops whose result is bool whatever their operands (comparisons, isnan, isinf), read off
+# the rows once: fusion and the generated kernels test membership on their per-op paths
+ELEMENTWISE_BOOL_RESULT: frozenset[str] = frozenset(
+    str(k) for k, d in OPS.items() if d.bool_result and d.method in ("unary", "binary")
+)
 
 
 def _as_is(d: OpDef) -> frozenset[DType]:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._dtype import DType, bool_
-from ..backend import Backend, Failed
+from ..backend import ELEMENTWISE_BOOL_RESULT, Backend, Failed
 from ..backend._vocabulary import OPS
 from ..ir._capture import result_types
 from ._graph import FPrim, Node, lazy_handle
@@ -43,14 +43,10 @@ CONSTANTS_KEPT = 64  # kept constants per device, the oldest dropped past this .
 CONSTANTS_MAX_BYTES = 1 << 26  # ... or past this many bytes in all (a max pool's backward zeros: 3 MiB)
 CONSTANT_MAX_BYTES = 1 << 24  # larger results are made anew each time
 
-# element-wise ops whose result is bool whatever their operands (comparisons, isnan, isinf): read once
-# from the vocabulary's rows (``OpDef.bool_result``), a set lookup on the recording path
-_BOOL_RESULT_OPS = frozenset(k for k, d in OPS.items() if d.bool_result)
-
 
 def elementwise_dtype(op: str, dtype: DType) -> DType:
     """The result dtype of element-wise ``op`` over operands of ``dtype``: the vocabulary row's rule."""
-    return bool_ if op in _BOOL_RESULT_OPS else dtype
+    return bool_ if op in ELEMENTWISE_BOOL_RESULT else dtype
 
 
 class Recording(Backend):
