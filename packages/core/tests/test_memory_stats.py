@@ -33,6 +33,9 @@ def test_cpu_memory_stats_follow_a_large_tensor(options):
         "source",
         "extra",
     }
+    assert after["peak_allocated"] == after.peak_allocated and dict(after)["allocated"] == after.allocated
+    with pytest.raises(KeyError):
+        after["peak"]
 
 
 def test_a_backend_without_figures_is_named(monkeypatch):

@@ -13,7 +13,7 @@ resident memory (host memory: numpy has no allocator of its own to ask).
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,16 +21,19 @@ if TYPE_CHECKING:
     from ._device import DeviceLike
 
 
+_FIELDS = ("allocated", "reserved", "peak_allocated", "peak_reserved", "source", "extra")
+
+
 @dataclass(frozen=True)
-class MemoryStats:
-    """A device's memory in bytes. ``allocated``: held by live tensors (and the buffers the backend keeps
+class MemoryStats(Mapping[str, Any]):
+    """A device's memory in bytes, read as attributes or as a mapping (``stats["peak_allocated"]``). ``allocated``: held by live tensors (and the buffers the backend keeps
     for them); ``reserved``: taken from the device by the backend (allocated plus cached blocks ready for
     reuse); ``peak_*``: the largest values since the backend started or since the last
     ``burn.reset_peak_memory_stats``; ``source``: what was measured; ``extra``: backend-specific figures
     (``graph_pools`` on cuda, ``device_total`` where the driver says).
 
     >>> stats = burn.memory_stats("cpu")
-    >>> stats.peak_allocated >= stats.allocated > 0, stats.source
+    >>> stats.peak_allocated >= stats.allocated > 0, stats["source"]
     (True, 'process resident memory')
     """
 
@@ -41,20 +44,24 @@ class MemoryStats:
     source: str
     extra: Mapping[str, int] = field(default_factory=dict)
 
+    def __getitem__(self, key: str) -> Any:
+        if key not in _FIELDS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_FIELDS)
+
+    def __len__(self) -> int:
+        return len(_FIELDS)
+
     def as_dict(self) -> dict[str, Any]:
         """The figures as a plain dict (for JSON benchmarks).
 
         >>> sorted(burn.memory_stats("cpu").as_dict())[:3]
         ['allocated', 'extra', 'peak_allocated']
         """
-        return {
-            "allocated": self.allocated,
-            "reserved": self.reserved,
-            "peak_allocated": self.peak_allocated,
-            "peak_reserved": self.peak_reserved,
-            "source": self.source,
-            "extra": dict(self.extra),
-        }
+        return {k: dict(self.extra) if k == "extra" else self[k] for k in _FIELDS}
 
 
 class PeakTracker:

@@ -114,11 +114,11 @@ def test_sdpa_argument_errors_name_the_argument():
     q = burn.zeros((1, 2, 3, 4))
     with pytest.raises(ValueError, match="attn_mask or is_causal"):
         F.scaled_dot_product_attention(q, q, q, attn_mask=burn.ones((3, 3), dtype=burn.bool_), is_causal=True)
-    with pytest.raises(burn.ShapeError, match="key features 5 != query features 4"):
+    with pytest.raises(burn.ShapeError, match="k features 5 != q features 4"):
         F.scaled_dot_product_attention(q, burn.zeros((1, 2, 3, 5)), q)
-    with pytest.raises(burn.ShapeError, match="value has 2 positions, key has 3"):
+    with pytest.raises(burn.ShapeError, match="v has 2 positions, k has 3"):
         F.scaled_dot_product_attention(q, q, burn.zeros((1, 2, 2, 4)))
-    with pytest.raises(burn.DTypeError, match="query must be a float tensor"):
+    with pytest.raises(burn.DTypeError, match="q must be a float tensor"):
         F.scaled_dot_product_attention(burn.zeros((1, 3, 4), dtype=burn.int32), q, q)
     with pytest.raises(burn.DTypeError, match="attn_mask must be bool or float"):
         F.scaled_dot_product_attention(q, q, q, attn_mask=burn.zeros((3, 3), dtype=burn.int32))

@@ -33,17 +33,17 @@ def causal_mask(seq_q: int, seq_k: int, device: DeviceLike = None) -> Tensor:
 
 
 def scaled_dot_product_attention(
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
     attn_mask: Tensor | None = None,
-    dropout_p: float = 0.0,
     is_causal: bool = False,
+    dropout_p: float = 0.0,
     scale: float | None = None,
 ) -> Tensor:
-    """``softmax(query @ key^T * scale + mask) @ value`` over the last two dims.
+    """``softmax(q @ k^T * scale + mask) @ v`` over the last two dims (PyTorch's query, key, value).
 
-    Shapes: query (..., L, E), key (..., S, E), value (..., S, Ev) -> (..., L, Ev); leading dims
+    Shapes: q (..., L, E), k (..., S, E), v (..., S, Ev) -> (..., L, Ev); leading dims
     broadcast. ``attn_mask``: bool, True where attention is allowed (PyTorch's convention, the opposite
     of ``MultiHeadAttention``'s ``mask_attn``), or float, added to the scores; it broadcasts to
     (..., L, S), so a (L, S) mask needs no batch copy. ``is_causal``: query i sees keys 0..i (no mask
@@ -60,23 +60,19 @@ def scaled_dot_product_attention(
     [1.0, 2.3395]
     """
     op = "scaled_dot_product_attention"
-    for name, t in (("query", query), ("key", key), ("value", value)):
+    for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: {name} must be a Tensor, got {type(t).__name__}")
         if t.ndim < 2:
             raise ShapeError(f"{op}: {name} must be (..., seq, features), got shape {t.shape}")
         if not t.dtype.is_float:
             raise DTypeError(f"{op}: {name} must be a float tensor, got {t.dtype}")
-    seq_q, e = query.shape[-2:]
-    seq_k = key.shape[-2]
-    if key.shape[-1] != e:
-        raise ShapeError(
-            f"{op}: key features {key.shape[-1]} != query features {e} ({key.shape} vs {query.shape})"
-        )
-    if value.shape[-2] != seq_k:
-        raise ShapeError(
-            f"{op}: value has {value.shape[-2]} positions, key has {seq_k} ({value.shape} vs {key.shape})"
-        )
+    seq_q, e = q.shape[-2:]
+    seq_k = k.shape[-2]
+    if k.shape[-1] != e:
+        raise ShapeError(f"{op}: k features {k.shape[-1]} != q features {e} ({k.shape} vs {q.shape})")
+    if v.shape[-2] != seq_k:
+        raise ShapeError(f"{op}: v has {v.shape[-2]} positions, k has {seq_k} ({v.shape} vs {k.shape})")
     if is_causal and attn_mask is not None:
         raise ValueError(f"{op}: pass attn_mask or is_causal=True, not both")
     if not 0.0 <= dropout_p < 1.0:
@@ -84,10 +80,10 @@ def scaled_dot_product_attention(
     if scale is not None and not (isinstance(scale, (int, float)) and math.isfinite(scale)):
         raise ValueError(f"{op}: scale must be a finite number or None, got {scale!r}")
     s = 1.0 / math.sqrt(e) if scale is None else float(scale)
-    scores = (query @ key.transpose(-2, -1)) * s
+    scores = (q @ k.transpose(-2, -1)) * s
     empty_rows = None
     if is_causal:
-        attn_mask = causal_mask(seq_q, seq_k, query.device)
+        attn_mask = causal_mask(seq_q, seq_k, q.device)
     if attn_mask is not None:
         if not isinstance(attn_mask, Tensor):
             raise TypeError(f"{op}: attn_mask must be a Tensor or None, got {type(attn_mask).__name__}")
@@ -104,4 +100,4 @@ def scaled_dot_product_attention(
         weights = weights.mask_fill(empty_rows, 0.0)
     if dropout_p > 0.0:
         weights = _dropout(weights, dropout_p, training=True)
-    return weights @ value
+    return weights @ v
