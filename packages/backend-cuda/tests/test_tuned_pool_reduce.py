@@ -239,3 +239,42 @@ def test_pool_and_reduce_tune_and_cache(cuda, ref, tmp_path, monkeypatch):
         assert sorted(e.kind for e in seen if e.key in keys.values()) == ["cache", "cache"]
     finally:
         unsubscribe()
+
+
+@pytest.mark.parametrize(
+    "shape,dims",
+    [
+        ((4096, 768), (0,)),  # a bias gradient: column sums
+        ((32, 64, 28, 28), (0, 2, 3)),  # a BatchNorm's statistics: trailing run, then the batch
+        ((16, 96, 40), (0, 1)),
+        ((6, 50, 120), (1,)),  # a middle dim
+        ((16, 24, 10, 12), (1, 2)),
+    ],
+)
+@pytest.mark.parametrize("op", ["sum", "mean"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_reductions_over_leading_dims_by_matmul(raw, ref, shape, dims, op, dtype, keepdim):
+    """sum/mean over dims that are not all trailing go through ``reduce_by_matmul`` (trailing run by
+    the tree kernels, the rest as one GEMM with ones, strict fp32) and equal the numpy backend."""
+    x = RNG.standard_normal(shape).astype(dtype)
+    assert _reduce.reduce_by_matmul(raw, op, raw.from_numpy(x, BURN[dtype]), dims, keepdim) is not None
+    got = raw.to_numpy(raw.reduce(op, raw.from_numpy(x, BURN[dtype]), dims, keepdim))
+    want = ref.to_numpy(ref.reduce(op, ref.from_numpy(x.astype(np.float64), burn.float64), dims, keepdim))
+    assert got.dtype == dtype and got.shape == want.shape
+    scale = np.abs(x.astype(np.float64)).sum(axis=dims, keepdims=keepdim)
+    if op == "mean":
+        scale = scale / np.prod([shape[d] for d in dims])
+    tol = 1e-5 if dtype == np.float32 else 2e-3
+    assert np.all(np.abs(got.astype(np.float64) - want) <= tol * scale + tol)
+
+
+def test_reduce_by_matmul_ignores_strict_fp32_mode_changes(raw, ref):
+    """A column sum stays exact fp32 under TF32 matmul precision (the GEMM forces fp32 compute)."""
+    import burn_cuda
+
+    x = (RNG.standard_normal((2048, 512)) + 100.0).astype(np.float32)  # TF32 would lose ~3 digits
+    want = x.astype(np.float64).sum(axis=0)
+    with burn_cuda.matmul_precision("tf32"):
+        got = raw.to_numpy(raw.reduce("sum", raw.from_numpy(x, burn.float32), (0,), False))
+    assert np.max(np.abs(got - want) / np.abs(want)) < 1e-5

@@ -445,6 +445,46 @@ def test_repeated_programs_are_captured_as_graphs_where_the_runtime_can(fail, mo
         assert runtime.captures == 1 and runtime.launches == launches >= 3
 
 
+def test_a_captured_program_keeps_only_what_outlives_it(monkeypatch):
+    """``run_values`` (what a runtime capturing a program into a memory pool runs) drops each value
+    after its last reader, as the step-by-step replay does: what it returns is only the values tensors
+    hold (and the positions the runtime asked to keep), so a graph's pool reuses its intermediates'
+    memory instead of holding every one of them."""
+    dev = burn.device("cpu", autodiff=True, fusion=True)
+    fb = dev.backend.inner
+    runtime = Graphing(fb.inner, False)
+    kept: list[tuple[int, int, set]] = []  # (positions written, values returned, asked to keep)
+    run_values = fusion_program._Program.run_values
+
+    def recording(self, *args, **kwargs):
+        vals = run_values(self, *args, **kwargs)
+        kept.append((len(self.written), len(vals), set(kwargs.get("keep") or ())))
+        return vals
+
+    monkeypatch.setattr(fusion_program._Program, "run_values", recording)
+    for name, value in (("runtime", runtime), ("_capture", runtime.capture_program)):
+        monkeypatch.setattr(fb, name, value)
+    for name, value in (("_programs", {}), ("_lengths", set()), ("_plans", {})):
+        monkeypatch.setattr(fb, name, value)
+    ref = _training_losses(burn.device("cpu", autodiff=True), 6, read_every=0, dropout=0.0)
+    got = _training_losses(dev, 6, read_every=0, dropout=0.0)
+    assert got == ref
+    assert kept and all(returned < written for written, returned, _ in kept)
+    # the positions the runtime asks to keep survive their last reader
+    sizes: list[tuple[int, int]] = []
+
+    def keep_everything(self, b, stream, leaves, leaf_values, kernel, call=None, keep=None):
+        vals = run_values(self, b, stream, leaves, leaf_values, kernel, call, set(self.written))
+        sizes.append((len(self.written), len(vals)))
+        return vals
+
+    monkeypatch.setattr(fusion_program._Program, "run_values", keep_everything)
+    for name, value in (("_programs", {}), ("_lengths", set()), ("_plans", {})):
+        monkeypatch.setattr(fb, name, value)
+    assert _training_losses(dev, 6, read_every=0, dropout=0.0) == ref
+    assert sizes and all(written == returned for written, returned in sizes)
+
+
 def test_a_graph_that_cannot_run_now_stays_and_the_replay_runs_step_by_step(monkeypatch):
     """A launch that says ``LATER`` (a lent buffer still has a reader) keeps its graph: the replay runs
     step by step, and the next launch uses the graph again; ``LATER_LIMIT`` of them in a row drop it

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from math import prod
 from typing import TYPE_CHECKING, Any
 
+from burn.backend import conv_weight_grad
+
 from ._graph import ADPrim
 from ._rules import RULES
 
@@ -104,3 +106,20 @@ class AutodiffModuleOps:
         weight = B.reshape(B.repeat(B.reshape(eye, (1, kp, kp)), (c, 1, 1)), (c * kp, 1, *kernel))
         y = self.conv(x, ADPrim(weight), None, tuple(stride), tuple(padding), tuple(dilation), c)
         return self.reshape(y, (n, c * kp, -1))
+
+    def conv_weight_grad(
+        self,
+        x: ADPrim,
+        g: ADPrim,
+        wshape: tuple[int, ...],
+        stride: tuple[int, ...],
+        padding: tuple[int, ...],
+        dilation: tuple[int, ...],
+        groups: int,
+    ) -> ADPrim:
+        if x.node is None and g.node is None:  # a first-order backward: the inner backend's kernel
+            return ADPrim(
+                self.inner.conv_weight_grad(x.inner, g.inner, wshape, stride, padding, dilation, groups)
+            )
+        # a tracked operand (double backward): the contract's composition, differentiated op by op
+        return conv_weight_grad(self, x, g, wshape, stride, padding, dilation, groups)  # type: ignore[arg-type]

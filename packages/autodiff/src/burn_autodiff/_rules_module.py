@@ -2,14 +2,14 @@
 groups), max pools (scatter through the indices), and the linear resampling ops (avg pools, adaptive
 avg pools, interpolate) through their transposed per-dim matrices.
 
-conv: the input gradient is a transposed conv of the output gradient; the weight gradient is one
-matmul of the output gradient with the input's windows (im2col by strided slices), per group.
+conv: the input gradient is a transposed conv of the output gradient; the weight gradient is the
+backend's ``conv_weight_grad`` (by default one matmul of the output gradient with the input's windows
+per group; burn-cuda runs cuDNN's where it has it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import product
 from math import prod
 from typing import TYPE_CHECKING, Any
 
@@ -22,70 +22,6 @@ if TYPE_CHECKING:
 
 # apply_1d(B, e, i): the op with identity on every spatial dim but dim i
 Apply1d = Callable[["Backend", Prim, int], Prim]
-
-
-def _windows(
-    B: Backend,
-    x: Prim,
-    kernel: tuple[int, ...],
-    stride: tuple[int, ...],
-    padding: tuple[int, ...],
-    dilation: tuple[int, ...],
-    out_sizes: tuple[int, ...],
-) -> Prim:
-    """Windows of x (A, M, *S) padded by ``padding``: (A, prod(kernel), M, *out_sizes)."""
-    if any(padding):
-        pads = ((0, 0), (0, 0)) + tuple((p, p) for p in padding)
-        x = B.pad(x, pads, "constant", 0.0)
-    shape = tuple(B.shape_of(x))
-    cols = []
-    for offsets in product(*(range(k) for k in kernel)):
-        index = [(0, shape[0], 1), (0, shape[1], 1)]
-        for off, d, s, o in zip(offsets, dilation, stride, out_sizes):
-            start = off * d
-            index.append((start, start + (o - 1) * s + 1, s))
-        cols.append(B.slice(x, tuple(index)))
-    return B.stack(cols, 1)
-
-
-def conv_weight_grad(
-    B: Backend,
-    x: Prim,
-    g: Prim,
-    wshape: tuple[int, ...],
-    stride: tuple[int, ...],
-    padding: tuple[int, ...],
-    dilation: tuple[int, ...],
-    groups: int,
-) -> Prim:
-    """d loss / d weight of ``conv(x, weight)`` given the output gradient g (N, C_out, *O).
-
-    One matmul per group of the input windows (C_in_g*Kp, N*L) with g (N*L, C_out_g): the batch folds
-    into the contraction. 2-d: the backend's ``unfold4d`` (N, C_in*Kp, L), made channel-first (one copy);
-    1-d and 3-d: x is made channel-first (C_in, N, *S) before taking windows, so the windows come out
-    already in the (C_in, Kp, N, *O) layout the matmul reads, with no further copy."""
-    n = B.shape_of(x)[0]
-    c_out, c_in_g = wshape[0], wshape[1]
-    out_sizes = tuple(B.shape_of(g)[2:])
-    kernel = tuple(wshape[2:])
-    nd = len(kernel)
-    kp, length = prod(kernel), prod(out_sizes)
-    c_out_g, depth, m = c_out // groups, c_in_g * kp, n * length
-    channel_first = (1, 0) + tuple(range(2, nd + 2))
-    if nd == 2:  # the backend's im2col (one op: a gather kernel on the GPUs), made channel-first
-        cols = B.permute(B.unfold4d(x, kernel, stride, padding, dilation), (1, 0, 2))
-    else:
-        cols = _windows(B, B.permute(x, channel_first), kernel, stride, padding, dilation, out_sizes)
-    cols = B.reshape(cols, (groups, depth, m))
-    if m >= depth:
-        # a long contraction: (windows @ g^T)^T, both operands row-major in the contraction (BLAS's
-        # NN case, 1.2-2x faster than windows^T against g), then a transpose of the small result
-        gt = B.permute(B.reshape(g, (n, groups, c_out_g, length)), (1, 0, 3, 2))  # (G, N, L, C_out_g)
-        gw = B.permute(B.matmul(cols, B.reshape(gt, (groups, m, c_out_g))), (0, 2, 1))
-    else:  # a large result: a transposed copy of it would cost more than the layout saves
-        gg = B.reshape(B.permute(g, channel_first), (groups, c_out_g, m))
-        gw = B.matmul(gg, B.permute(cols, (0, 2, 1)))  # (G, C_out_g, C_in_g * Kp)
-    return B.reshape(gw, tuple(wshape))
 
 
 def _bias_grad(B: Backend, g: Prim) -> Prim:
@@ -110,7 +46,7 @@ def _conv_b(B: Backend, g: Prim, c: Ctx) -> Grads:
         out_pad = tuple(s - n for s, n in zip(xshape[2:], grown))
         gx = B.conv_transpose(g, w, None, stride, padding, out_pad, dilation, groups)
     if c.needs(1):
-        gw = conv_weight_grad(B, x, g, wshape, stride, padding, dilation, groups)
+        gw = B.conv_weight_grad(x, g, wshape, stride, padding, dilation, groups)
     if c.needs(2):
         gb = _bias_grad(B, g)
     return gx, gw, gb
@@ -131,7 +67,7 @@ def _conv_transpose_b(B: Backend, g: Prim, c: Ctx) -> Grads:
             gx = B.slice(gx, tuple((0, n, 1) for n in xshape))
     if c.needs(1):
         # conv_transpose(x, w) is the adjoint of conv(., w): swap the roles of input and gradient
-        gw = conv_weight_grad(B, g, x, wshape, stride, padding, dilation, groups)
+        gw = B.conv_weight_grad(g, x, wshape, stride, padding, dilation, groups)
     if c.needs(2):
         gb = _bias_grad(B, g)
     return gx, gw, gb

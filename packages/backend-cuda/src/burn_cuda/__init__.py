@@ -11,6 +11,9 @@ The examples that need an NVIDIA GPU are skipped by the doctest run (CI has none
 ...     y = x @ x                                 # or "fp32" (default), "bf16", "fp16"
 >>> t = burn_cuda.from_dlpack(torch_tensor)      # doctest: +SKIP
 
+Convolutions (forward, input and weight gradients, transposed) run through cuDNN where the
+``burn-cuda[cudnn]`` extra is installed (``cudnn_status()`` says whether), else burn's own kernels.
+
 ``NcclCollective`` reduces gradients among GPU ranks for burn-train's data-parallel training (registered
 as the ``nccl`` collective of ``cuda`` devices); ``nccl_available()`` says whether it can run here.
 """
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from burn.plugins import lazy_attributes
 
+from ._cudnn import cudnn_status
 from ._interop import (
     as_cupy,
     empty_cache,
@@ -43,6 +47,7 @@ __all__ = [
     "NcclCollective",
     "__version__",
     "as_cupy",
+    "cudnn_status",
     "device_count",
     "devices",
     "empty_cache",

@@ -264,10 +264,13 @@ class CudaBackend(CudaConvOps, CudaPoolOps, Backend):
     # ---- reductions and linear algebra
     def reduce(self, op: str, x: Prim, dims: tuple[int, ...], keepdim: bool) -> Prim:
         """Large float reductions over the trailing dims (the last, or all) through the tuned tree
-        kernels (``_reduce.REDUCE``); everything else through CuPy's reductions."""
-        from ._reduce import reduce_trailing
+        kernels (``_reduce.REDUCE``); large sums and means over other dims through those and a GEMM
+        with ones (``_reduce.reduce_by_matmul``); everything else through CuPy's reductions."""
+        from ._reduce import reduce_by_matmul, reduce_trailing
 
         tuned = reduce_trailing(self, op, x, dims, keepdim)
+        if tuned is None:
+            tuned = reduce_by_matmul(self, op, x, dims, keepdim)
         if tuned is not None:
             return tuned
         cp = self._on()
@@ -284,13 +287,13 @@ class CudaBackend(CudaConvOps, CudaPoolOps, Backend):
         return cp.expand_dims(out, dim) if keepdim else out
 
     def var(self, x: Prim, dims: tuple[int, ...], correction: int, keepdim: bool) -> Prim:
-        cp = self._on()
+        self._on()
         n = 1
         for d in dims:
             n *= x.shape[d]
-        mean = cp.mean(x, axis=dims, keepdims=True, dtype=x.dtype)
+        mean = self.reduce("mean", x, dims, True)
         diff = x - mean
-        sq = cp.sum(diff * diff, axis=dims, keepdims=keepdim, dtype=x.dtype)
+        sq = self.reduce("sum", diff * diff, dims, keepdim)
         return sq / x.dtype.type(max(n - correction, 0))
 
     def matmul(self, a: Prim, b: Prim) -> Prim:

@@ -192,6 +192,7 @@ FLOAT32_METHODS = (
     "leaky_relu",
     "conv",
     "conv_transpose",
+    "conv_weight_grad",
     "unfold4d",
     "max_pool",
     "avg_pool",

@@ -8,8 +8,12 @@ planes; a 1x1 convolution with stride 1 and no padding multiplies W into the inp
 gathers a strided window view into one (N*L, C*K) matrix for one large GEMM, then transposes to NCHW
 (any rank; best when the planes are small and the batch and channels large). ``rows`` is the
 reference (the older, general path), ``columns`` the default when tuning is off. Small convolutions
-are not tuned: they run ``columns`` for planes of 1024 outputs or more, else ``rows``. CuPy 14 ships
-no cuDNN bindings (``cupy.cuda.cudnn`` is gone), so convolution is implicit-GEMM style everywhere.
+are not tuned: they run ``columns`` for planes of 1024 outputs or more, else ``rows``.
+
+Where the ``cudnn`` extra is installed (``_cudnn``: CuPy 14 has no cuDNN bindings of its own), cuDNN
+runs every float32/float16 convolution it has an engine for before any of this: the forward, the
+transposed convolution (cuDNN's input gradient) and the weight gradient (``conv_weight_grad``), all as
+fast as PyTorch's on the H200 at ResNet shapes; the kernels here run the rest.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy as np
 from burn.autotune import Candidate, Family, bucket
 from burn.backend import Backend, conv_out_sizes_padded, conv_transpose_out_sizes
 
+from . import _cudnn
 from ._pool import height_one, windows
 from ._tuning import Ints, close, tuner
 from ._types import Prim
@@ -139,6 +144,12 @@ class CudaConvOps(Backend):  # CudaBackend(CudaConvOps, CudaPoolOps, Backend): p
         groups: int,
     ) -> Prim:
         args = (x, weight, bias, stride, padding, dilation, groups)
+        out_sp = conv_out_sizes_padded(x.shape[2:], weight.shape[2:], stride, padding, dilation)
+        out = _cudnn.fprop(
+            self, x, weight, x.shape[:1] + weight.shape[:1] + out_sp, stride, padding, dilation
+        )
+        if out is not None:
+            return _plus_bias(out, bias)
         out_len = _out_len(x, weight, stride, padding, dilation)
         if not _gather_fits(x, stride, out_len):
             return self._conv_rows(*args)
@@ -245,6 +256,13 @@ class CudaConvOps(Backend):  # CudaBackend(CudaConvOps, CudaPoolOps, Backend): p
         dilation: Ints,
         groups: int,
     ) -> Prim:
+        out_sp = conv_transpose_out_sizes(
+            x.shape[2:], weight.shape[2:], stride, padding, output_padding, dilation
+        )
+        in_shape = (x.shape[0], weight.shape[1] * groups) + out_sp
+        out = _cudnn.dgrad(self, x, weight, in_shape, stride, padding, dilation)
+        if out is not None:  # the transposed convolution is the forward's input gradient
+            return _plus_bias(out, bias)
         cp = self._on()
         nd = len(stride)
         n, c_in = x.shape[:2]
@@ -261,7 +279,6 @@ class CudaConvOps(Backend):  # CudaBackend(CudaConvOps, CudaPoolOps, Backend): p
             (3, 0, 1, 2) + tuple(range(4, 4 + nd))
         )  # (N, G, Cout/G, K, *spatial)
         cols = cols.reshape((n, c_out, kprod) + tuple(spatial))
-        out_sp = conv_transpose_out_sizes(spatial, kernel, stride, padding, output_padding, dilation)
         full = tuple(o + 2 * p for o, p in zip(out_sp, padding))  # before ``padding`` is cropped each side
         out = cp.zeros((n, c_out) + full, dtype=x.dtype)
         for j, offs in enumerate(itertools.product(*(range(k) for k in kernel))):
@@ -272,6 +289,22 @@ class CudaConvOps(Backend):  # CudaBackend(CudaConvOps, CudaPoolOps, Backend): p
             out[(slice(None), slice(None)) + region] += cols[:, :, j]
         crop = tuple(slice(p, p + o) for p, o in zip(padding, out_sp))
         return _plus_bias(out[(slice(None), slice(None)) + crop], bias)
+
+    def conv_weight_grad(
+        self,
+        x: Prim,
+        g: Prim,
+        wshape: Ints,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        groups: int,
+    ) -> Prim:
+        """cuDNN's weight gradient where it runs the case, else the backend contract's default."""
+        out = _cudnn.wgrad(self, x, g, tuple(wshape), stride, padding, dilation)
+        if out is not None:
+            return out
+        return super().conv_weight_grad(x, g, wshape, stride, padding, dilation, groups)
 
 
 def _conv_key(

@@ -48,6 +48,7 @@ class CudaFusion:
         self.backend = backend
         self._kernels: dict[tuple[Any, ...], Kernel] = {}
         self.capture_failures: list[str] = []  # why recent programs could not become CUDA graphs
+        self.calls_between_graphs: list[str] = []  # recent calls capture refused (they split a graph)
 
     def fusable(self, kind: str, name: str, compute: DType, out: DType) -> bool:
         if compute not in TO_NP or out not in TO_NP:

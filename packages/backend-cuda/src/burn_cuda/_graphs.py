@@ -6,8 +6,9 @@ runtime to capture the program (``CudaFusion.capture_program``); this module doe
 
 * the stream's inputs are copied into buffers the graph owns (their addresses are baked into it), and
   copied again before every launch; an input that stayed the same array over the last replays (a
-  weight in an inference loop) is read in place instead, and a launch where it changed is declined
-  (the program then replays step by step and is captured again later);
+  weight in an inference loop), or that is a buffer another captured program lends (the activations
+  a forward graph wrote, read by the backward's graph), is read in place instead, and a launch where
+  it changed is declined (the program then replays step by step and is captured again later);
 * an input that is a buffer the last launch lent (a training step's weights and moments: each step
   reads what the step before wrote) is copied by a *feed* graph instead: one graph of device-to-device
   copies, from the lent buffers into the input buffers, captured once the pairs are known (at the
@@ -72,6 +73,17 @@ def _scalars_as_inputs(plan: FusedKernel) -> FusedKernel:
     return cached
 
 
+def _lent_by_others(graph: CudaGraphProgram) -> dict[int, tuple[CudaGraphProgram, int]]:
+    """The buffers the other live captured programs of ``graph``'s runtime may lend: id -> (that
+    program, the position it lends the buffer at)."""
+    return {
+        i: (g, p)
+        for g in list(LIVE_GRAPHS)
+        if g is not graph and g.runtime is graph.runtime
+        for i, p in g.lent_ids.items()
+    }
+
+
 def _same_layout(dst: Any, src: Any) -> bool:
     """Whether ``src``'s bytes copied as they are make ``dst`` equal it: one shape and dtype, both
     C-contiguous."""
@@ -129,6 +141,9 @@ class CudaGraphProgram:
         self.feed: Any = None  # the graph copying lent buffers into input buffers (``_feed``)
         self.feed_pairs: tuple[tuple[int, int], ...] = ()  # its (input index, position) pairs
         self.feeds = 0  # feed graphs captured so far
+        # later programs reading this one's lent buffers in place: (weak reference, {position: how
+        # many of its input buffers are that value}); their references are expected holders
+        self.readers: list[tuple[weakref.ref[CudaGraphProgram], dict[int, int]]] = []
 
     # ------------------------------------------------------------------ the tables and inputs
     def _ready(self, leaves: list[Any]) -> bool:
@@ -188,6 +203,21 @@ class CudaGraphProgram:
     def _kernel(self, i: int, plan: FusedKernel, inputs: list[Any], sidx: tuple[int, ...]) -> list[Any]:
         return self.runtime.execute(_scalars_as_inputs(plan), inputs + self.views[i], [])
 
+    def _register_reads(self, owners: dict[int, tuple[CudaGraphProgram, int]]) -> None:
+        """Tell each program whose lent buffers this one reads in place how many references to each
+        this one keeps (its input list and views of them among its values): those are expected
+        holders, not readers its launch would overwrite unseen (``_reclaim``)."""
+        held: dict[int, int] = {}
+        for arr in (*self.inputs, *(v.base for v in self.values.values() if v.base is not None)):
+            if id(arr) in owners:
+                held[id(arr)] = held.get(id(arr), 0) + 1
+        per_owner: dict[CudaGraphProgram, dict[int, int]] = {}
+        for i, k in held.items():
+            g, p = owners[i]
+            per_owner.setdefault(g, {})[p] = k
+        for g, per in per_owner.items():
+            g.readers.append((weakref.ref(self), per))
+
     # ------------------------------------------------------------------ capture and launch
     def capture(self, stream: list[Any], leaves: list[Any], scalars: list[Any]) -> bool:
         """Run the stream (its values delivered) and capture the program; False if capture failed."""
@@ -200,8 +230,23 @@ class CudaGraphProgram:
         # an input that was the same array at the last two replays (a weight in inference) is read in
         # place, held by the graph (burn's arrays are never written); the others get buffers of the
         # graph's own, refilled before each launch
+        # so is an input that is a buffer another captured program of this runtime lends (a backward
+        # step reading the activations the forward's graph wrote): its graph rewrites that buffer in
+        # place at each launch, before this one runs, so no copy (and no second buffer) is needed; a
+        # launch where it is not that buffer any more is declined like any other changed input
         last = program.leaf_values
-        self.direct = [last is not None and leaf.value is last[i] for i, leaf in enumerate(leaves)]
+        lent = _lent_by_others(self)
+        self.direct = [
+            (last is not None and leaf.value is last[i]) or id(leaf.value) in lent
+            for i, leaf in enumerate(leaves)
+        ]
+        owners: dict[
+            int, tuple[CudaGraphProgram, int]
+        ] = {}  # the inputs read in place that another program lends: id -> (program, position)
+        for leaf, direct in zip(leaves, self.direct):
+            owner = lent.get(id(leaf.value)) if direct else None
+            if owner is not None:
+                owners[id(leaf.value)] = owner
         self.inputs = [
             leaf.value if direct else cp.empty(leaf.value.shape, dtype=leaf.value.dtype)
             for leaf, direct in zip(leaves, self.direct)
@@ -212,6 +257,7 @@ class CudaGraphProgram:
         pool = cp.cuda.MemoryPool()
         mode = getattr(cp.cuda.runtime, "streamCaptureModeRelaxed", _RELAXED)
         segments: list[tuple[Any, ...]] = []
+        pinned: set[int] = set()
         state = {"open": False, "steps": 0}
 
         def begin() -> None:
@@ -239,6 +285,13 @@ class CudaGraphProgram:
                 close()
                 out = run()  # uncaptured, over buffers not computed yet: only to allocate its results
                 segments.append((CALL, n.pos))
+                pinned.add(n.pos)  # launches copy its result into this buffer: kept for the graph's life
+                if n.twin is not None:
+                    pinned.add(n.twin.pos)
+                between = self.runtime.calls_between_graphs
+                name = getattr(self.fusion._calls[n.op[1]], "__name__", "call")
+                between.append(f"{name}: {exc}"[:160])
+                del between[:-8]
                 begin()
                 return out
             state["steps"] += 1
@@ -250,7 +303,9 @@ class CudaGraphProgram:
             with cp.cuda.using_allocator(pool.malloc), _cublas.capturing():
                 begin()
                 try:
-                    values = program.run_values(self.fusion, stream, leaves, self.inputs, kernel, call)
+                    values = program.run_values(
+                        self.fusion, stream, leaves, self.inputs, kernel, call, pinned
+                    )
                 finally:
                     if state["open"]:
                         close()
@@ -259,6 +314,7 @@ class CudaGraphProgram:
             self.lendable = _lendable(values, self.inputs)
             self.refs = {p: _refs(values, p) for p in self.lendable}  # views inside the graph count
             self.lent_ids = {id(values[p]): p for p in self.lendable}
+            self._register_reads(owners)
             captured = any(seg[0] == GRAPH for seg in segments)
         except Exception as exc:  # not capturable (a host sync, an API call capture refuses): step by step
             failures = self.runtime.capture_failures
@@ -321,11 +377,19 @@ class CudaGraphProgram:
         when a buffer has a holder no node accounts for: a view of it or an array handed out of burn,
         which the launch would overwrite."""
         values, refs = self.values, self.refs
+        readers: dict[int, int] = {}  # references of the programs that read lent buffers in place
+        alive = []
+        for ref, per in self.readers:
+            if ref() is not None:
+                alive.append((ref, per))
+                for p, k in per.items():
+                    readers[p] = readers.get(p, 0) + k
+        self.readers = alive
         holders = []
         for ref, p in self.lent:
             node = ref()
             held = node is not None and node.value is values[p]
-            if _refs(values, p) > refs[p] + held:
+            if _refs(values, p) > refs[p] + held + readers.get(p, 0):
                 return False
             if held:
                 holders.append((node, p))

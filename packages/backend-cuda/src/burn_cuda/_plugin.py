@@ -41,7 +41,7 @@ def burn_register_backends(register: Callable[[BackendSpec], None]) -> None:
             aliases=("cupy",),
             priority=20,
             default_decorators=("fusion",),
-            description="CUDA on NVIDIA GPUs through CuPy (cuBLAS matmul, generated element-wise kernels)",
+            description="CUDA on NVIDIA GPUs through CuPy (cuBLAS matmul, cuDNN convolutions with the cudnn extra, generated kernels)",
         )
     )
 

@@ -147,6 +147,21 @@ class CudaPoolOps(Backend):  # CudaBackend(CudaConvOps, CudaPoolOps, Backend): p
             return out
         return self._max_pool_windows(x, kernel, stride, padding, dilation, ceil_mode)
 
+    def adaptive_avg_pool(self, x: Prim, output_size: Ints) -> Prim:
+        """Where every output size divides its input size (a global average pool, 14 -> 7), the windows
+        are equal and disjoint: one mean over a reshaped view (no index tables to upload, so a CUDA
+        graph captures it); else the backend contract's windowed sums."""
+        spatial = x.shape[2:]
+        if any(o <= 0 or s % o for s, o in zip(spatial, output_size)):
+            return super().adaptive_avg_pool(x, output_size)
+        cp = self._on()
+        split: tuple[int, ...] = x.shape[:2]
+        for s, o in zip(spatial, output_size):
+            split += (o, s // o)
+        axes = tuple(3 + 2 * d for d in range(len(spatial)))
+        out = cp.mean(x.reshape(split), axis=axes, dtype=cp.float32 if x.dtype == cp.float16 else None)
+        return out.astype(x.dtype, copy=False)
+
     def avg_pool(
         self, x: Prim, kernel: Ints, stride: Ints, padding: Ints, count_include_pad: bool, ceil_mode: bool
     ) -> Prim:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 from burn.autotune import Candidate, Family, bucket
+from burn.backend import reduced_shape
 
 from ._rawkernels import CVT, FLOAT_DTYPES, compiled, io
 from ._tuning import close, tuner
@@ -206,3 +207,47 @@ def reduce_trailing(backend: Any, op: str, x: Any, dims: tuple[int, ...], keepdi
         return None
     y = tuner(backend).run(REDUCE, backend, op, x, rows, n)
     return y.reshape(keep + (1,) * len(dims) if keepdim else keep)
+
+
+_BY_MATMUL_MIN_ELEMENTS = 1 << 15  # below this CuPy's reduction costs no more than a GEMM launch
+
+
+def reduce_by_matmul(backend: Any, op: str, x: Any, dims: tuple[int, ...], keepdim: bool) -> Any | None:
+    """sum / mean over dims that do not all trail (a bias gradient's column sums, a BatchNorm's sums over
+    (N, H, W)) without CuPy's generic reduction, which is 5-20x slower there: the trailing run of
+    ``dims`` first (the tuned tree kernels, through ``backend.reduce``), then the remaining run of
+    leading or middle dims as one GEMM with a vector of ones (1/R for a mean) in strict fp32 whatever
+    the matmul precision (float16: float32 accumulation), which cuBLAS runs at memory speed and CUDA
+    graphs capture. None where it does not apply (other ops or dtypes, non-contiguous input, several
+    separate runs of dims left, small tensors): the caller runs CuPy's reduction."""
+    from ._matmul import gemm_f16, gemm_f32
+
+    nd = x.ndim
+    if op not in ("sum", "mean") or x.dtype not in (np.float32, np.float16) or not dims:
+        return None
+    if not x.flags.c_contiguous or x.size < _BY_MATMUL_MIN_ELEMENTS:
+        return None
+    axes = sorted({d % nd for d in dims})
+    reduced, original = tuple(axes), x.shape
+    if axes[-1] == nd - 1:  # the trailing run first; what is left has a smaller trailing dim
+        k = len(axes) - 1
+        while k > 0 and axes[k - 1] == axes[k] - 1:
+            k -= 1
+        trailing, axes = tuple(axes[k:]), axes[:k]
+        if not axes or axes[-1] - axes[0] + 1 != len(axes):
+            return None  # all trailing (not this path), or two separate runs of dims left
+        x = backend.reduce(op, x, trailing, False)
+    elif axes[-1] - axes[0] + 1 != len(axes):
+        return None  # two separate runs of dims
+    i, j = axes[0], axes[-1] + 1
+    shape = x.shape
+    a = int(np.prod(shape[:i], dtype=np.int64))
+    r = int(np.prod(shape[i:j], dtype=np.int64))
+    b = int(np.prod(shape[j:], dtype=np.int64))
+    cp = backend.xp
+    if r == 0:
+        return None
+    weights = cp.full((1, r), 1.0 / r if op == "mean" else 1.0, dtype=x.dtype)
+    rows = cp.ascontiguousarray(x).reshape(a, r, b) if a > 1 else cp.ascontiguousarray(x).reshape(r, b)
+    out = gemm_f32(cp, weights, rows, "fp32") if x.dtype == np.float32 else gemm_f16(cp, weights, rows)
+    return out.reshape(reduced_shape(original, tuple(reduced), keepdim))

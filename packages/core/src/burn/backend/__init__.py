@@ -41,7 +41,9 @@ never burn-core's private modules.
   kernel, stride, padding, output_padding, dilation)``: a convolution's and a transposed convolution's
   output sizes (every backend, shape check and capture calls these: one home per formula).
 - ``deform_conv2d_backward(b, ...)`` / ``roi_align_backward(b, ...)``: the gradients of those module ops
-  composed from ``b``'s core, for decorators' backward rules.
+  composed from ``b``'s core, for decorators' backward rules; ``conv_weight_grad(b, x, g, wshape, stride,
+  padding, dilation, groups)``: the default of ``Backend.conv_weight_grad`` (a conv's weight gradient)
+  on ``b``'s core, for a decorator differentiating through it.
 
 Decorators register through ``burn.plugins`` (``DecoratorSpec``, hook ``burn_register_decorators``).
 """
@@ -54,6 +56,7 @@ from .._dtype import ALL_DTYPES, DEFAULT_FLOAT, DEFAULT_INT, DType
 from .._gradients import Gradients
 from .._memory import MemoryStats, PeakTracker, process_memory
 from ._base import Backend, Slices, required
+from ._conv_defaults import conv_weight_grad
 from ._failed import Failed
 from ._optable import (
     ACTIVATION_OPS,
@@ -115,6 +118,7 @@ __all__ = [
     "broadcast_shape",
     "conv_out_sizes_padded",
     "conv_transpose_out_sizes",
+    "conv_weight_grad",
     "deform_conv2d_backward",
     "from_primitive",
     "host_rng",

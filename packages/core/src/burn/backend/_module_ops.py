@@ -32,6 +32,7 @@ class ModuleOps:
     conv = _conv_defaults.conv
     conv_transpose = _conv_defaults.conv_transpose
     unfold4d = _conv_defaults.unfold4d
+    conv_weight_grad = _conv_defaults.conv_weight_grad
     max_pool = _pool_defaults.max_pool
     avg_pool = _pool_defaults.avg_pool
     adaptive_avg_pool = _pool_defaults.adaptive_avg_pool

@@ -244,6 +244,7 @@ SHAPE_RULES: dict[str, Callable[..., Ints]] = {
         (x[0], w[1] * groups)
         + conv_transpose_out_sizes(x[2:], w[2:], stride, padding, output_padding, dilation)
     ),
+    "conv_weight_grad": lambda x, g, wshape, stride, padding, dilation, groups: tuple(wshape),
     "unfold4d": lambda x, kernel, stride, padding, dilation: (
         x[0],
         x[1] * math.prod(kernel),

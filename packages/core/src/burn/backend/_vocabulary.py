@@ -85,6 +85,7 @@ _METHODS: dict[str, tuple[str, int, str, str, int]] = {
     "conv": (MODULE, 3, "float", "same", 1),
     "conv_transpose": (MODULE, 3, "float", "same", 1),
     "unfold4d": (MODULE, 1, "float", "same", 1),
+    "conv_weight_grad": (MODULE, 2, "float", "same", 1),
     "max_pool": (MODULE, 1, "num", "pair", 2),
     "avg_pool": (MODULE, 1, "float", "same", 1),
     "adaptive_avg_pool": (MODULE, 1, "float", "same", 1),

@@ -217,6 +217,11 @@ class InnerOps(Recording):
     def unfold4d(self, x: FPrim, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints) -> FPrim:
         return self._defer_call("unfold4d", (x, kernel, stride, padding, dilation))
 
+    def conv_weight_grad(
+        self, x: FPrim, g: FPrim, wshape: Ints, stride: Ints, padding: Ints, dilation: Ints, groups: int
+    ) -> FPrim:
+        return self._defer_call("conv_weight_grad", (x, g, wshape, stride, padding, dilation, groups))
+
     def deform_conv2d(
         self,
         x: FPrim,

@@ -194,22 +194,29 @@ class _Program:
         leaf_values: Sequence[Any],
         kernel: Callable[[int, FusedKernel, list[Any], tuple[int, ...]], list[Any]],
         call: Callable[[Node, Callable[[], Any]], Any] | None = None,
+        keep: set[int] | None = None,
     ) -> dict[int, Any]:
         """Run the steps over values, leaving the nodes as they are (for a runtime capturing the
         program as a graph): the stream's inputs are ``leaf_values`` (in ``leaves``' order),
         ``kernel(i, plan, inputs, scalar_indices)`` runs the i-th kernel step and ``call(node, run)``
-        a call step (default: ``run()``). Returns the value of every position a step writes."""
+        a call step (default: ``run()``). Returns the value of every position a step writes that
+        outlives the program (a tensor holds it) or that is in ``keep`` (filled by the runtime as it
+        goes: a call it runs between graphs, whose result it copies into that buffer at each launch);
+        a value nothing reads any more is dropped after its last reader, as ``run`` does, so a
+        runtime capturing into a memory pool reuses its memory for later steps instead of keeping
+        every intermediate of the program."""
         index = {n: k for k, n in enumerate(leaves)}
         vals: dict[int, Any] = {}
         ki = 0
         for step in self.steps:
             if step[0] == KERNEL:
-                _, plan, refs, sidx, outs, _free, _donors = step
+                _, plan, refs, sidx, outs, free, _donors = step
                 ins = [vals[r] if r >= 0 else leaf_values[-1 - r] for r in refs]
                 for p, v in zip(outs, kernel(ki, plan, ins, sidx)):
                     vals[p] = v
                 ki += 1
             else:
+                free = step[2]
                 n = stream[step[1]]
                 run = functools.partial(self.run_call, b, n, index, vals, leaf_values)
                 out = run() if call is None else call(n, run)
@@ -217,6 +224,9 @@ class _Program:
                     vals[n.pos] = out
                 else:
                     vals[n.pos], vals[n.twin.pos] = out
+            for p in free:
+                if keep is None or p not in keep:
+                    vals.pop(p, None)
         return vals
 
     @staticmethod
