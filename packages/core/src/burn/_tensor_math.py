@@ -253,6 +253,8 @@ class MathOps:
         dt = x.dtype
         lo = None if min is None else _T._scalar_for(dt, min)
         hi = None if max is None else _T._scalar_for(dt, max)
+        if dt.kind == "u" and lo is not None and lo < 0:  # below every unsigned value: no bound at all
+            lo = 0  # (a backend holding a negative int as unsigned bits would read a huge bound)
         return _T._wrap(x._b.clamp(x._p, lo, hi), x._b, dt)
 
     def clamp_min(self: Tensor, min: Any) -> Tensor:
