@@ -128,4 +128,19 @@ def catalog() -> dict[str, str]:
             out[f"pool/max/{dt.name}/w128p{px}"] = KP.render("max", dt, 128, px).source
         for dt in (burn.float32, burn.float16):
             out[f"pool/avg/{dt.name}/w128p{px}"] = KP.render("avg", dt, 128, px).source
+    narrow = (burn.int8, burn.uint8, burn.int16)  # stored in 32-bit words, wrapped on every store
+    for dt in narrow:
+        for other in DTYPES:
+            for src, dst in ((dt, other), (other, dt)):
+                expr, _ = EW.expression("cast", "cast", src, dst)
+                out[f"cast/{src.name}->{dst.name}"] = EW.render(
+                    expr, False, dst, ((src, True),), 1, True
+                ).source
+        expr, _ = EW.expression("binary", "mul", dt)
+        out[f"binary/mul/{dt.name}"] = EW.render(expr, False, dt, ((dt, True), (dt, False)), 2, False).source
+        out[f"vec4/binary/add/{dt.name}"] = EW.render_vec4(
+            "a + b", False, dt, ((dt, True), (dt, True))
+        ).source
+        out[f"reduce/sum/{dt.name}/tree"] = KR.render("sum", dt, dt, False).source
+        out[f"cumsum/{dt.name}"] = KS.render("cumsum", dt).source
     return out

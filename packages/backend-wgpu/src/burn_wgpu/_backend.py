@@ -4,7 +4,8 @@ This file holds data movement, element-wise ops and shape views; reductions, mat
 and scans live in ``_ops`` (a mixin). Everything else (conv, pools, interpolate, pad, softmax, ...) is
 the contract's default, written in terms of these.
 
-dtypes: float32, int32, uint32 and bool (stored as u32), plus float16 where the adapter has
+dtypes: float32, int32, uint32, bool (stored as u32), int8, uint8 and int16 (stored widened, one
+element per 32-bit word, wrapped on store: ``_dtypes``), plus float16 where the adapter has
 ``shader-f16``. WGSL has no 64-bit types: ``burn.tensor``/``from_numpy`` of float64/int64 data gives
 float32/int32 (the defaults; the frontend's ``_fallback_dtype`` mapping), and an explicit
 ``dtype=burn.float64``/``int64`` is a ``DTypeError``.
@@ -22,7 +23,7 @@ from burn.backend import ACTIVATION_OPS, Backend, MemoryStats, Slices, op_def
 from . import _elementwise as EW
 from ._buffer import BufferPool
 from ._device import OPTIONS, GpuContext, create_context
-from ._dtypes import BASE_DTYPES, ELEM_BYTES, np_storage
+from ._dtypes import BASE_DTYPES, ELEM_BYTES, NARROW, np_storage
 from ._executor import Executor
 from ._fusion import WgpuFusion
 from ._index_check import IndexChecker
@@ -76,11 +77,14 @@ class WgpuBackend(WgpuOps, Backend):
 
     def from_numpy(self, array: npt.ArrayLike, dtype: burn.DType) -> WgpuTensor:
         import numpy as np
+        from burn.backend import NUMPY_DTYPES
 
         self._check_dtype("from_numpy", dtype)
         arr = np.asarray(array)
         if dtype is burn.bool_:
             host = np.ascontiguousarray(arr != 0, dtype=np.uint32)
+        elif dtype in NARROW:  # numpy's conversion into the dtype (its overflow rule), then widened
+            host = np.ascontiguousarray(arr.astype(NUMPY_DTYPES[dtype], copy=False), dtype=np_storage(dtype))
         else:
             host = np.ascontiguousarray(arr, dtype=np_storage(dtype))
         shape = tuple(arr.shape)
@@ -97,6 +101,7 @@ class WgpuBackend(WgpuOps, Backend):
     def read_many(self, xs: Sequence[WgpuTensor]) -> list[np.ndarray]:
         """numpy copies of many tensors: one staging buffer, one submit, one map."""
         import numpy as np
+        from burn.backend import NUMPY_DTYPES
 
         ready = [self._readable(x) for x in xs]
         ranges = [(r.buffer, r.byte_offset, r.numel * ELEM_BYTES[r.dtype]) for r in ready]
@@ -107,7 +112,10 @@ class WgpuBackend(WgpuOps, Backend):
         out = []
         for r, blob in zip(ready, blobs):
             arr = np.frombuffer(blob, dtype=np_storage(r.dtype)).reshape(r.shape)
-            out.append(arr.astype(bool) if r.dtype is burn.bool_ else arr.copy())
+            if r.dtype is burn.bool_ or r.dtype in NARROW:  # every stored word holds a value of its dtype
+                out.append(arr.astype(NUMPY_DTYPES[r.dtype]))
+            else:
+                out.append(arr.copy())
         return out
 
     def to_numpy(self, x: WgpuTensor) -> np.ndarray:

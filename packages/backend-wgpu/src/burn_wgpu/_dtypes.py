@@ -4,6 +4,21 @@ bool is stored as u32 (0/1: WGSL has no 1-byte storage type); float16 needs the 
 ``shader-f16``. float64 and int64 are not supported: WGSL has neither. Data of those dtypes is mapped
 by the frontend (``burn.tensor``/``from_numpy`` of float64/int64 arrays give float32/int32, the
 backend's defaults); an explicit ``dtype=burn.float64`` request is a ``DTypeError``.
+
+The narrow ints int8, uint8 and int16 (``NARROW``) are real dtypes stored widened, one element per
+32-bit word (i32 for the signed ones, u32 for uint8), so every kernel family reads them as it reads
+int32/uint32. Every kernel that stores a computed value of a narrow dtype wraps it into the dtype's
+range (``wrap``: two's complement, NumPy's integer overflow), so a stored word always holds a value
+of its dtype; kernels that only move or compare values (copies, gather, select, sort, max) need no
+wrap. Casts from a float into a narrow int truncate toward zero and wrap a value within int32's range
+(``int8(300.7)`` is 44, ``uint8(-1.5)`` is 255); NaN, infinities and values outside int32's range give
+0. That is what NumPy's ``astype`` gives on x86-64, and on every platform for in-range values.
+
+Why widened and not packed four (or two) to a word: WGSL has no 8- or 16-bit storage types, and
+packed storage would need every kernel family to unpack on load and to pack with atomics or
+whole-word ownership on store; widened storage costs memory (4x for the 1-byte dtypes, 2x for int16)
+and is accepted, for correctness now, on every adapter. uint16 has no burn dtype (ONNX uint16 data
+becomes int32 on every backend); it would be one more row in each table here.
 """
 
 from __future__ import annotations
@@ -15,27 +30,55 @@ import burn
 if TYPE_CHECKING:
     import numpy as np
 
+# narrow int dtype -> its width in bits (stored one element per 32-bit word, wrapped on store)
+NARROW: dict[burn.DType, int] = {burn.int8: 8, burn.uint8: 8, burn.int16: 16}
 # burn dtype -> WGSL storage type
-WGSL = {burn.float32: "f32", burn.float16: "f16", burn.int32: "i32", burn.uint32: "u32", burn.bool_: "u32"}
+WGSL = {
+    burn.float32: "f32",
+    burn.float16: "f16",
+    burn.int32: "i32",
+    burn.uint32: "u32",
+    burn.bool_: "u32",
+    **{dt: "i32" if dt.kind == "i" else "u32" for dt in NARROW},
+}
 # burn dtype -> bytes per element in storage
-ELEM_BYTES = {burn.float32: 4, burn.float16: 2, burn.int32: 4, burn.uint32: 4, burn.bool_: 4}
+ELEM_BYTES = {dt: 2 if t == "f16" else 4 for dt, t in WGSL.items()}
 # burn dtype -> expression-table class ("f" float, "i" signed, "u" unsigned and bool)
-CLASS = {burn.float32: "f", burn.float16: "f", burn.int32: "i", burn.uint32: "u", burn.bool_: "u"}
-BASE_DTYPES = frozenset({burn.float32, burn.int32, burn.uint32, burn.bool_})
+CLASS = {dt: "f" if t[0] == "f" else t[0] for dt, t in WGSL.items()}
+BASE_DTYPES = frozenset({burn.float32, burn.int32, burn.uint32, burn.bool_, *NARROW})
+
+
+def word_dtype(dtype: burn.DType) -> burn.DType:
+    """The 32-bit dtype whose storage a narrow int shares (int8 -> int32, uint8 -> uint32); others
+    unchanged. A kernel that neither computes nor wraps may read a narrow tensor as it."""
+    if dtype in NARROW:
+        return burn.int32 if dtype.kind == "i" else burn.uint32
+    return dtype
+
+
+def wrap(dtype: burn.DType, expr: str) -> str:
+    """WGSL of ``expr`` (an i32/u32 value) wrapped into ``dtype``'s range when ``dtype`` is narrow
+    (two's complement: sign-extending shifts for the signed ints, a mask for the unsigned ones);
+    ``expr`` itself for every other dtype."""
+    bits = NARROW.get(dtype)
+    if bits is None:
+        return expr
+    if dtype.kind == "i":
+        return f"((({expr}) << {32 - bits}u) >> {32 - bits}u)"  # >> on i32 is arithmetic
+    return f"(({expr}) & {(1 << bits) - 1:#x}u)"
 
 
 def np_storage(dtype: burn.DType) -> type[np.generic]:
     """The numpy dtype of the storage representation."""
     import numpy as np
 
-    storage: dict[burn.DType, type[np.generic]] = {
-        burn.float32: np.float32,
-        burn.float16: np.float16,
-        burn.int32: np.int32,
-        burn.uint32: np.uint32,
-        burn.bool_: np.uint32,
+    storage: dict[str, type[np.generic]] = {
+        "f32": np.float32,
+        "f16": np.float16,
+        "i32": np.int32,
+        "u32": np.uint32,
     }
-    return storage[dtype]
+    return storage[WGSL[dtype]]
 
 
 def scalar_bits(dtype: burn.DType, value: float | int | bool) -> int:
@@ -51,10 +94,6 @@ def scalar_bits(dtype: burn.DType, value: float | int | bool) -> int:
 
 def scalar_load(dtype: burn.DType, expr: str) -> str:
     """WGSL that turns a metadata u32 back into a value of ``dtype``."""
-    return {
-        burn.float32: f"bitcast<f32>({expr})",
-        burn.float16: f"f16(bitcast<f32>({expr}))",
-        burn.int32: f"bitcast<i32>({expr})",
-        burn.uint32: expr,
-        burn.bool_: expr,
-    }[dtype]
+    if dtype is burn.float16:
+        return f"f16(bitcast<f32>({expr}))"
+    return {"f": f"bitcast<f32>({expr})", "i": f"bitcast<i32>({expr})", "u": expr}[CLASS[dtype]]

@@ -14,8 +14,6 @@ import struct
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-import burn
-
 from ._executor import Kernel
 from ._kernels.elementwise import WG, grid
 from ._primitive import WgpuTensor
@@ -82,13 +80,13 @@ class IndexChecker:
         return bool(self._messages)
 
     def check(self, index: WgpuTensor, size: int, negative: bool, message: str) -> WgpuTensor:
-        """Queue the check of ``index`` (int32/uint32) against ``size``; returns the in-range index."""
+        """Queue the check of ``index`` (an int tensor: every one is stored in 32-bit words) against ``size``; returns the in-range index."""
         b = self._backend
         if len(self._messages) >= _MAX_PENDING:
             b.sync()
         check_id = self._next_id
         self._next_id = self._next_id + 1 if self._next_id < 0xFFFFFFFF else 1
-        signed = index.dtype is not burn.uint32
+        signed = index.dtype.kind == "i"  # uint8 and uint32 indices are unsigned words
         self._messages[check_id] = (message, signed)
         dense = b.contiguous(index)
         out = b.empty(index.shape, index.dtype)

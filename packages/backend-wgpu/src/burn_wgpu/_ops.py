@@ -11,6 +11,7 @@ from burn.backend import Backend, matmul_shape, op_def
 
 from . import _conv, _matmul, _pool, _reduce
 from . import _elementwise as EW
+from ._dtypes import NARROW, word_dtype
 from ._kernels import index as KI
 from ._kernels import matmul as KM
 from ._kernels import quant as KQ
@@ -28,7 +29,7 @@ _EMPTY_REDUCE = {"sum": 0, "prod": 1, "all": True, "any": False, "mean": float("
 _SHORT_ROW = 64  # rows up to this long reduce one per thread; longer ones one per workgroup
 # dtypes the direct pool kernels take (others: the contract's default)
 _POOL_DTYPES = {
-    "max": frozenset({burn.float32, burn.float16, burn.int32, burn.uint32}),
+    "max": frozenset({burn.float32, burn.float16, burn.int32, burn.uint32, *NARROW}),
     "avg": frozenset({burn.float32, burn.float16}),
 }
 
@@ -39,6 +40,13 @@ def _pack(*words: int) -> bytes:
 
 def _acc_dtype(dtype: burn.DType) -> burn.DType:
     return burn.float32 if dtype is burn.float16 else dtype
+
+
+def as_words(x: WgpuTensor) -> WgpuTensor:
+    """x read as the 32-bit dtype its storage holds (int8 as int32, uint8 as uint32): the same view,
+    no copy; x itself for every other dtype."""
+    dt = word_dtype(x.dtype)
+    return x if dt is x.dtype else WgpuTensor(x.storage, x.shape, dt, x.strides, x.offset)
 
 
 class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as for a plain mixin
@@ -121,7 +129,10 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
 
     # ------------------------------------------------------------------ matmul
     def matmul(self, a: WgpuTensor, b: WgpuTensor) -> WgpuTensor:
-        """Batched matmul through the tile shape the autotuner chose for this case."""
+        """Batched matmul through the tile shape the autotuner chose for this case; narrow ints as
+        their 32-bit words, the product wrapped into their dtype (NumPy's int8 @ int8 in int8)."""
+        if a.dtype in NARROW:
+            return self.cast(self.matmul(as_words(a), as_words(b)), a.dtype)
         if _matmul.should_tune(a, b):
             return tuner(self).run(_matmul.MATMUL, self, a, b)
         m, k = a.shape[-2:]
@@ -258,6 +269,7 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
 
     # ------------------------------------------------------------------ indexing
     def _index_int(self, index: WgpuTensor) -> WgpuTensor:
+        index = as_words(index)
         return index if index.dtype in (burn.int32, burn.uint32) else self.cast(index, burn.int32)
 
     def gather(self, x: WgpuTensor, dim: int, index: WgpuTensor) -> WgpuTensor:

@@ -3,7 +3,9 @@
 Each op is the expression of the element-wise table (``_kernels/elementwise``) for its dtype class,
 so a fused chain computes exactly what the unfused ops compute: values in f32/i32/u32 registers,
 bools as 0/1 u32, f16 converted on load and store (each f16 op's value rounded as the unfused op
-stores it, carried on in f32). Three kernel templates place the skeleton's stages:
+stores it, carried on in f32), each narrow int op's value (int8, uint8, int16: stored widened)
+wrapped into its dtype's range where it is computed, as the unfused op stores it, so a later op of
+the chain reads what it would read from memory. Three kernel templates place the skeleton's stages:
 
 - ``render``: the element-wise kernel's layout with several outputs: binding 0 the metadata, then
   the outputs (read_write), then the inputs. Metadata: numel, the collapsed shape, (strides, offset)
@@ -21,7 +23,7 @@ from collections.abc import Sequence
 from burn import DType, float16
 from burn.fusion import Apply, FusedKernel, FusedOp, Load, Renderer, ScalarLoad, Skeleton, Store, skeleton
 
-from ._dtypes import WGSL
+from ._dtypes import WGSL, wrap
 from ._executor import Kernel
 from ._kernels import elementwise as K
 from ._kernels import matmul as KM
@@ -65,6 +67,8 @@ def _template(kind: str, name: str, compute: DType, out: DType) -> str:
         value = f"select(0u, 1u, {value})"
     elif out is float16:  # rounded as the unfused op stores it; carried on in f32
         value = f"b_round_f16{value}"
+    else:  # a narrow int wrapped as the unfused op stores it (the value of every later op and store)
+        value = wrap(out, value)
     return f"let v{{0}} = {value};"
 
 

@@ -247,12 +247,19 @@ HELPERS: dict[str, str] = {
     let bits = bitcast<u32>(x);  // a normal half: 10 of the 23 mantissa bits, rounded to even
     return bitcast<f32>((bits + 0xFFFu + ((bits >> 13u) & 1u)) & 0xFFFFE000u);
 }""",
+    # a float into a narrow int, before the wrap: NumPy's astype on x86-64 (through int32; 0 for NaN,
+    # infinities and values outside int32's range)
+    "b_f2iw": """fn b_f2iw(x: f32) -> i32 {
+    if (is_nan(x) || !(abs(x) < 2147483648.0)) { return 0i; }
+    return i32(trunc(x));
+}""",
     "b_f2u": "fn b_f2u(x: f32) -> u32 { if (x < 0.0) { return bitcast<u32>(i32(x)); } return u32(x); }",
 }
 
 # helper -> helpers it calls (included first)
 DEPENDS: dict[str, tuple[str, ...]] = {
     "nan": ("f32_bits",),
+    "b_f2iw": ("is_nan",),
     "b_round_f16": ("is_nan", "inf"),
     "inf": ("f32_bits",),
     "b_log": ("is_nan", "nan", "inf", "is_inf"),

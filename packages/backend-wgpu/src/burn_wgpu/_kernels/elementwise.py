@@ -5,6 +5,8 @@ from an expression over operands ``a``, ``b``, ``c``. An entry maps a dtype clas
 expression: ``"f"`` (floats, computed in f32), ``"i"`` (i32), ``"u"`` (u32), ``"b"`` (bool, stored as
 u32; falls back to ``"u"``) and ``"*"`` (any). Expressions whose result is a WGSL ``bool`` (the ops
 whose vocabulary row says ``bool_result``: comparisons, isnan, isinf) are stored as 0/1. Helpers (``b_log``, ``is_nan``, ...) are pulled in by name.
+The narrow ints (int8, uint8, int16) compute in their class's 32-bit type and every store wraps the
+value into the dtype (``_dtypes.wrap``); a cast from a float into one goes through ``NARROW_FROM_F``.
 
 Indexing: the output and each tensor operand carry strides and an offset in the metadata (broadcast
 dims have stride 0), so broadcasting, permuted and sliced inputs, and writes into a strided output
@@ -21,7 +23,7 @@ from typing import TypeVar
 from burn import DType, bool_, float16
 from burn.backend import op_def
 
-from .._dtypes import CLASS, WGSL, scalar_load
+from .._dtypes import CLASS, NARROW, WGSL, scalar_load, wrap
 from .._executor import Kernel
 from ._helpers import HELPERS, render_helpers
 
@@ -115,6 +117,9 @@ CAST: dict[tuple[str, str], str] = {
     ("b", "b"): "a",
 }
 
+# a float into a narrow int (then wrapped on store): truncated, 0 outside int32's range and for NaN
+NARROW_FROM_F = {"i": "b_f2iw(a)", "u": "bitcast<u32>(b_f2iw(a))"}
+
 _HELPER_RE = re.compile(r"\b(" + "|".join(sorted(HELPERS, key=len, reverse=True)) + r")\(")
 
 
@@ -141,6 +146,8 @@ def expression(kind: str, op: str, dtype: DType, out: DType | None = None) -> tu
     cls = dclass(dtype)
     if kind == "cast":
         assert out is not None, "a cast names its output dtype"
+        if cls == "f" and out in NARROW:
+            return NARROW_FROM_F[dclass(out)], False
         return CAST[(cls, dclass(out))], False
     if kind == "copy":
         return "a", False
@@ -149,6 +156,16 @@ def expression(kind: str, op: str, dtype: DType, out: DType | None = None) -> tu
     if expr is None:
         raise TypeError(f"{op}: not defined for dtype {dtype.name} on the wgpu backend")
     return expr, op_def(op).bool_result
+
+
+def _stored(expr: str, bool_result: bool, out: DType) -> str:
+    """The value an element-wise kernel stores: a WGSL bool as 0/1, f16 converted, a narrow int
+    wrapped into its range."""
+    if bool_result:
+        return f"select(0u, 1u, ({expr}))"
+    if out is float16:
+        return f"f16(({expr}))"
+    return wrap(out, f"({expr})")
 
 
 @lru_cache(maxsize=4096)
@@ -210,12 +227,7 @@ def render(
         if not is_t:
             scalar_at += 1
         body.append(f"let {var} = {raw};")
-    value = f"({expr})"
-    if bool_result:
-        value = f"select(0u, 1u, {value})"
-    elif out is float16:
-        value = f"f16({value})"
-    body.append(f"out[o_out] = {value};")
+    body.append(f"out[o_out] = {_stored(expr, bool_result, out)};")
     lines.append(
         f"@compute @workgroup_size({WG})\n"
         "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n"
@@ -263,9 +275,7 @@ def render_vec4(expr: str, bool_result: bool, out: DType, operands: tuple[tuple[
     body.append(f"var r: vec4<{WGSL[out]}>;")
     for c in range(4):
         comp = [f"let {'abc'[i]} = v{i}[{c}];" for i in tensors]
-        value = f"({expr})"
-        value = f"select(0u, 1u, {value})" if bool_result else value
-        body.append("{ " + " ".join(comp) + f" r[{c}] = {value}; }}")
+        body.append("{ " + " ".join(comp) + f" r[{c}] = {_stored(expr, bool_result, out)}; }}")
     body.append("out[i + info[1u]] = r;")
     lines.append(
         f"@compute @workgroup_size({WG})\n"

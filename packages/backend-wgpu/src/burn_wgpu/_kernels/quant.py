@@ -1,8 +1,9 @@
 """int8 x int8 -> int32 matmul (``Backend.quantized_matmul``): ``out[b] = a[b] @ w[b]`` exactly, for
 int8-valued operands a (..., M, K) and w (..., K, N) with broadcast batch dims.
 
-WGSL has no 8-bit storage, so burn-wgpu keeps int8 tensors as i32 holding values in [-128, 127]
-(``burn.quantization`` stores them in the default int). The kernel packs them when it reads them:
+WGSL has no 8-bit storage, so burn-wgpu keeps int8 tensors as i32 words holding values in
+[-128, 127] (``_dtypes``); int32 operands holding int8 values are taken as well. The kernel packs
+them when it reads them:
 each invocation reads 4 consecutive K values of a row of ``a`` (or a column of ``w``) through the
 operand's strides and stores them as one u32 (4 bytes, two's complement) in workgroup memory, so a
 64 x 32 tile is 512 words (2 KiB) per operand. The inner loop reads a packed word per row and per
@@ -155,8 +156,10 @@ def quantized_matmul(
     """``a @ w`` of int8-valued tensors as an int32 tensor (batch dims broadcast). ``packed_dot``:
     force the ``dot4I8Packed`` path on or off (default: what the adapter reports)."""
     from .. import _elementwise as EW
+    from .._ops import as_words
     from .._primitive import numel
 
+    a, w = as_words(a), as_words(w)  # int8 is stored as i32 words: read as they are
     if a.dtype is not burn.int32:
         a = backend.cast(a, burn.int32)
     if w.dtype is not burn.int32:

@@ -2,7 +2,9 @@
 
 Two shapes: one thread per row for short rows, and a workgroup per (row, chunk) with a tree reduction
 in workgroup memory for long ones (chunks of ``CHUNK`` elements, a second pass combines the partials).
-Floats accumulate in f32 (float16 too); max/min propagate NaN as NumPy does.
+Floats accumulate in f32 (float16 too); max/min propagate NaN as NumPy does. Narrow ints accumulate
+in i32/u32 and the stored result wraps into the dtype (sums and products modulo 2^bits, as NumPy's
+int8 sum in int8).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from functools import lru_cache
 
 from burn import DType, float16
 
-from .._dtypes import WGSL
+from .._dtypes import WGSL, wrap
 from .._executor import Kernel
 from ._helpers import render_helpers
 from .elementwise import compute_type, dclass, lookup
@@ -78,7 +80,7 @@ def render(op: str, in_dt: DType, out_dt: DType, per_thread: bool, wg: int = WG)
         raise ValueError(f"reduce kernel: workgroup size {wg} is not a power of two")
     acc = compute_type(in_dt)
     init, combine = _entry(op, dclass(in_dt))
-    store = "f16(v)" if out_dt is float16 else "v"
+    store = "f16(v)" if out_dt is float16 else wrap(out_dt, "v")
     lines = _header(in_dt, WGSL[out_dt], acc)
     lines.append(f"fn combine(x: ACC, y: ACC) -> ACC {{ return {combine}; }}")
     lines.append(f"fn put(i: u32, v: ACC) {{ out[i] = {store}; }}")

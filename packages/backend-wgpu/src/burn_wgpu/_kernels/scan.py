@@ -1,5 +1,6 @@
 """Inclusive scans (cumsum, cumprod) along the rows of a dense (rows, L) input, one thread per row,
-accumulating in the compute type (f32 for float16)."""
+accumulating in the compute type (f32 for float16; i32/u32 for the narrow ints, each stored value
+wrapped into the dtype: sums and products modulo 2^bits, as NumPy's)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from functools import lru_cache
 
 from burn import DType, float16
 
-from .._dtypes import WGSL
+from .._dtypes import WGSL, wrap
 from .._executor import Kernel
 from .elementwise import WG, compute_type
 
@@ -19,7 +20,7 @@ def render(op: str, dtype: DType) -> Kernel:
     """Metadata: rows, L, input offset."""
     acc = compute_type(dtype)
     init = "0" if op == "cumsum" else "1"
-    store = "f16(acc)" if dtype is float16 else "acc"
+    store = "f16(acc)" if dtype is float16 else wrap(dtype, "acc")
     src = f"""{"enable f16;" if dtype is float16 else ""}
 @group(0) @binding(0) var<storage, read> info: array<u32>;
 @group(0) @binding(1) var<storage, read_write> out: array<{WGSL[dtype]}>;
