@@ -184,3 +184,29 @@ def test_module_export_in_chromium(browser, tmp_path):
         got = np.asarray(res["result"][name]["data"], np.float64).reshape(res["result"][name]["shape"])
         np.testing.assert_allclose(got, w.numpy(), rtol=RTOL, atol=ATOL)
     assert res["counts"]["submits"] == 1
+
+
+def test_narrow_int_inputs_and_outputs_in_chromium(browser, tmp_path):
+    """int8/uint8/int16 outputs come back as Int8Array/Uint8Array/Int16Array with the numpy backend's
+    wrapped values; an int8 input given as an Int32Array of wider values wraps into int8 first."""
+    import burn
+    import burn_wgpu.web as web
+
+    def forward(x: Any, q: Any) -> Any:
+        return (x * 40.0).cast(burn.int8), q * q + 1, (q.cast(burn.int16) * 300).cast(burn.uint8), q * 300
+
+    x = np.linspace(-5, 5, 12, dtype=np.float32).reshape(3, 4)
+    q = np.array([[100, -128, 7, 127]] * 3, np.int8)
+    web.export(forward, [x, q.astype(np.int16)], tmp_path / "page")
+    want = [t.numpy() for t in forward(burn.tensor(x), burn.tensor(q.astype(np.int16)))]
+    names = ["output0", "output1", "output2", "output3"]
+    demo, res, log, text = _page_run(browser, tmp_path / "page", {"input0": x, "input1": q.astype(np.int32)})
+    _check_page(demo, res, log, text, names)
+    kinds = {"int8": "Int8Array", "uint8": "Uint8Array", "int16": "Int16Array"}
+    for name, w in zip(names, want):
+        got = res["result"][name]
+        assert (got["dtype"], got["kind"]) == (w.dtype.name, kinds[w.dtype.name]), name
+        assert got["data"] == w.ravel().tolist(), name
+    wide = q.astype(np.int32) + 65536  # the same int16 values after the page's wrap
+    demo, res, log, text = _page_run(browser, tmp_path / "page", {"input0": x, "input1": wide})
+    assert res["result"]["output1"]["data"] == want[1].ravel().tolist()

@@ -112,6 +112,30 @@ def test_module_export_names_and_values(web, tmp_path):
     assert got["output1"].tolist() == want.argmax(1).tolist()
 
 
+@pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
+def test_narrow_int_inputs_and_outputs_keep_their_dtypes(web, tmp_path, fusion):
+    """int8, uint8 and int16 inputs and outputs are declared as such, stored one value per 32-bit word,
+    and the schedule wraps as burn's numpy backend does; the native run returns the declared dtypes."""
+    import burn
+
+    def forward(x: Any, q: Any) -> Any:
+        return (x * 40.0).cast(burn.int8), q * q + 1, (q.cast(burn.int16) * 300).cast(burn.uint8)
+
+    x = np.linspace(-5, 5, 12, dtype=np.float32).reshape(3, 4)
+    q = np.array([[100, -128, 7, 127]] * 3, np.int8)
+    out = web.export(forward, [x, q], tmp_path / "page", fusion=fusion)
+    assert [(i.dtype, i.storage) for i in out.inputs] == [("float32", "f32"), ("int8", "i32")]
+    assert [(o.dtype, o.storage) for o in out.outputs] == [("int8", "i32"), ("int8", "i32"), ("uint8", "u32")]
+    got = web.NativeSchedule(tmp_path / "page").run({"input0": x, "input1": q})
+    want = [t.numpy() for t in forward(burn.tensor(x), burn.tensor(q))]
+    for name, w in zip(("output0", "output1", "output2"), want):
+        assert got[name].dtype == w.dtype, name
+        np.testing.assert_array_equal(got[name], w, err_msg=name)
+    # a feed of wider ints is converted into the declared dtype (NumPy's wrap), as the page does
+    wide = web.NativeSchedule(tmp_path / "page").run({"input0": x, "input1": q.astype(np.int32) + 256})
+    np.testing.assert_array_equal(wide["output1"], want[1])
+
+
 def test_a_host_read_inside_the_forward_is_refused(web, tmp_path):
     def data_dependent(x: Any) -> Any:
         n = int((x > 0).sum().item())  # a shape that depends on values

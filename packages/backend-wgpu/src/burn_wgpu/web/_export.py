@@ -21,7 +21,16 @@ import burn
 from ._record import WebExportError, record, recording_backend
 from ._schedule import TensorInfo, build, to_json
 
-_STORAGE = {"float32": "f32", "int32": "i32", "uint32": "u32", "bool": "u32"}
+# page dtype -> storage type (the narrow ints stored widened, as burn-wgpu stores them)
+_STORAGE = {
+    "float32": "f32",
+    "int32": "i32",
+    "uint32": "u32",
+    "bool": "u32",
+    "int8": "i32",
+    "uint8": "u32",
+    "int16": "i32",
+}
 _RTOL, _ATOL = 1e-3, 1e-4  # the export's own native-vs-numpy check (float32 kernels, other summation orders)
 
 
@@ -45,7 +54,7 @@ def _page_dtype(source: str, stored: burn.DType) -> tuple[str, str]:
     if name not in _STORAGE:
         raise WebExportError(
             f"web export: dtype {name} cannot be a page input or output (expected float32, int32, "
-            "int64, uint32 or bool)"
+            "int64, uint32, int8, uint8, int16 or bool)"
         )
     return ("int64" if source == "int64" and name == "int32" else name), _STORAGE[name]
 
@@ -60,7 +69,7 @@ def _wgpu_dtype(dt: burn.DType) -> burn.DType:
         return burn.bool_
     if dt.is_float:
         return burn.float32
-    return burn.uint32 if dt is burn.uint32 else burn.int32
+    return dt if dt.name in _STORAGE else burn.int32  # int64 runs as int32
 
 
 def _write(
@@ -244,7 +253,11 @@ def export(
 def _np_storage(dt: burn.DType) -> Any:
     import numpy as np
 
-    return {"float32": np.float32, "int32": np.int32, "uint32": np.uint32, "bool": np.bool_}[dt.name]
+    return (
+        np.bool_
+        if dt is burn.bool_
+        else {"f32": np.float32, "i32": np.int32, "u32": np.uint32}[_STORAGE[dt.name]]
+    )
 
 
 def _capture(fn: Any, spec: dict[str, tuple[tuple[int, ...], burn.DType]], index: int) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 _STORAGE = {"f32": np.float32, "i32": np.int32, "u32": np.uint32}
+_NARROW = ("int8", "uint8", "int16")  # page dtypes stored one value per 32-bit word
 
 
 class NativeSchedule:
@@ -130,7 +131,8 @@ class NativeSchedule:
             arr = np.frombuffer(data[slot : slot + o["size"]], dtype=_STORAGE[o["storage"]]).reshape(
                 o["shape"]
             )
-            out[o["name"]] = arr.astype(bool) if o["dtype"] == "bool" else arr.copy()
+            narrow = o["dtype"] == "bool" or o["dtype"] in _NARROW
+            out[o["name"]] = arr.astype(o["dtype"]) if narrow else arr.copy()
         return out
 
 
@@ -183,5 +185,7 @@ def _check_feeds(inputs: list[dict[str, Any]], feeds: Any) -> list[np.ndarray]:
                 f"NativeSchedule.run: input {declared(info)}: expected shape {info['shape']}, "
                 f"got {list(value.shape)}"
             )
+        if info["dtype"] in _NARROW:  # into the declared dtype (NumPy's wrap), then widened as stored
+            value = value.astype(info["dtype"])
         arrays.append(np.ascontiguousarray(value, dtype=_STORAGE[info["storage"]]))
     return arrays

@@ -26,12 +26,13 @@ FORMAT = 1
 @dataclass(frozen=True)
 class TensorInfo:
     """A page input or output: its name, fixed shape, the dtype the page reports (``"float32"``,
-    ``"int32"``, ``"int64"``, ``"bool"``, ``"uint32"``) and how it is stored on the device."""
+    ``"int32"``, ``"int64"``, ``"bool"``, ``"uint32"``, ``"int8"``, ``"uint8"``, ``"int16"``) and how it is
+    stored on the device (the last three one value per 32-bit word)."""
 
     name: str
     shape: tuple[int, ...]
     dtype: str
-    storage: str  # "f32" | "i32" | "u32" (bool is stored as u32)
+    storage: str  # "f32" | "i32" | "u32" (bool and uint8 are stored as u32, int8 and int16 as i32)
 
 
 def _align(n: int, a: int) -> int:

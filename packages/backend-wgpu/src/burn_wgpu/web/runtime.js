@@ -14,6 +14,8 @@
 const SCHEDULE = /*SCHEDULE*/null/*END*/;
 
 const STORAGE_ARRAY = { f32: Float32Array, i32: Int32Array, u32: Uint32Array };
+// dtypes stored one value per 32-bit word: fed and read back as their own typed arrays
+const NARROW_ARRAY = { int8: Int8Array, uint8: Uint8Array, int16: Int16Array };
 
 export const schedule = SCHEDULE;
 
@@ -50,6 +52,8 @@ function toStorage(info, feed) {
     }
   } else if (info.dtype === "bool") {
     for (let i = 0; i < n; i++) out[i] = data[i] ? 1 : 0;
+  } else if (NARROW_ARRAY[info.dtype]) {
+    out.set(NARROW_ARRAY[info.dtype].from(data, Number));  // wraps into the dtype, as a typed array does
   } else if (typeof data[0] === "bigint") {
     for (let i = 0; i < n; i++) out[i] = Number(data[i]);
   } else {
@@ -62,6 +66,7 @@ function fromStorage(info, bytes) {
   const n = numel(info.shape);
   const raw = new STORAGE_ARRAY[info.storage](bytes.buffer, bytes.byteOffset, n);
   if (info.dtype === "bool") return Uint8Array.from(raw, (v) => (v ? 1 : 0));
+  if (NARROW_ARRAY[info.dtype]) return NARROW_ARRAY[info.dtype].from(raw);
   return raw.slice();
 }
 
