@@ -492,17 +492,13 @@ def test_exact_ties_per_tensor_and_per_channel(device):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("scheme", SCHEMES, ids=lambda s: f"{s.mode}-{s.granularity}")
 def test_int_repr_dtype(device, scheme):
-    """int_repr() is int8 on every backend that has int8 (numpy, CUDA). wgpu has no 8-bit dtype (WGSL
-    has no 8-bit storage; the backend's dtypes lack int8), so there the values come back in its default
-    int (int32) holding int8 values, and become int8 as soon as they move to a backend that has it."""
+    """int_repr() is int8 on every backend, as in PyTorch (wgpu stores int8 widened, one value per
+    32-bit word, and reads it back as int8), with the numpy backend's integers."""
     x = np.random.default_rng(5).standard_normal((4, 8)).astype(np.float32)
     q = burn.tensor(x, device=device).quantize_dynamic(scheme)
     values = q.int_repr()
-    backend = values.backend
-    if burn.int8 in backend.dtypes:
-        assert values.dtype is burn.int8
-    else:
-        assert values.dtype is backend.default_int and values.dtype.is_int
+    assert values.dtype is burn.int8
+    assert values.numpy().dtype == np.int8
     v = values.numpy()
     assert v.min() >= -128 and v.max() <= 127
     on_cpu = q.to("cpu")

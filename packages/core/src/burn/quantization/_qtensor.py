@@ -1,8 +1,8 @@
 """``QuantizedTensor``: int8 values with their scales and zero points, and the functions behind
 ``Tensor.quantize`` / ``Tensor.quantize_dynamic``.
 
-Values are stored as int8 where the backend has int8, else in its default int (WGSL has no 8-bit
-storage: int32 holding values in [-128, 127]). Scales are float32 and zero points the backend's
+Values are stored as int8 where the backend has int8 (numpy, CUDA, and wgpu, which keeps int8 widened
+to one value per 32-bit word), else in its default int. Scales are float32 and zero points the backend's
 default int, shaped () per tensor, (C,) per channel, or ``x.shape[:-1] + (L // block_size,)`` per
 block. The arithmetic is the backend's ``quantize``/``dequantize`` ops (core compositions by default),
 so every backend quantizes alike.
