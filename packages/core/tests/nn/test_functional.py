@@ -258,3 +258,28 @@ def test_kl_div():
     close(
         F.kl_div(t(logq), t(np.log(p + 1e-30)), log_target=True, reduction="sum"), pointwise.sum(), atol=1e-5
     )
+
+
+def test_cross_entropy_ignores_minus_100_by_default_as_pytorch():
+    """The default ``ignore_index`` is PyTorch's -100: such targets add nothing and are not counted;
+    ``ignore_index=None`` ignores none (a -100 is then out of range); probability targets ignore it."""
+    logits = rng.normal(size=(5, 4))
+    targets = np.array([1, -100, 3, 0, -100])
+    got = F.cross_entropy(t(logits), burn.tensor(targets))
+    close(got, _np_cross_entropy(logits, targets, ignore_index=-100), atol=1e-5)
+    with pytest.raises(burn.IndexOutOfRangeError, match=r"target -100 out of range for 4"):
+        F.cross_entropy(t(logits), burn.tensor(targets), ignore_index=None).item()
+    probs = np.full((5, 4), 0.25)
+    close(F.cross_entropy(t(logits), t(probs)), _np_cross_entropy_probs(logits, probs), atol=1e-5)
+
+
+def test_cross_entropy_default_ignore_index_matches_torch():
+    torch = pytest.importorskip("torch")
+    logits = rng.normal(size=(6, 3))
+    targets = np.array([2, -100, 0, -100, 1, 1])
+    want = torch.nn.functional.cross_entropy(torch.tensor(logits), torch.tensor(targets))
+    close(F.cross_entropy(t(logits), burn.tensor(targets)), float(want), atol=1e-5)
+
+
+def _np_cross_entropy_probs(logits, probs):
+    return float(-(probs * _np_log_softmax(logits)).sum(1).mean())

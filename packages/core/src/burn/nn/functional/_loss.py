@@ -34,15 +34,16 @@ def cross_entropy(
     targets: Tensor,
     label_smoothing: float = 0.0,
     weight: Tensor | None = None,
-    ignore_index: int | None = None,
+    ignore_index: int | None = -100,
     reduction: str = "mean",
 ) -> Tensor:
     """Cross-entropy of ``logits`` (..., C) against int class indices (...) or float class probabilities
     (..., C); the class dim is last (PyTorch's (N, C, d1, ...) images: permute C last first).
 
     With smoothing eps the target distribution is (1 - eps) * one_hot + eps / C. ``weight`` (C,)
-    scales each class; the mean divides by the summed weights of the counted targets. Targets equal to
-    ``ignore_index`` add nothing and are not counted. Returns a scalar, or the targets' shape (...) for
+    scales each class; the mean divides by the summed weights of the counted targets. Class-index targets
+    equal to ``ignore_index`` (PyTorch's default -100; None: none ignored) add nothing and are not
+    counted; probability targets ignore it, as PyTorch. Returns a scalar, or the targets' shape (...) for
     ``reduction="none"``.
 
     >>> logits = burn.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
@@ -93,8 +94,6 @@ def _cross_entropy_rows(
         raise ShapeError(f"cross_entropy: weight must have shape ({c},), got {weight.shape}")
     logp = log_softmax(logits, 1)
     if targets.dtype.is_float:  # class probabilities
-        if ignore_index is not None:
-            raise ValueError("cross_entropy: ignore_index needs class-index targets, not probabilities")
         q = targets if label_smoothing == 0 else targets * (1.0 - label_smoothing) + label_smoothing / c
         wq = q if weight is None else q * weight.cast(q.dtype)
         return _reduce("cross_entropy", -(wq * logp).sum(1), reduction)
