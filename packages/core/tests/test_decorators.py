@@ -139,3 +139,19 @@ def test_burn_info_lists_decorators(tagged, capsys):
     assert _cli.main(["info"]) == 0
     section = capsys.readouterr().out.split("Decorators:")[1].split("Metric collectors:")[0]
     assert "tagged (registered in code) options: level" in {" ".join(x.split()) for x in section.splitlines()}
+
+
+def test_to_and_from_the_autodiff_decorator_shares_the_value():
+    """``t.to(autodiff device)`` of a tensor on the decorator's own inner device wraps its value (no
+    copy through the host, no read of a lazy fused value); back off it, the value is detached."""
+    dev = burn.device("cpu", fusion=True)
+    adev = burn.device("cpu", autodiff=True, fusion=True)
+    assert adev.backend.inner is dev.backend
+    t = burn.ones(3, device=dev) * 2  # lazy: still recorded in the stream
+    flushes = dev.backend.stats["flushes"]
+    lifted = t.to(adev).require_grad()
+    assert adev.backend.inner_prim(lifted.primitive) is t.primitive
+    assert dev.backend.stats["flushes"] == flushes  # nothing was read
+    down = (lifted * 3).to(dev)
+    assert down.device == dev and down.tolist() == [6.0, 6.0, 6.0]
+    assert lifted.grad((lifted * 3).sum().backward()).tolist() == [3.0, 3.0, 3.0]

@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from burn.backend import ACTIVATION_OPS, Backend, DType, MemoryStats, Slices
+from burn.fusion import backward_begins
 
 from ._engine import retained_bytes, run_backward
 from ._graph import ADPrim, Node, leaf
@@ -101,6 +102,7 @@ class Autodiff(AutodiffModuleOps, AutodiffVisionOps, Backend):
         if p.node is None:
             return Gradients(self.inner, {})
         B = self.inner
+        backward_begins(B)  # a loop that marks no steps gets its step boundary here (fusion)
         dtype = B.dtype_of(p.inner)
         if seed is None:
             seed = B.full(tuple(B.shape_of(p.inner)), 1.0, dtype)

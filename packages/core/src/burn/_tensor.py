@@ -292,6 +292,9 @@ class Tensor(MathOps, ShapeOps, QuantOps):
         [1, -2]
         >>> burn.tensor([1.0]).to("cpu").device
         Device('cpu')
+
+        Between a device and its autodiff decorator (``burn.device("wgpu")`` and ``burn.device("wgpu",
+        autodiff=True)``) the value is shared, not copied through the host (leaving autodiff detaches).
         """
         from ._device import Device, device
 
@@ -309,6 +312,10 @@ class Tensor(MathOps, ShapeOps, QuantOps):
         dst = target.backend
         if dst.is_autodiff and self._b.is_autodiff and dst.inner is self._b.inner:
             return self  # same inner device; autodiff state travels with the primitive
+        if dst.is_autodiff and dst.inner is self._b:  # onto the autodiff decorator of its own device
+            return _wrap(dst.from_inner(self._p), dst, self.dtype)
+        if self._b.is_autodiff and self._b.inner is dst:  # off it: the value, detached
+            return _wrap(self._b.inner_prim(self._p), dst, self.dtype)
         dtype = _fallback_dtype(self.dtype, dst)
         return _wrap(dst.from_numpy(self.numpy(), dtype), dst, dtype)
 

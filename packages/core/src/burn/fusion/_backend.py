@@ -194,6 +194,22 @@ def _eager(b: Fusion, args: tuple[Any, ...]) -> list[Any]:
     return [next(values) if type(a) is FPrim else a for a in args]
 
 
+def backward_begins(backend: Any) -> None:
+    """Tell the fusion decorator under ``backend`` (an autodiff decorator's inner backend) that a
+    backward pass begins: a loop that marks no steps and reads nothing is cut here, so its steps
+    replay (``Fusion.backward_begins``). Nothing happens without fusion. burn-autodiff calls it.
+
+    >>> dev = burn.device("cpu", fusion=True)
+    >>> burn.fusion.backward_begins(dev.backend)
+    """
+    b: Any = backend
+    while b is not None:
+        if isinstance(b, Fusion):
+            b.backward_begins()
+            return
+        b = getattr(b, "inner", None)
+
+
 def mark_step(device: Any) -> None:
     """End a step of a loop on ``device`` (a device or its name): the op stream fusion recorded so far
     is launched now, without waiting for the device, so every step is one stream, planned once and then

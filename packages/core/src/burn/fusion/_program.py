@@ -56,6 +56,7 @@ class Replaying(Launching):
     def flush(self) -> None:
         """Run the recorded stream: every call, and every element-wise op whose value a tensor holds."""
         stream = self._stream
+        self._boundary = True
         if not stream:
             return
         sig, leaves, scalars = self._sig, list(self._leaves), self._scalars

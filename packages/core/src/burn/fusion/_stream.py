@@ -85,11 +85,26 @@ class Recording(Backend):
         self._constants: dict[tuple[Any, ...], Any] = {}  # (name, arguments) -> an inner result
         # the ambient settings calls run under (e.g. a matmul precision) are recorded with each call
         self._stateful = type(inner).call_state is not Backend.call_state
+        # step boundaries for loops that mark none (``backward_begins``): whether a backward pass was
+        # seen, and whether a boundary (a flush that is not only for length) came since it
+        self._backward_seen = False
+        self._boundary = False
         self._open()
 
     def flush(self) -> None:
         """Run the recorded stream (``Replaying.flush``)."""
         raise NotImplementedError
+
+    def backward_begins(self) -> None:
+        """Autodiff is about to run a backward pass over this backend. A loop that ends its steps
+        (an optimizer's ``mark_step``) or reads a value each step (``loss.item()``) has cut its
+        streams since the last backward; one that does neither (a hand-written SGD update with no
+        read) would record steps into one long stream, cut only by length, that never repeats, so
+        here the stream is run instead: every step is then the same stream (the update, the next
+        forward, this backward), planned once and replayed like an optimizer's."""
+        if self._backward_seen and not self._boundary:
+            self.flush()
+        self._backward_seen, self._boundary = True, False
 
     # ------------------------------------------------------------------ the stream being recorded
     def _open(self) -> None:
@@ -104,7 +119,9 @@ class Recording(Backend):
         stream now equals one already planned, mark the cut, so the next op first runs it (a step of a
         loop that reads nothing ends where the same step ended before, and replays)."""
         if n > PENDING_LIMIT:
+            boundary = self._boundary
             self.flush()
+            self._boundary = boundary  # a flush for length is no step boundary
         elif n in self._lengths and tuple(self._sig) in self._programs:
             self._cut = n
 
