@@ -3,7 +3,15 @@
 
 from __future__ import annotations
 
-from . import _rules_elementwise, _rules_index, _rules_module, _rules_reduce, _rules_shape, _rules_vision
+from . import (
+    _rules_attention,
+    _rules_elementwise,
+    _rules_index,
+    _rules_module,
+    _rules_reduce,
+    _rules_shape,
+    _rules_vision,
+)
 from ._rule import Rule, make_table
 
 RULES: dict[str, Rule] = make_table(
@@ -14,6 +22,7 @@ RULES: dict[str, Rule] = make_table(
         *_rules_index.ROWS,
         *_rules_module.ROWS,
         *_rules_vision.ROWS,
+        *_rules_attention.ROWS,
     ]
 )
 

@@ -286,8 +286,10 @@ class CudaGraphProgram:
                 out = run()  # uncaptured, over buffers not computed yet: only to allocate its results
                 segments.append((CALL, n.pos))
                 pinned.add(n.pos)  # launches copy its result into this buffer: kept for the graph's life
-                if n.twin is not None:
-                    pinned.add(n.twin.pos)
+                twin = n.twin
+                while twin is not None:  # every further result of a multi-result call
+                    pinned.add(twin.pos)
+                    twin = twin.twin
                 between = self.runtime.calls_between_graphs
                 name = getattr(self.fusion._calls[n.op[1]], "__name__", "call")
                 between.append(f"{name}: {exc}"[:160])
@@ -347,9 +349,11 @@ class CudaGraphProgram:
             out = program.run_call(self.fusion, n, index, values, self.inputs)
             if n.twin is None:
                 cp.copyto(bits(values[n.pos]), bits(out))
-            else:
-                cp.copyto(bits(values[n.pos]), bits(out[0]))
-                cp.copyto(bits(values[n.twin.pos]), bits(out[1]))
+            else:  # a multi-output call: its outputs' nodes chain through ``twin``
+                node = n
+                for value in out:
+                    cp.copyto(bits(values[node.pos]), bits(value))
+                    node = node.twin
         self._lend(cp, stream, values)
         return True
 

@@ -1,12 +1,12 @@
-"""Module ops (Burn's ModuleOps): convolution, pooling, interpolation, embedding, unfold.
+"""Module ops (Burn's ModuleOps): convolution, pooling, interpolation, attention, embedding, unfold.
 
 Layouts are channels-first as in PyTorch: x is (N, C, *spatial) with 1 to 3 spatial dims. Every
 argument arrives normalised by the frontend: ``stride``/``padding``/``dilation``/``kernel`` are tuples
 with one entry per spatial dim, shapes are checked. The defaults are written in terms of the backend's
 required core, so a third-party backend gets every module op by implementing the core.
 
-Each default is a function of ``(backend, ...)`` in ``_conv_defaults``, ``_pool_defaults`` or
-``_interpolate_defaults``; the class binds them as methods, so the signature and docstring of each
+Each default is a function of ``(backend, ...)`` in ``_conv_defaults``, ``_pool_defaults``,
+``_interpolate_defaults`` or ``_attention_defaults``; the class binds them as methods, so the signature and docstring of each
 method live once, with its default. A backend overrides a method (same signature) where it pays.
 """
 
@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import _conv_defaults, _interpolate_defaults, _pool_defaults, _quant_defaults, _vision_defaults
+from . import (
+    _attention_defaults,
+    _conv_defaults,
+    _interpolate_defaults,
+    _pool_defaults,
+    _quant_defaults,
+    _vision_defaults,
+)
 
 Prim = Any
 Ints = tuple[int, ...]
@@ -38,6 +45,8 @@ class ModuleOps:
     adaptive_avg_pool = _pool_defaults.adaptive_avg_pool
     adaptive_max_pool = _pool_defaults.adaptive_max_pool
     interpolate = _interpolate_defaults.interpolate
+    attention = _attention_defaults.attention
+    attention_backward = _attention_defaults.attention_backward
     deform_conv2d = _vision_defaults.deform_conv2d
     roi_align = _vision_defaults.roi_align
     nms = _vision_defaults.nms

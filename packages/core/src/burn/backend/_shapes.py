@@ -7,7 +7,9 @@
 - ``pool_out_size`` / ``pool_out_sizes``, ``conv_out_sizes`` / ``conv_out_sizes_padded``,
   ``conv_transpose_out_sizes``: sliding windows (PyTorch's rules).
 - ``SHAPE_RULES``: backend method -> its result's shape from the call's arguments (tensors given as
-  their shapes); ``burn.backend.op_def(kind).out_shape`` reads it.
+  their shapes); ``burn.backend.op_def(kind).out_shape`` reads it. ``OUTPUT_SHAPES``: the shape of each
+  result, for the ops whose results differ in shape (attention's output and log-sum-exp, its backward's
+  three gradients); ``op_def(kind).out_shapes`` reads both.
 """
 
 from __future__ import annotations
@@ -191,6 +193,16 @@ def _repeat(shape: Ints, reps: Sequence[int]) -> Ints:
     return tuple(s * r for s, r in zip(shape, reps))
 
 
+def _attention_shapes(q: Ints, k: Ints, v: Ints, *rest: Any) -> tuple[Ints, Ints]:
+    """attention: out (B, H, L, Ev) and the float32 row log-sum-exp (B, H, L)."""
+    return q[:3] + v[3:], q[:3]
+
+
+def _attention_backward_shapes(q: Ints, k: Ints, v: Ints, *rest: Any) -> tuple[Ints, Ints, Ints]:
+    """attention_backward: the gradients of q, k and v, shaped as they are."""
+    return q, k, v
+
+
 def _tensor_shapes(*args: Any) -> Ints:
     """The broadcast of the tensor arguments' shapes (Python scalars among them take no part)."""
     return broadcast_shape(*(s for s in args if isinstance(s, tuple)))
@@ -268,8 +280,17 @@ SHAPE_RULES: dict[str, Callable[..., Ints]] = {
     "from_numpy": lambda array, dtype: tuple(array.shape),
     "full": lambda shape, value, dtype: tuple(shape),
     "arange": lambda start, stop, step, dtype: (_arange_len(start, stop, step),),
+    "attention": lambda q, k, v, *a: _attention_shapes(q, k, v)[0],
+    "attention_backward": lambda q, k, v, *a: q,
     "random_uniform": lambda shape, *a: tuple(shape),
     "random_normal": lambda shape, *a: tuple(shape),
     "random_int": lambda shape, *a: tuple(shape),
     "random_bernoulli": lambda shape, *a: tuple(shape),
+}
+
+# method -> the shape of each result, for multi-result ops whose results differ in shape (the others
+# share ``SHAPE_RULES``'s one shape); the first is always ``SHAPE_RULES``'s
+OUTPUT_SHAPES: dict[str, Callable[..., tuple[Ints, ...]]] = {
+    "attention": _attention_shapes,
+    "attention_backward": _attention_backward_shapes,
 }

@@ -27,7 +27,7 @@ from ._optable import (
     UNARY_BOOL_RESULT,
     UNARY_OPS,
 )
-from ._shapes import SHAPE_RULES
+from ._shapes import OUTPUT_SHAPES, SHAPE_RULES
 
 # families
 CREATION, ELEMENTWISE, REDUCE, LAYOUT, INDEX, LINALG, MODULE, RANDOM, SORT = (
@@ -44,7 +44,8 @@ CREATION, ELEMENTWISE, REDUCE, LAYOUT, INDEX, LINALG, MODULE, RANDOM, SORT = (
 
 # method -> (family, tensor arity (-1: a sequence), accepted dtypes, result dtype rule, output count)
 # dtype rules: "same" (the first tensor's), "bool", "int" (the backend's default int), "attr" (a dtype
-# argument), "pair" (values keep the dtype, indices are default int)
+# argument), "pair" (values keep the dtype, indices are default int), "lse" (values keep the dtype, the
+# second result is float32: attention's row log-sum-exp)
 _METHODS: dict[str, tuple[str, int, str, str, int]] = {
     "from_numpy": (CREATION, 0, "any", "attr", 1),
     "full": (CREATION, 0, "any", "attr", 1),
@@ -91,6 +92,8 @@ _METHODS: dict[str, tuple[str, int, str, str, int]] = {
     "adaptive_avg_pool": (MODULE, 1, "float", "same", 1),
     "adaptive_max_pool": (MODULE, 1, "num", "pair", 2),
     "interpolate": (MODULE, 1, "float", "same", 1),
+    "attention": (MODULE, 4, "float", "lse", 2),
+    "attention_backward": (MODULE, 7, "float", "same", 3),
     "deform_conv2d": (MODULE, 5, "float", "same", 1),
     "roi_align": (MODULE, 2, "float", "same", 1),
     "nms": (INDEX, 2, "float", "bool", 1),
@@ -119,7 +122,8 @@ class OpDef:
     index, linalg, module, random or sort. ``arity``: tensor inputs (-1: a sequence of tensors).
     ``accepts``: "float", "num" (ints and floats), "int" (ints and bool) or "any". ``result``: "same",
     "bool", "int" (the backend's default int), "attr" (from a dtype argument), "value" (the value
-    operands'), or "pair" (values keep the dtype, indices are default int). ``outputs``: result count.
+    operands'), "pair" (values keep the dtype, indices are default int) or "lse" (values keep the
+    dtype, the second result is float32). ``outputs``: result count.
     ``differentiable``: a gradient flows through it (False for bool/int results, creation, random).
     ``shape_rule``: the result's shape from the call's arguments (``out_shape``).
 
@@ -195,13 +199,15 @@ class OpDef:
         rule = self.result
         if rule == "pair":
             return (operand, default_int)
+        if rule == "lse":
+            return (operand, float32)
         if rule == "bool":
             return (bool_,)
         if rule == "int":
             return (default_int,)
         if rule == "attr":
             return (attr,)
-        return (operand,)  # "same", "value"
+        return (operand,) * self.outputs  # "same", "value"
 
     def out_shape(self, *args: object) -> tuple[int, ...]:
         """The result's shape (both results' for two-output ops) from the call's arguments after the op
@@ -212,6 +218,18 @@ class OpDef:
         """
         return self.shape_rule(*args)
 
+    def out_shapes(self, *args: object) -> tuple[tuple[int, ...], ...]:
+        """The shape of each result from the call's arguments (as ``out_shape``): the results of
+        ``attention`` and ``attention_backward`` differ in shape, the others share one.
+
+        >>> burn.backend.op_def("attention").out_shapes((2, 4, 5, 8), (2, 4, 7, 8), (2, 4, 7, 3), None, False, 0.5)
+        ((2, 4, 5, 3), (2, 4, 5))
+        """
+        rule = OUTPUT_SHAPES.get(self.method)
+        if rule is not None:
+            return rule(*args)
+        return (self.shape_rule(*args),) * self.outputs
+
     @property
     def as_is(self) -> frozenset[DType]:
         """The operand dtypes the op takes without a cast (the frontend's fast path)."""
@@ -220,7 +238,15 @@ class OpDef:
     def __post_init__(self) -> None:
         # no gradient flows through bool/int results, host data, random draws or index checks
         nondiff = self.result in ("bool", "int") or self.family in (CREATION, RANDOM) or self.accepts == "int"
-        if nondiff or self.kind in ("argsort", "one_hot", "check_index", "quantize"):
+        # attention_backward: gradients of gradients through attention are not supported
+        nondiff = nondiff or self.kind in (
+            "argsort",
+            "one_hot",
+            "check_index",
+            "quantize",
+            "attention_backward",
+        )
+        if nondiff:
             object.__setattr__(self, "differentiable", False)
 
     @property

@@ -66,7 +66,8 @@ class Node:
         self.seq = next(_SEQ)  # creation order: operands are always older, so it is a topological order
         self.pos = -1  # index in the stream being recorded (lazy nodes only)
         self.sbase = 0  # index of its first scalar operand in the stream's scalars
-        self.twin: Node | None = None  # a two-output call: the node of the second output
+        # a multi-output call: the node of its next output (a three-output call chains two twins)
+        self.twin: Node | None = None
         nleaves = size = 0
         if op is not None:
             size = 1
@@ -128,3 +129,13 @@ def wanted(node: Node) -> bool:
     """Whether some tensor outside the graph still holds this lazy node."""
     h = node.handle
     return h is not None and h() is not None
+
+
+def results(n: Node) -> list[Node]:
+    """The nodes of every output of call ``n``: itself, then its twins in output order."""
+    out = [n]
+    t = n.twin
+    while t is not None:
+        out.append(t)
+        t = t.twin
+    return out

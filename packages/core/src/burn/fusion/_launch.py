@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..backend import Backend, broadcast_shape
-from ._graph import FPrim, Node, lazy_handle
+from ._graph import FPrim, Node, lazy_handle, results
 from ._plan import FusedKernel, FusedReduce, FusionRuntime
 from ._planner import Planning, _closure, _lazy_args, _reads
 from ._reference import ReferenceRuntime
@@ -101,12 +101,11 @@ class Launching(Planning):
         else:
             with self.inner.call_state_scope(n.compute):
                 out = method(*_values_of(n.args))
-        twin = n.twin
-        if twin is None:
+        if n.twin is None:
             n.done(out)
         else:
-            n.done(out[0])
-            twin.done(out[1])
+            for node, value in zip(results(n), out):
+                node.done(value)
 
     # ------------------------------------------------------------------ whole kernels callers built
     def launch(self, plan: FusedKernel, inputs: Sequence[FPrim], scalars: Sequence[Scalar]) -> list[FPrim]:

@@ -10,7 +10,8 @@ array every step, so a captured graph reads them in place instead of copying the
 to make them again (burn never writes a primitive in place, and the zero-copy exports such as
 ``burn_cuda.as_cupy`` say not to write to them).
 
-Contract defaults made mostly of element-wise ops (``_COMPOSED_HERE``: softmax, leaky_relu, var, ...)
+Contract defaults made mostly of element-wise ops (``_COMPOSED_HERE``: softmax, leaky_relu, var,
+attention and its backward, ...)
 run composed here where the inner backend has no kernel of its own, so their element-wise parts fuse;
 every other op runs on the inner backend (a composition of shape and index ops gains nothing here and
 would pay the deferral per op).
@@ -29,7 +30,18 @@ from ._stream import Recording
 Ints = tuple[int, ...]
 Param = FPrim | int | float  # a tensor broadcastable against x, or a Python number
 _COMPOSED_HERE = frozenset(
-    {"softmax", "log_softmax", "leaky_relu", "var", "mask_fill", "tril", "triu", "one_hot"}
+    {
+        "softmax",
+        "log_softmax",
+        "leaky_relu",
+        "var",
+        "mask_fill",
+        "tril",
+        "triu",
+        "one_hot",
+        "attention",
+        "attention_backward",
+    }
 )
 
 
@@ -268,6 +280,30 @@ class InnerOps(Recording):
         aligned: bool,
     ) -> FPrim:
         return self._defer_call("roi_align", (x, boxes, output_size, spatial_scale, sampling_ratio, aligned))
+
+    def attention(
+        self, q: FPrim, k: FPrim, v: FPrim, mask: FPrim | None, is_causal: bool, scale: float
+    ) -> tuple[FPrim, FPrim]:
+        if "attention" in self._calls:  # the inner backend's own kernel
+            return self._defer_call("attention", (q, k, v, mask, is_causal, scale))
+        return super().attention(q, k, v, mask, is_causal, scale)
+
+    def attention_backward(
+        self,
+        q: FPrim,
+        k: FPrim,
+        v: FPrim,
+        mask: FPrim | None,
+        is_causal: bool,
+        scale: float,
+        out: FPrim,
+        lse: FPrim,
+        grad: FPrim,
+    ) -> tuple[FPrim, FPrim, FPrim]:
+        if "attention_backward" in self._calls:  # the inner backend's own kernels
+            args = (q, k, v, mask, is_causal, scale, out, lse, grad)
+            return self._defer_call("attention_backward", args)
+        return super().attention_backward(q, k, v, mask, is_causal, scale, out, lse, grad)
 
     # ------------------------------------------------------------------ quantization
     def quantize(

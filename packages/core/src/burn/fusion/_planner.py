@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._dtype import DType
 from ..backend import Backend
-from ._graph import Node, wanted
+from ._graph import Node, results, wanted
 from ._plan import FusedKernel, FusedOp, FusedReduce, FusionRuntime
 from ._stream import KERNEL_CALL, Recording, Scalar, _Failed, _flat
 
@@ -103,8 +103,8 @@ class Planning(Recording):
             # a result nothing in the stream reads and no tensor holds (a call run for its time alone)
             # goes now, not with the stream: a long stream of them held every one (a benchmark's
             # 4,096 unread 2048^2 products, 86 GB)
-            for out in (n, n.twin):
-                if out is not None and out not in readers and not wanted(out):
+            for out in results(n):
+                if out not in readers and not wanted(out):
                     out.done(None)
         targets = [n for n in stream if n.op is not None and wanted(n)]
         if targets:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..backend import Backend
-from ._graph import Node, wanted
+from ._graph import Node, results, wanted
 from ._launch import Launching
 from ._plan import FusedKernel, FusionRuntime
 from ._stream import _Failed, _flat, _mapped
@@ -224,7 +224,8 @@ class _Program:
                 if n.twin is None:
                     vals[n.pos] = out
                 else:
-                    vals[n.pos], vals[n.twin.pos] = out
+                    for node, value in zip(results(n), out):
+                        vals[node.pos] = value
             for p in free:
                 if keep is None or p not in keep:
                     vals.pop(p, None)
@@ -325,7 +326,7 @@ class _Recorder:
         self.by_calls.update(reads)
         self.written.add(n.pos)
         if n.twin is not None:
-            self.written.add(n.twin.pos)
+            self.written.update(t.pos for t in results(n))
 
     def program(self) -> _Program:
         """The program; each written value no tensor holds is freed after its last read."""

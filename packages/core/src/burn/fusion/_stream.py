@@ -37,7 +37,7 @@ PENDING_LIMIT = 4096  # ops recorded before the stream is flushed without a read
 TYPE_CACHE_LIMIT = 65536
 KERNEL_CALL = "kernel"  # the call name of a node recorded by ``Fusion.launch`` (a FusedKernel of its own)
 _NAMED = frozenset({"reduce", "arg_reduce"})  # methods whose first argument names the op
-_TWO_OUTPUTS = frozenset(d.method for d in OPS.values() if d.outputs == 2)
+_MULTI_OUTPUT = frozenset(d.method for d in OPS.values() if d.outputs > 1)
 # the results of creation ops ``_constant`` keeps (``full``, ``arange`` on device backends: ``_ops.py``)
 CONSTANTS_KEPT = 64  # kept constants per device, the oldest dropped past this ...
 CONSTANTS_MAX_BYTES = 1 << 26  # ... or past this many bytes in all (a max pool's backward zeros: 3 MiB)
@@ -300,14 +300,17 @@ class Recording(Backend):
         p = FPrim(node)  # lazy_handle, inlined
         node.handle = weakref.ref(p)
         out: Any = p
-        if len(types) == 2:
-            shape2, dtype2 = types[1]
-            twin = _call_node(shape2, dtype2, name, (node,))
-            twin.pos = len(stream)
-            stream.append(twin)
-            node.twin = twin
-            sig.append(dtype2)
-            out = (p, lazy_handle(twin))
+        if len(types) > 1:
+            handles = [p]
+            last = node
+            for shape2, dtype2 in types[1:]:
+                twin = _call_node(shape2, dtype2, name, (node,))
+                twin.pos = len(stream)
+                stream.append(twin)
+                last.twin = last = twin
+                sig.append(dtype2)
+                handles.append(lazy_handle(twin))
+            out = tuple(handles)
         self._recorded(len(stream))
         return out
 
@@ -334,8 +337,8 @@ class Recording(Backend):
         if prims:
             self._values(prims)
         out = self._calls[name](*_mapped(args, FPrim, _prim_value))
-        if name in _TWO_OUTPUTS:
-            return self._wrap(out[0]), self._wrap(out[1])
+        if name in _MULTI_OUTPUT:
+            return tuple(self._wrap(o) for o in out)
         return self._wrap(out)
 
     def _constant(self, name: str, args: tuple[Any, ...]) -> FPrim:

@@ -183,7 +183,7 @@ def result_types(
     tensor argument's ``(shape, dtype)`` and None for anything else. ``b`` supplies the default dtypes.
     The capture backend records by it, and the fusion decorator defers calls by it."""
     spec = op_def(kind)
-    shape = spec.out_shape(*(_as_shapes(a, meta) for a in args))
+    shapes = spec.out_shapes(*(_as_shapes(a, meta) for a in args))
     attr = next((a for a in args if isinstance(a, D.DType)), None)
     operand: D.DType | None
     if spec.result == "value":  # where: the value operands' dtype (the condition is bool)
@@ -193,7 +193,7 @@ def result_types(
         operand = _first_dtype(args, meta)
     dtypes = spec.result_dtypes(operand, b.default_int, attr)
     out = []
-    for dt in dtypes:
+    for shape, dt in zip(shapes, dtypes):
         if dt is None:
             raise IrError(f"capture: {kind}: no operand gives the dtype of its result")
         out.append((tuple(int(s) for s in shape), dt))

@@ -593,6 +593,12 @@ def _vision_rows() -> list[OpSpec]:
     return rows()
 
 
+def _attention_rows() -> list[OpSpec]:
+    from ._suite._specs_attention import rows
+
+    return rows()
+
+
 SPECS: list[OpSpec] = [
     *_unary_rows(),
     *_binary_rows(),
@@ -607,6 +613,7 @@ SPECS: list[OpSpec] = [
     *_activation_rows(),
     *_module_rows(),
     *_vision_rows(),
+    *_attention_rows(),
 ]
 
 _names = [s.name for s in SPECS]
