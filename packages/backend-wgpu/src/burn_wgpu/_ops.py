@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import burn
 from burn.backend import Backend, matmul_shape, op_def
 
-from . import _conv, _matmul, _pool, _reduce
+from . import _attention, _conv, _matmul, _pool, _reduce
 from . import _elementwise as EW
 from ._dtypes import NARROW, word_dtype
 from ._kernels import index as KI
@@ -262,6 +262,39 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
             return super().avg_pool(x, kernel, stride, padding, count_include_pad, ceil_mode)
         result: WgpuTensor = out
         return result
+
+    # ------------------------------------------------------------------ attention
+    def attention(
+        self,
+        q: WgpuTensor,
+        k: WgpuTensor,
+        v: WgpuTensor,
+        mask: WgpuTensor | None,
+        is_causal: bool,
+        scale: float,
+    ) -> tuple[WgpuTensor, WgpuTensor]:
+        """Flash-style forward (``_attention``): out and the float32 row log-sum-exp, one dispatch;
+        head dims over 128 and other dtypes: the default."""
+        if not _attention.supported(q, k, v, mask, is_causal):
+            return super().attention(q, k, v, mask, is_causal, scale)
+        return _attention.forward(self, q, k, v, mask, is_causal, scale)
+
+    def attention_backward(
+        self,
+        q: WgpuTensor,
+        k: WgpuTensor,
+        v: WgpuTensor,
+        mask: WgpuTensor | None,
+        is_causal: bool,
+        scale: float,
+        out: WgpuTensor,
+        lse: WgpuTensor,
+        grad: WgpuTensor,
+    ) -> tuple[WgpuTensor, WgpuTensor, WgpuTensor]:
+        """Flash-style backward (``_attention``): P recomputed from lse in the dq and dk/dv kernels."""
+        if not _attention.supported(q, k, v, mask, is_causal):
+            return super().attention_backward(q, k, v, mask, is_causal, scale, out, lse, grad)
+        return _attention.backward(self, q, k, v, mask, is_causal, scale, out, lse, grad)
 
     @staticmethod
     def _batch_view(x: WgpuTensor, nb: int) -> WgpuTensor:
