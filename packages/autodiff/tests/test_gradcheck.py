@@ -313,6 +313,31 @@ case(
 )
 
 
+# fused attention (last, so its draws leave the other rows' inputs as they were): q, k, v with L=3
+# queries, S=4 keys, E=4, Ev=3; causal, a broadcast bool mask with a fully masked row (zero gradients),
+# a float mask with 3-d inputs and k/v broadcast over the batch
+_SDPA = burn.nn.functional.scaled_dot_product_attention
+_ATT_FLOAT = R(3, 4).tolist()  # a float mask is a constant: it gets no gradient
+_ATT_MASK = [[[[True, False, True, True], [False, False, False, False], [True, True, False, True]]]]
+case("attention", lambda q, k, v: _SDPA(q, k, v, is_causal=True), R(2, 2, 3, 4), R(2, 2, 4, 4), R(2, 2, 4, 3))
+case(
+    "attention",
+    lambda q, k, v: _SDPA(q, k, v, attn_mask=const(q, _ATT_MASK, burn.bool_)),
+    R(2, 2, 3, 4),
+    R(2, 2, 4, 4),
+    R(2, 2, 4, 3),
+    id="attention-bool-mask",
+)
+case(
+    "attention",
+    lambda q, k, v: _SDPA(q, k, v, attn_mask=const(q, _ATT_FLOAT, q.dtype), scale=0.7),
+    R(2, 3, 4),
+    R(1, 4, 4),
+    R(1, 4, 3),
+    id="attention-float-mask-3d",
+)
+
+
 def test_every_rule_has_a_gradcheck_row():
     covered = {c.rule for c in CASES}
     missing = sorted(set(RULES) - covered)

@@ -1,9 +1,11 @@
 """Every generated kernel, by a stable name: each row of the element-wise expression table for each
-dtype class it defines, every cast, and the reduce, matmul, index, sort and scan families."""
+dtype class it defines, every cast, and the reduce, matmul, index, sort, scan, pool and attention
+families."""
 
 from __future__ import annotations
 
 import burn
+from burn_wgpu._kernels import attention as KA
 from burn_wgpu._kernels import conv as KC
 from burn_wgpu._kernels import elementwise as EW
 from burn_wgpu._kernels import index as KI
@@ -143,4 +145,15 @@ def catalog() -> dict[str, str]:
         ).source
         out[f"reduce/sum/{dt.name}/tree"] = KR.render("sum", dt, dt, False).source
         out[f"cumsum/{dt.name}"] = KS.render("cumsum", dt).source
+    # flash attention: every mask kind at one head size, odd and largest head sizes, float16
+    for dt, e, ev, masks in (
+        (burn.float32, 64, 64, KA.MASKS),
+        (burn.float32, 6, 5, ("none",)),
+        (burn.float32, 128, 128, ("causal",)),
+        (burn.float16, 64, 64, ("none", "float16")),
+    ):
+        for mask in masks:
+            for name, render in (("fwd", KA.forward), ("dq", KA.dq), ("dkv", KA.dkv)):
+                out[f"attention/{name}/{dt.name}/e{e}v{ev}/{mask}"] = render(dt, e, ev, mask).source
+        out[f"attention/stats/{dt.name}/v{ev}"] = KA.stats(dt, ev).source
     return out

@@ -17,7 +17,8 @@ Queries or keys past the end of a block load a clamped row and write nothing, so
 reaches every barrier. Masks are read through their strides (0 for a broadcast dim): bool (stored as
 u32, True = attend) or float (added to the scaled scores); causal masks are index tests, and causal
 kernels skip the key (query) tiles a block can never see. Everything accumulates in f32; float16
-tensors are widened on load and rounded on store. Workgroups of ``ROWS`` = 64 invocations and at most
+tensors are widened on load and rounded on store. Rows are held as ``vec4<f32>`` (head dims padded
+with zeros to a multiple of 4), so dot products and row updates run four lanes at a time. Workgroups of ``ROWS`` = 64 invocations and at most
 12 KiB of workgroup memory keep within WebGPU's default limits (256 invocations, 16 KiB).
 
 Metadata (u32 words): H, L, S, scale (f32 bits), then offset and (b, h, row, col) strides of q, k, v
@@ -48,11 +49,15 @@ PARAMS = (
 MASKS = ("none", "causal", "bool", "float32", "float16")
 
 
+def _n4(n: int) -> int:
+    return -(-n // 4)
+
+
 def tile_rows(e: int, ev: int, extra: int = 0) -> int:
-    """Rows of a key (or query) tile: the largest power of two up to 32 whose f32 rows of e + ev (+
-    ``extra``) words fit ``SHARED_BYTES``."""
+    """Rows of a key (or query) tile: the largest power of two up to 32 whose f32 rows of e + ev
+    (padded to multiples of 4) + ``extra`` words fit ``SHARED_BYTES``."""
     t = 32
-    while t > 4 and t * (e + ev + extra) * 4 > SHARED_BYTES:
+    while t > 4 and t * (4 * _n4(e) + 4 * _n4(ev) + extra) * 4 > SHARED_BYTES:
         t //= 2
     return t
 
@@ -93,57 +98,108 @@ def _allowed(mask: str, i: str, j: str, mrow: str) -> list[str]:
     return lines
 
 
-def _load_rows(
-    shared: str, src: str, base: str, row_stride: str, col_stride: str, n: int, start: str, limit: str
+_LANES = ("x", "y", "z", "w")
+
+
+def _gather4(src: str, row: str, col_stride: str, n: int) -> list[str]:
+    """``x``: the vec4 of ``src`` at columns c0..c0+3 of the row starting at ``row`` (0 past ``n``)."""
+    lines = ["var x = vec4<f32>(0.0);"]
+    for m, lane in enumerate(_LANES):
+        load = f"x.{lane} = f32({src}[{row} + (c0 + {m}u) * {col_stride}]);"
+        lines.append(load if n % 4 == 0 or m == 0 else f"if (c0 + {m}u < {n}u) {{ {load} }}")
+    return lines
+
+
+def _load_tile(
+    shared: str,
+    src: str,
+    base: str,
+    row_stride: str,
+    col_stride: str,
+    n: int,
+    rows: int,
+    start: str,
+    limit: str,
 ) -> list[str]:
-    """Cooperative load of ``rows x n`` values of ``src`` rows ``start..`` into ``shared`` (0 past
-    ``limit``)."""
+    """Cooperative load of ``rows`` rows of ``src`` (from row ``start``; zeros past ``limit``) into
+    ``shared`` as vec4 rows of n4 entries."""
+    n4 = _n4(n)
     return [
-        f"    for (var t = lid.x; t < {shared}_N; t += {ROWS}u) {{",
-        f"        let r = {start} + t / {n}u;",
-        "        var x = 0.0;",
-        f"        if (r < {limit}) {{ x = f32({src}[{base} + r * {row_stride} + (t % {n}u) * {col_stride}]); }}",
-        f"        {shared}[t] = x;",
+        f"        for (var t = lid.x; t < {rows * n4}u; t += {ROWS}u) {{",
+        f"            let r = {start} + t / {n4}u;",
+        f"            let c0 = (t % {n4}u) * 4u;",
+        *("            " + s for s in _gather4(src, "rb", col_stride, n)[:1]),
+        f"            if (r < {limit}) {{",
+        f"                let rb = {base} + r * {row_stride};",
+        *("                " + s for s in _gather4(src, "rb", col_stride, n)[1:]),
+        "            }",
+        f"            {shared}[t] = x;",
+        "        }",
+    ]
+
+
+def _load_row(arr: str, src: str, row: str, col_stride: str, n: int, factor: str = "") -> list[str]:
+    """A private vec4 row ``arr`` from ``src`` (times ``factor``)."""
+    return [
+        f"    var {arr}: array<vec4<f32>, {_n4(n)}>;",
+        f"    for (var c = 0u; c < {_n4(n)}u; c++) {{",
+        "        let c0 = c * 4u;",
+        *("        " + s for s in _gather4(src, row, col_stride, n)),
+        f"        {arr}[c] = x{factor};",
         "    }",
     ]
 
 
-def _main(extra: str = "") -> list[str]:
+def _store_row(dst: str, row: str, arr: str, n: int, ty: str, factor: str = "") -> list[str]:
+    """Store private vec4 row ``arr`` (times ``factor``) to dense ``dst`` from ``row``."""
+    lines = [
+        f"    for (var c = 0u; c < {_n4(n)}u; c++) {{",
+        "        let c0 = c * 4u;",
+        f"        let x = {arr}[c]{factor};",
+    ]
+    for m, lane in enumerate(_LANES):
+        store = f"{dst}[{row} + c0 + {m}u] = {ty}(x.{lane});"
+        lines.append("        " + (store if n % 4 == 0 or m == 0 else f"if (c0 + {m}u < {n}u) {{ {store} }}"))
+    lines.append("    }")
+    return lines
+
+
+def _dot(a: str, b: str, n: int, init: str = "0.0") -> str:
+    return f"var s = {init}; for (var c = 0u; c < {_n4(n)}u; c++) {{ s += dot({a}, {b}); }}"
+
+
+def _main() -> list[str]:
     return [
         f"@compute @workgroup_size({ROWS})",
-        "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>"
-        + extra
-        + ") {",
+        "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {",
+        *_params(),
+        "    let bh = wid.y;",
+        "    let b = bh / H;",
+        "    let h = bh % H;",
     ]
+
+
+def _shared(name: str, rows: int, n: int) -> str:
+    return f"var<workgroup> {name}: array<vec4<f32>, {rows * _n4(n)}>;"
 
 
 @lru_cache(maxsize=64)
 def forward(dtype: DType, e: int, ev: int, mask: str) -> Kernel:
     """The forward kernel for ``dtype`` (f32 or f16), head dims ``e`` and ``ev`` and ``mask`` (one of
     ``MASKS``): bindings out, lse, q, k, v (, mask)."""
-    t, bk = WGSL[dtype], tile_rows(e, ev)
+    t, bk, e4, v4 = WGSL[dtype], tile_rows(e, ev), _n4(e), _n4(ev)
     binds = [("o", "rw", t), ("lse", "rw", "f32"), ("q", "read", t), ("k", "read", t), ("v", "read", t)]
-    lines = _head(dtype, mask, binds + _mask_bindings(mask))
+    binds += _mask_bindings(mask)
+    lines = _head(dtype, mask, binds)
     lines.append(render_helpers(("inf",)))
     lines += [
-        f"const E: u32 = {e}u;",
-        f"const EV: u32 = {ev}u;",
-        f"const BK: u32 = {bk}u;",
-        f"const ks_N: u32 = {bk * e}u;",
-        f"const vs_N: u32 = {bk * ev}u;",
-        f"var<workgroup> ks: array<f32, {bk * e}>;",
-        f"var<workgroup> vs: array<f32, {bk * ev}>;",
+        _shared("ks", bk, e),
+        _shared("vs", bk, ev),
         *_main(),
-        *_params(),
-        "    let bh = wid.y;",
-        "    let b = bh / H;",
-        "    let h = bh % H;",
         f"    let i = wid.x * {ROWS}u + lid.x;",
         "    let ii = min(i, L - 1u);",
-        "    let qrow = QO + b * QB + h * QH + ii * QR;",
-        "    var qr: array<f32, E>;",
-        "    for (var c = 0u; c < E; c++) { qr[c] = f32(q[qrow + c * QC]) * scale; }",
-        "    var acc: array<f32, EV>;",
+        *_load_row("qr", "q", "QO + b * QB + h * QH + ii * QR", "QC", e, " * scale"),
+        f"    var acc: array<vec4<f32>, {v4}>;",
         "    var m = -3.0e38;",
         "    var l = 0.0;",
         "    let kbase = KO + b * KB + h * KH;",
@@ -154,45 +210,41 @@ def forward(dtype: DType, e: int, ev: int, mask: str) -> Kernel:
     if mask == "causal":  # the block's last query sees keys up to its own index
         lines.append(f"    kend = min(S, min(L, (wid.x + 1u) * {ROWS}u));")
     lines += [
-        "    for (var j0 = 0u; j0 < kend; j0 += BK) {",
-        *("    " + s for s in _load_rows("ks", "k", "kbase", "KR", "KC", e, "j0", "S")),
-        *("    " + s for s in _load_rows("vs", "v", "vbase", "VR", "VC", ev, "j0", "S")),
+        f"    for (var j0 = 0u; j0 < kend; j0 += {bk}u) {{",
+        *_load_tile("ks", "k", "kbase", "KR", "KC", e, bk, "j0", "S"),
+        *_load_tile("vs", "v", "vbase", "VR", "VC", ev, bk, "j0", "S"),
         "        workgroupBarrier();",
-        "        var sc: array<f32, BK>;",
+        f"        var sc: array<f32, {bk}>;",
         "        var bits = 0u;",
         "        var tmax = -3.0e38;",
-        "        for (var jj = 0u; jj < BK; jj++) {",
+        f"        for (var jj = 0u; jj < {bk}u; jj++) {{",
         "            let j = j0 + jj;",
         *("    " + s for s in _allowed(mask, "i", "j", "mrow")),
-        "            if (ok) {",
-        "                var d = add;",
-        "                for (var c = 0u; c < E; c++) { d += qr[c] * ks[jj * E + c]; }",
-        "                sc[jj] = d;",
-        "                bits |= 1u << jj;",
-        "                tmax = max(tmax, d);",
-        "            }",
+        "            if (!ok) { continue; }",
+        "            " + _dot("qr[c]", f"ks[jj * {e4}u + c]", e, "add"),
+        "            sc[jj] = s;",
+        "            bits |= 1u << jj;",
+        "            tmax = max(tmax, s);",
         "        }",
         "        let mnew = max(m, tmax);",
         "        let corr = exp(m - mnew);",
         "        l *= corr;",
-        "        for (var c = 0u; c < EV; c++) { acc[c] *= corr; }",
-        "        for (var jj = 0u; jj < BK; jj++) {",
+        f"        for (var c = 0u; c < {v4}u; c++) {{ acc[c] *= corr; }}",
+        f"        for (var jj = 0u; jj < {bk}u; jj++) {{",
         "            if (((bits >> jj) & 1u) == 0u) { continue; }",
         "            let p = exp(sc[jj] - mnew);",
         "            l += p;",
-        "            for (var c = 0u; c < EV; c++) { acc[c] += p * vs[jj * EV + c]; }",
+        f"            for (var c = 0u; c < {v4}u; c++) {{ acc[c] += p * vs[jj * {v4}u + c]; }}",
         "        }",
         "        m = mnew;",
         "        workgroupBarrier();",
         "    }",
         "    if (i >= L) { return; }",
-        "    let orow = (bh * L + i) * EV;",
         "    var inv = 0.0;",
         "    if (l > 0.0) { inv = 1.0 / l; lse[bh * L + i] = m + log(l); } else { lse[bh * L + i] = -inf(); }",
-        f"    for (var c = 0u; c < EV; c++) {{ o[orow + c] = {t}(acc[c] * inv); }}",
+        *_store_row("o", f"(bh * L + i) * {ev}u", "acc", ev, t, " * inv"),
         "}",
     ]
-    binds += _mask_bindings(mask)
     return Kernel(f"attention_fwd_{dtype.name}_e{e}_v{ev}_{mask}", "\n".join(lines), _access(binds))
 
 
@@ -204,14 +256,13 @@ def stats(dtype: DType, ev: int) -> Kernel:
     binds = [("st", "rw", "f32"), ("o", "read", t), ("g", "read", t), ("lse", "read", "f32")]
     lines = _head(dtype, "none", binds)
     lines += [
-        f"const EV: u32 = {ev}u;",
         f"@compute @workgroup_size({ROWS})",
         "fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {",
         "    let NROWS = info[24u];",
         f"    let r = gid.x + gid.y * (nwg.x * {ROWS}u);",
         "    if (r >= NROWS) { return; }",
         "    var d = 0.0;",
-        "    for (var c = 0u; c < EV; c++) { d += f32(g[r * EV + c]) * f32(o[r * EV + c]); }",
+        f"    for (var c = 0u; c < {ev}u; c++) {{ d += f32(g[r * {ev}u + c]) * f32(o[r * {ev}u + c]); }}",
         "    st[r] = lse[r];",
         "    st[NROWS + r] = d;",
         "}",
@@ -222,35 +273,22 @@ def stats(dtype: DType, ev: int) -> Kernel:
 @lru_cache(maxsize=64)
 def dq(dtype: DType, e: int, ev: int, mask: str) -> Kernel:
     """dQ per query, key tiles in workgroup memory: bindings dq, q, k, v (, mask), grad, stats."""
-    t, bk = WGSL[dtype], tile_rows(e, ev)
+    t, bk, e4, v4 = WGSL[dtype], tile_rows(e, ev), _n4(e), _n4(ev)
     binds = [("dq", "rw", t), ("q", "read", t), ("k", "read", t), ("v", "read", t)]
     binds += _mask_bindings(mask) + [("g", "read", t), ("st", "read", "f32")]
     lines = _head(dtype, mask, binds)
     lines += [
-        f"const E: u32 = {e}u;",
-        f"const EV: u32 = {ev}u;",
-        f"const BK: u32 = {bk}u;",
-        f"const ks_N: u32 = {bk * e}u;",
-        f"const vs_N: u32 = {bk * ev}u;",
-        f"var<workgroup> ks: array<f32, {bk * e}>;",
-        f"var<workgroup> vs: array<f32, {bk * ev}>;",
+        _shared("ks", bk, e),
+        _shared("vs", bk, ev),
         *_main(),
-        *_params(),
-        "    let bh = wid.y;",
-        "    let b = bh / H;",
-        "    let h = bh % H;",
         f"    let i = wid.x * {ROWS}u + lid.x;",
         "    let ii = min(i, L - 1u);",
-        "    let qrow = QO + b * QB + h * QH + ii * QR;",
-        "    let grow = (bh * L + ii) * EV;",
-        "    var qr: array<f32, E>;",
-        "    for (var c = 0u; c < E; c++) { qr[c] = f32(q[qrow + c * QC]) * scale; }",
-        "    var gr: array<f32, EV>;",
-        "    for (var c = 0u; c < EV; c++) { gr[c] = f32(g[grow + c]); }",
+        *_load_row("qr", "q", "QO + b * QB + h * QH + ii * QR", "QC", e, " * scale"),
+        *_load_row("gr", "g", f"(bh * L + ii) * {ev}u", "1u", ev),
         "    let lse_i = st[bh * L + ii];",
         "    let d_i = st[NROWS + bh * L + ii];",
         "    let live = lse_i > -1.0e38;",  # a row with no key: lse -inf, zero gradients
-        "    var acc: array<f32, E>;",
+        f"    var acc: array<vec4<f32>, {e4}>;",
         "    let kbase = KO + b * KB + h * KH;",
         "    let vbase = VO + b * VB + h * VH;",
         "    let mrow = MO + b * MB + h * MH + ii * MR;",
@@ -259,27 +297,25 @@ def dq(dtype: DType, e: int, ev: int, mask: str) -> Kernel:
     if mask == "causal":
         lines.append(f"    kend = min(S, min(L, (wid.x + 1u) * {ROWS}u));")
     lines += [
-        "    for (var j0 = 0u; j0 < kend; j0 += BK) {",
-        *("    " + s for s in _load_rows("ks", "k", "kbase", "KR", "KC", e, "j0", "S")),
-        *("    " + s for s in _load_rows("vs", "v", "vbase", "VR", "VC", ev, "j0", "S")),
+        f"    for (var j0 = 0u; j0 < kend; j0 += {bk}u) {{",
+        *_load_tile("ks", "k", "kbase", "KR", "KC", e, bk, "j0", "S"),
+        *_load_tile("vs", "v", "vbase", "VR", "VC", ev, bk, "j0", "S"),
         "        workgroupBarrier();",
-        "        for (var jj = 0u; jj < BK; jj++) {",
+        f"        for (var jj = 0u; jj < {bk}u; jj++) {{",
         "            let j = j0 + jj;",
         *("    " + s for s in _allowed(mask, "i", "j", "mrow")),
         "            if (!ok || !live) { continue; }",
-        "            var s = add;",
-        "            for (var c = 0u; c < E; c++) { s += qr[c] * ks[jj * E + c]; }",
+        "            " + _dot("qr[c]", f"ks[jj * {e4}u + c]", e, "add"),
         "            let p = exp(s - lse_i);",
         "            var dp = 0.0;",
-        "            for (var c = 0u; c < EV; c++) { dp += gr[c] * vs[jj * EV + c]; }",
+        f"            for (var c = 0u; c < {v4}u; c++) {{ dp += dot(gr[c], vs[jj * {v4}u + c]); }}",
         "            let ds = p * (dp - d_i);",
-        "            for (var c = 0u; c < E; c++) { acc[c] += ds * ks[jj * E + c]; }",
+        f"            for (var c = 0u; c < {e4}u; c++) {{ acc[c] += ds * ks[jj * {e4}u + c]; }}",
         "        }",
         "        workgroupBarrier();",
         "    }",
         "    if (i >= L) { return; }",
-        "    let orow = (bh * L + i) * E;",
-        f"    for (var c = 0u; c < E; c++) {{ dq[orow + c] = {t}(acc[c] * scale); }}",
+        *_store_row("dq", f"(bh * L + i) * {e}u", "acc", e, t, " * scale"),
         "}",
     ]
     return Kernel(f"attention_dq_{dtype.name}_e{e}_v{ev}_{mask}", "\n".join(lines), _access(binds))
@@ -289,76 +325,63 @@ def dq(dtype: DType, e: int, ev: int, mask: str) -> Kernel:
 def dkv(dtype: DType, e: int, ev: int, mask: str) -> Kernel:
     """dK and dV per key, query tiles (q, dO, lse, D) in workgroup memory: bindings dkv, q, k, v
     (, mask), grad, stats."""
-    t, bq = WGSL[dtype], tile_rows(e, ev, 2)
+    t, bq, e4, v4 = WGSL[dtype], tile_rows(e, ev, 2), _n4(e), _n4(ev)
     binds = [("dkv", "rw", t), ("q", "read", t), ("k", "read", t), ("v", "read", t)]
     binds += _mask_bindings(mask) + [("g", "read", t), ("st", "read", "f32")]
     lines = _head(dtype, mask, binds)
     lines += [
-        f"const E: u32 = {e}u;",
-        f"const EV: u32 = {ev}u;",
-        f"const BQ: u32 = {bq}u;",
-        f"const qs_N: u32 = {bq * e}u;",
-        f"const gs_N: u32 = {bq * ev}u;",
-        f"var<workgroup> qs: array<f32, {bq * e}>;",
-        f"var<workgroup> gs: array<f32, {bq * ev}>;",
+        _shared("qs", bq, e),
+        _shared("gs", bq, ev),
         f"var<workgroup> ls: array<f32, {bq}>;",
-        f"var<workgroup> ds: array<f32, {bq}>;",
+        f"var<workgroup> dd: array<f32, {bq}>;",
         *_main(),
-        *_params(),
-        "    let bh = wid.y;",
-        "    let b = bh / H;",
-        "    let h = bh % H;",
         f"    let j = wid.x * {ROWS}u + lid.x;",
         "    let jj = min(j, S - 1u);",
-        "    let krow = KO + b * KB + h * KH + jj * KR;",
-        "    let vrow = VO + b * VB + h * VH + jj * VR;",
-        "    var kr: array<f32, E>;",
-        "    for (var c = 0u; c < E; c++) { kr[c] = f32(k[krow + c * KC]); }",
-        "    var vr: array<f32, EV>;",
-        "    for (var c = 0u; c < EV; c++) { vr[c] = f32(v[vrow + c * VC]); }",
-        "    var dk: array<f32, E>;",
-        "    var dv: array<f32, EV>;",
+        *_load_row("kr", "k", "KO + b * KB + h * KH + jj * KR", "KC", e),
+        *_load_row("vr", "v", "VO + b * VB + h * VH + jj * VR", "VC", ev),
+        f"    var dk: array<vec4<f32>, {e4}>;",
+        f"    var dv: array<vec4<f32>, {v4}>;",
         "    let qbase = QO + b * QB + h * QH;",
-        "    let gbase = bh * L * EV;",
+        f"    let gbase = bh * L * {ev}u;",
         "    let mbase = MO + b * MB + h * MH;",
         "    var istart = 0u;",
     ]
     if mask == "causal":  # the block's first key is seen from its own index on
-        lines.append(f"    istart = (wid.x * {ROWS}u / BQ) * BQ;")
+        lines.append(f"    istart = (wid.x * {ROWS}u / {bq}u) * {bq}u;")
     lines += [
-        "    for (var i0 = istart; i0 < L; i0 += BQ) {",
-        *("    " + s for s in _load_rows("qs", "q", "qbase", "QR", "QC", e, "i0", "L")),
-        *("    " + s for s in _load_rows("gs", "g", "gbase", "EV", "1u", ev, "i0", "L")),
-        "        if (lid.x < BQ) {",
+        f"    for (var i0 = istart; i0 < L; i0 += {bq}u) {{",
+        *_load_tile("qs", "q", "qbase", "QR", "QC", e, bq, "i0", "L"),
+        *_load_tile("gs", "g", "gbase", f"{ev}u", "1u", ev, bq, "i0", "L"),
+        f"        if (lid.x < {bq}u) {{",
         "            let r = i0 + lid.x;",
         "            var lv = -3.0e38;",
-        "            var dv_ = 0.0;",
-        "            if (r < L) { lv = st[bh * L + r]; dv_ = st[NROWS + bh * L + r]; }",
+        "            var dr = 0.0;",
+        "            if (r < L) { lv = st[bh * L + r]; dr = st[NROWS + bh * L + r]; }",
         "            ls[lid.x] = lv;",
-        "            ds[lid.x] = dv_;",
+        "            dd[lid.x] = dr;",
         "        }",
         "        workgroupBarrier();",
-        "        for (var t = 0u; t < BQ; t++) {",
+        f"        for (var t = 0u; t < {bq}u; t++) {{",
         "            let i = i0 + t;",
         *("    " + s for s in _allowed(mask, "i", "j", "(mbase + i * MR)")),
         "            let lse_i = ls[t];",
         "            if (!ok || lse_i <= -1.0e38) { continue; }",
-        "            var s = 0.0;",
-        "            for (var c = 0u; c < E; c++) { s += qs[t * E + c] * kr[c]; }",
-        "            s = s * scale + add;",
-        "            let p = exp(s - lse_i);",
+        "            " + _dot(f"qs[t * {e4}u + c]", "kr[c]", e),
+        "            let p = exp(s * scale + add - lse_i);",
         "            var dp = 0.0;",
-        "            for (var c = 0u; c < EV; c++) { dp += gs[t * EV + c] * vr[c]; dv[c] += p * gs[t * EV + c]; }",
-        "            let dsv = p * (dp - ds[t]);",
-        "            for (var c = 0u; c < E; c++) { dk[c] += dsv * qs[t * E + c]; }",
+        f"            for (var c = 0u; c < {v4}u; c++) {{",
+        f"                let gv = gs[t * {v4}u + c];",
+        "                dp += dot(gv, vr[c]);",
+        "                dv[c] += p * gv;",
+        "            }",
+        "            let dsv = p * (dp - dd[t]);",
+        f"            for (var c = 0u; c < {e4}u; c++) {{ dk[c] += dsv * qs[t * {e4}u + c]; }}",
         "        }",
         "        workgroupBarrier();",
         "    }",
         "    if (j >= S) { return; }",
-        "    let krow_o = (bh * S + j) * E;",
-        "    let vrow_o = DVO + (bh * S + j) * EV;",
-        f"    for (var c = 0u; c < E; c++) {{ dkv[krow_o + c] = {t}(dk[c] * scale); }}",
-        f"    for (var c = 0u; c < EV; c++) {{ dkv[vrow_o + c] = {t}(dv[c]); }}",
+        *_store_row("dkv", f"(bh * S + j) * {e}u", "dk", e, t, " * scale"),
+        *_store_row("dkv", f"DVO + (bh * S + j) * {ev}u", "dv", ev, t),
         "}",
     ]
     return Kernel(f"attention_dkv_{dtype.name}_e{e}_v{ev}_{mask}", "\n".join(lines), _access(binds))
