@@ -1,0 +1,145 @@
+"""The flash-style attention kernels (``WgpuOps.attention`` / ``attention_backward``) against the numpy
+backend's composed default on the same float32 inputs: out and lse to 1e-5 (relative and absolute),
+gradients to 1e-4 relative / 1e-5 absolute (summation order differs); float16 inputs (where the adapter
+has shader-f16) to 2e-2 against the numpy backend's float32 result on the same rounded inputs. Small
+shapes keep lavapipe quick, plus one L = S = 300, E = 64 case (several key and query tiles, partial
+blocks)."""
+
+from __future__ import annotations
+
+import burn
+import burn.nn.functional as F
+import numpy as np
+import pytest
+
+
+def _run(b, arrays, mask, causal, scale, dtype=burn.float32):
+    q, k, v, g = (b.from_numpy(a, dtype) for a in arrays)
+    m = None
+    if mask is not None:
+        m = b.from_numpy(mask, burn.bool_ if mask.dtype == bool else dtype)
+    out, lse = b.attention(q, k, v, m, causal, scale)
+    grads = b.attention_backward(q, k, v, m, causal, scale, out, lse, g)
+    return [
+        b.to_numpy(b.cast(x, burn.float32) if b.dtype_of(x) is not burn.float32 else x)
+        for x in (out, lse, *grads)
+    ]
+
+
+def _inputs(rng, b, h, lq, lk, e, ev):
+    return [
+        rng.standard_normal(s).astype(np.float32)
+        for s in ((b, h, lq, e), (b, h, lk, e), (b, h, lk, ev), (b, h, lq, ev))
+    ]
+
+
+def _compare(got, want, rtol=(1e-5, 1e-4), atol=(1e-5, 1e-5)):
+    names = ("out", "lse", "dq", "dk", "dv")
+    for i, (name, g, w) in enumerate(zip(names, got, want)):
+        assert g.shape == w.shape, name
+        assert np.array_equal(np.isneginf(g), np.isneginf(w)), f"{name}: -inf rows differ"
+        fin = np.isfinite(w)
+        np.testing.assert_allclose(g[fin], w[fin], rtol=rtol[i >= 2], atol=atol[i >= 2], err_msg=name)
+
+
+MASKS = ["none", "causal", "bool_broadcast", "bool_key_padding", "float_heads", "float_full"]
+
+
+def _mask(kind, rng, b, h, lq, lk):
+    if kind == "bool_broadcast":  # (B, 1, L, S); query 2 sees no key
+        m = rng.random((b, 1, lq, lk)) < 0.6
+        m[:, :, 2] = False
+        return m
+    if kind == "bool_key_padding":  # (B, 1, 1, S)
+        m = np.ones((b, 1, 1, lk), dtype=bool)
+        m[0, ..., lk // 2 :] = False
+        return m
+    if kind == "float_heads":  # (1, H, 1, S)
+        return rng.standard_normal((1, h, 1, lk)).astype(np.float32)
+    if kind == "float_full":
+        m = rng.standard_normal((b, h, lq, lk)).astype(np.float32)
+        m[..., 1::4] = -np.inf
+        return m
+    return None
+
+
+@pytest.mark.parametrize("kind", MASKS)
+@pytest.mark.parametrize("lq,lk,e,ev", [(5, 7, 8, 6), (70, 9, 16, 4), (3, 67, 5, 12)])
+def test_kernels_match_the_numpy_backend(raw_dev, rng, kind, lq, lk, e, ev):
+    cpu = burn.device("cpu").backend
+    arrays = _inputs(rng, 2, 3, lq, lk, e, ev)
+    mask = _mask(kind, rng, 2, 3, lq, lk)
+    got = _run(raw_dev.backend, arrays, mask, kind == "causal", 0.45)
+    want = _run(cpu, arrays, mask, kind == "causal", 0.45)
+    _compare(got, want)
+    if kind == "bool_broadcast":  # a row with no key: out 0, lse -inf, dq 0
+        assert (
+            np.all(got[0][:, :, 2] == 0)
+            and np.all(np.isneginf(got[1][:, :, 2]))
+            and np.all(got[2][:, :, 2] == 0)
+        )
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_long_sequences(raw_dev, rng, causal):
+    """L = S = 300, E = 64: five query and key blocks, the last one partial."""
+    arrays = _inputs(rng, 1, 2, 300, 300, 64, 64)
+    got = _run(raw_dev.backend, arrays, None, causal, 0.125)
+    want = _run(burn.device("cpu").backend, arrays, None, causal, 0.125)
+    _compare(got, want, rtol=(1e-5, 2e-4), atol=(1e-5, 2e-5))
+
+
+@pytest.mark.parametrize("kind", ["none", "causal", "float_heads"])
+def test_float16(raw_dev, rng, kind):
+    b = raw_dev.backend
+    if burn.float16 not in b.dtypes:
+        pytest.skip("the adapter has no shader-f16")
+    arrays = [a.astype(np.float16).astype(np.float32) for a in _inputs(rng, 2, 2, 9, 11, 16, 8)]
+    mask = _mask(kind, rng, 2, 2, 9, 11)
+    mask = None if mask is None else mask.astype(np.float16).astype(np.float32)
+    got = _run(b, arrays, mask, kind == "causal", 0.25, burn.float16)
+    want = _run(burn.device("cpu").backend, arrays, mask, kind == "causal", 0.25)
+    _compare(got, want, rtol=(2e-2, 2e-2), atol=(2e-2, 2e-2))
+
+
+def test_strided_views_need_no_copy(raw_dev, rng):
+    """q, k, v as (batch, seq, heads, dim) tensors transposed to (batch, heads, seq, dim) views, as
+    MultiHeadAttention makes them: the kernels read the strides."""
+    b = raw_dev.backend
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((2, 6, 3, 8), (2, 5, 3, 8), (2, 5, 3, 4))]
+    views = [b.permute(b.from_numpy(a, burn.float32), (0, 2, 1, 3)) for a in arrays]
+    assert not views[0].is_contiguous
+    out, lse = b.attention(*views, None, False, 0.3)
+    cpu = burn.device("cpu").backend
+    want, want_lse = cpu.attention(
+        *(cpu.from_numpy(a.transpose(0, 2, 1, 3).copy(), burn.float32) for a in arrays), None, False, 0.3
+    )
+    np.testing.assert_allclose(b.to_numpy(out), cpu.to_numpy(want), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(b.to_numpy(lse), cpu.to_numpy(want_lse), rtol=1e-5, atol=1e-5)
+
+
+def test_large_head_dims_run_the_default(raw_dev, rng):
+    """E > 128 falls back to the composed default (same results)."""
+    from burn_wgpu import _attention
+
+    b = raw_dev.backend
+    arrays = _inputs(rng, 1, 1, 4, 5, 160, 8)
+    assert not _attention.supported(*(b.from_numpy(a, burn.float32) for a in arrays[:3]), None, False)
+    got = _run(b, arrays, None, False, 0.1)
+    want = _run(burn.device("cpu").backend, arrays, None, False, 0.1)
+    _compare(got, want)
+
+
+def test_sdpa_training_on_the_fused_device(dev, rng):
+    """F.scaled_dot_product_attention under autodiff on the default (fused) wgpu device: the kernels run
+    through fusion's calls, and the gradients equal the numpy backend's."""
+    x = [rng.standard_normal(s).astype(np.float32) for s in ((2, 4, 10, 8), (2, 1, 12, 8), (2, 1, 12, 8))]
+    mask = rng.random((10, 12)) < 0.7
+    results = []
+    for d in (burn.device(dev, autodiff=True), burn.device("cpu", autodiff=True)):
+        q, k, v = (burn.tensor(a, device=d).require_grad() for a in x)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=burn.tensor(mask, device=d))
+        grads = (out * out).sum().backward()
+        results.append([out.numpy(), *(t.grad(grads).numpy() for t in (q, k, v))])
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
