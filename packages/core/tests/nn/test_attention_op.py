@@ -290,3 +290,36 @@ def test_fusion_defers_attention_calls_and_replays_them():
     for a, b, c in zip(want, first, second):
         np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
         np.testing.assert_array_equal(c, b)
+
+
+@pytest.mark.parametrize("masks", ["none", "pad", "attn_causal", "pad_attn"])
+def test_mha_without_weights_runs_the_op_and_matches_the_composed_form(masks):
+    """need_weights=False: weights None, the attention op on the graph, the context of the composed
+    form (no query here has every key masked); TransformerEncoder asks for no weights."""
+    from burn import nn
+
+    pytest.importorskip("burn_autodiff")
+    from burn_autodiff import graph_rules
+
+    dev = burn.device("cpu", autodiff=True)
+    burn.seed(3)
+    mha = nn.MultiHeadAttentionConfig(16, 4, dropout=0.0).init(dev)
+    x = burn.tensor(rng.normal(size=(2, 5, 16)).astype(np.float32), device=dev).require_grad()
+    pad = burn.tensor([[False] * 5, [False, False, False, True, True]], device=dev)
+    attn = burn.tensor(np.triu(np.ones((2, 5, 5), dtype=bool), 2), device=dev)
+    kwargs = {
+        "none": {},
+        "pad": {"mask_pad": pad},
+        "attn_causal": {"mask_attn": attn, "causal": True},
+        "pad_attn": {"mask_pad": pad, "mask_attn": attn},
+    }[masks]
+    fused = mha(x, need_weights=False, **kwargs)
+    composed = mha(x, **kwargs)
+    assert fused.weights is None and composed.weights is not None
+    assert "attention" in graph_rules(fused.context) and "attention" not in graph_rules(composed.context)
+    np.testing.assert_allclose(fused.context.numpy(), composed.context.numpy(), rtol=1e-5, atol=1e-6)
+    g1 = x.grad(fused.context.sum().backward()).numpy()
+    g2 = x.grad(composed.context.sum().backward()).numpy()
+    np.testing.assert_allclose(g1, g2, rtol=1e-4, atol=1e-5)
+    enc = nn.TransformerEncoderConfig(d_model=16, d_ff=32, n_heads=4, n_layers=1, dropout=0.0).init(dev)
+    assert "attention" in graph_rules(enc(x, mask_pad=pad))

@@ -77,14 +77,18 @@ class TransformerEncoderLayer(Module):
         self.dropout = Dropout(config.dropout)
         self.norm_first = config.norm_first
 
+    def _attend(self, x: Tensor, mask_pad: Tensor | None, mask_attn: Tensor | None, causal: bool) -> Tensor:
+        # no weights asked for: the fused attention op where the module allows it
+        return self.mha(x, mask_pad=mask_pad, mask_attn=mask_attn, causal=causal, need_weights=False).context
+
     def forward(
         self, x: Tensor, mask_pad: Tensor | None = None, mask_attn: Tensor | None = None, causal: bool = False
     ) -> Tensor:
         if self.norm_first:
             h = self.norm_1(x)
-            x = x + self.dropout(self.mha(h, mask_pad=mask_pad, mask_attn=mask_attn, causal=causal).context)
+            x = x + self.dropout(self._attend(h, mask_pad, mask_attn, causal))
             return x + self.dropout(self.pwff(self.norm_2(x)))
-        attn = self.mha(x, mask_pad=mask_pad, mask_attn=mask_attn, causal=causal).context
+        attn = self._attend(x, mask_pad, mask_attn, causal)
         x = self.norm_1(x + self.dropout(attn))
         return self.norm_2(x + self.dropout(self.pwff(x)))
 
