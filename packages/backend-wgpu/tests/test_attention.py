@@ -143,3 +143,34 @@ def test_sdpa_training_on_the_fused_device(dev, rng):
         results.append([out.numpy(), *(t.grad(grads).numpy() for t in (q, k, v))])
     for got, want in zip(*results):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_transformer_encoder_exports_to_a_page_with_the_attention_kernel(dev, tmp_path):
+    """burn's TransformerEncoder runs the fused op; its page (WebGPU's default limits) holds the
+    flash forward kernel and its native run matches the model on the device."""
+    import json
+
+    from burn import nn
+    from burn_wgpu import web
+
+    burn.seed(0)
+    enc = nn.TransformerEncoderConfig(d_model=16, d_ff=32, n_heads=4, n_layers=2, dropout=0.0).init(dev)
+
+    class Causal(nn.Module):
+        def __init__(self, enc):
+            self.enc = enc
+
+        def forward(self, x):
+            return self.enc(x, causal=True)
+
+    model = Causal(enc)
+    x = np.random.default_rng(0).standard_normal((2, 5, 16)).astype(np.float32)
+    out = web.export(model, x, tmp_path / "page")
+    assert out.max_abs_diff["output"] < 1e-5
+    text = (tmp_path / "page" / "model.js").read_text()
+    start = text.index("/*SCHEDULE*/") + len("/*SCHEDULE*/")
+    sources = [k["source"] for k in json.loads(text[start : text.index("/*END*/", start)])["kernels"]]
+    assert any("var<workgroup> ks:" in s and "lse" in s for s in sources)
+    got = web.NativeSchedule(tmp_path / "page").run({"input": x})["output"]
+    want = model(burn.tensor(x, device=dev)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
