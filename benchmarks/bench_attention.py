@@ -1,0 +1,156 @@
+"""Attention forward + backward: burn's fused attention op against the composed form (two matmuls and a
+softmax), time and peak memory, with PyTorch as the peer; prints one JSON document.
+
+Case: q, k, v (B=2, H=4, L=S=256, E=64) float32, dense and causal; one step is
+``F.scaled_dot_product_attention`` (the backend's ``attention`` op: burn-wgpu's flash kernels, the
+composed default elsewhere) or ``softmax(q kᵀ / sqrt(E) [masked]) v`` written with tensor ops, then
+``(out * g).sum().backward()`` on an autodiff device, synced. For each burn device: ms per step and the
+peak bytes allocated during one step above what was allocated before it (``burn.memory_stats``); the
+composed form keeps the (B, H, L, S) weights for backward, the fused op only out and the row
+log-sum-exp. PyTorch's ``scaled_dot_product_attention`` on cpu (and cuda where available) gives the
+peer's ms per step and ``ratio_torch_over_burn`` (above 1: burn is faster).
+
+    python benchmarks/bench_attention.py [--devices wgpu,cuda] [--quick] [--out results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import platform
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from _common import emit_json, time_for
+
+SHAPE = (2, 4, 256, 64)  # B, H, L (= S), E
+QUICK = (1, 2, 64, 32)
+MIN_TIME = 1.0
+
+
+def _inputs(shape: tuple[int, ...]) -> list[np.ndarray]:
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal(shape, dtype=np.float32) for _ in range(4)]  # q, k, v, output gradient
+
+
+def _composed(burn: Any, q: Any, k: Any, v: Any, causal: bool) -> Any:
+    import burn.nn.functional as F
+
+    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
+    if causal:
+        scores = scores.mask_fill(~F.causal_mask(q.shape[-2], k.shape[-2], q.device), -3.0e38)
+    return F.softmax(scores, -1) @ v
+
+
+def _step(burn: Any, form: str, tensors: list[Any], causal: bool) -> Callable[[], Any]:
+    import burn.nn.functional as F
+
+    q, k, v, g = tensors
+
+    def step() -> Any:
+        if form == "fused":
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        else:
+            out = _composed(burn, q, k, v, causal)
+        grads = (out * g).sum().backward()
+        return q.grad(grads), k.grad(grads), v.grad(grads)
+
+    return step
+
+
+def bench_burn(device: str, shape: tuple[int, ...]) -> dict[str, Any]:
+    import burn
+
+    dev = burn.device(device, autodiff=True)
+    arrays = _inputs(shape)
+    rows: dict[str, Any] = {"device": str(dev)}
+    for causal in (False, True):
+        for form in ("fused", "composed"):
+            tensors = [burn.tensor(a, device=dev) for a in arrays]
+            tensors = [t.require_grad() for t in tensors[:3]] + tensors[3:]
+            step = _step(burn, form, tensors, causal)
+            sync = dev.backend.sync
+            sec = time_for(step, sync, MIN_TIME)
+            sync()
+            base = burn.memory_stats(dev).allocated
+            burn.reset_peak_memory_stats(dev)
+            keep = step()
+            sync()
+            peak = burn.memory_stats(dev).peak_allocated - base
+            del keep
+            name = f"{'causal' if causal else 'dense'}_{form}"
+            rows[name] = {"ms": round(sec * 1e3, 3), "peak_step_bytes": int(peak)}
+        for what in ("ms", "peak_step_bytes"):
+            tag = "causal" if causal else "dense"
+            fused, comp = rows[f"{tag}_fused"][what], rows[f"{tag}_composed"][what]
+            rows[f"{tag}_fused_over_composed_{what}"] = round(fused / comp, 3) if comp else None
+    return rows
+
+
+def bench_torch(torch: Any, device: str, shape: tuple[int, ...]) -> dict[str, Any]:
+    arrays = _inputs(shape)
+    q, k, v = (torch.tensor(a, device=device, requires_grad=True) for a in arrays[:3])
+    g = torch.tensor(arrays[3], device=device)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    rows: dict[str, Any] = {"device": device, "threads": torch.get_num_threads()}
+    for causal in (False, True):
+
+        def step(causal: bool = causal) -> Any:
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            return torch.autograd.grad((out * g).sum(), (q, k, v))
+
+        rows[f"{'causal' if causal else 'dense'}"] = {"ms": round(time_for(step, sync, MIN_TIME) * 1e3, 3)}
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--devices", default="wgpu,cuda", help="burn devices, comma-separated")
+    ap.add_argument("--quick", action="store_true", help="a small shape (a smoke run)")
+    ap.add_argument("--out", help="also write the JSON here")
+    args = ap.parse_args()
+    import burn
+
+    global MIN_TIME
+    shape = QUICK if args.quick else SHAPE
+    if args.quick:
+        MIN_TIME = 0.0
+    t0 = time.perf_counter()
+    result: dict[str, Any] = {
+        "benchmark": "bench_attention",
+        "python": platform.python_version(),
+        "burn": burn.__version__,
+        "shape_bhle": shape,
+    }
+    skipped: dict[str, str] = {}
+    for device in args.devices.split(","):
+        try:
+            result[device] = bench_burn(device, shape)
+        except Exception as exc:
+            skipped[device] = f"{type(exc).__name__}: {exc}"
+    try:
+        import torch
+
+        peers = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+        for peer in peers:
+            result[f"torch_{peer}"] = bench_torch(torch, peer, shape)
+    except ImportError as exc:
+        skipped["torch"] = f"torch unavailable: {exc}"
+    for device in args.devices.split(","):
+        fig = result.get(device)
+        peer = result.get("torch_cuda" if device == "cuda" and "torch_cuda" in result else "torch_cpu")
+        if fig is None or peer is None:
+            continue
+        for tag in ("dense", "causal"):
+            fig[f"{tag}_ratio_torch_{peer['device']}_over_burn"] = round(
+                peer[tag]["ms"] / fig[f"{tag}_fused"]["ms"], 3
+            )
+    result["skipped"] = skipped
+    result["seconds"] = round(time.perf_counter() - t0, 2)
+    emit_json(result, args.out)
+
+
+if __name__ == "__main__":
+    main()
