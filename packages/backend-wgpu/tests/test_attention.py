@@ -174,3 +174,29 @@ def test_transformer_encoder_exports_to_a_page_with_the_attention_kernel(dev, tm
     got = web.NativeSchedule(tmp_path / "page").run({"input": x})["output"]
     want = model(burn.tensor(x, device=dev)).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_training_steps_replay_and_capture_with_attention(dev):
+    """A TransformerEncoder trained for several steps on the fused wgpu device: the repeated step is
+    replayed (and captured as a recorded command list) with the attention calls inside, and the losses
+    follow the numpy backend's."""
+    from burn import nn
+
+    x = np.random.default_rng(2).standard_normal((2, 6, 16)).astype(np.float32)
+    target = np.random.default_rng(3).standard_normal((2, 6, 16)).astype(np.float32)
+    runs = {}
+    for d in (burn.device(dev, autodiff=True), burn.device("cpu", autodiff=True)):
+        burn.seed(0)
+        model = nn.TransformerEncoderConfig(d_model=16, d_ff=32, n_heads=4, n_layers=1, dropout=0.0).init(d)
+        opt = burn.optim.AdamConfig().init()
+        xs, ys = burn.tensor(x, device=d), burn.tensor(target, device=d)
+        losses = []
+        for _ in range(5):
+            loss = (model(xs, causal=True) - ys).square().mean()
+            model = opt.step(1e-2, model, loss.backward())
+            losses.append(loss.item())
+        runs[str(d)] = losses
+    fused = dev.backend
+    assert fused.stats["replays"] > 0
+    got, want = runs.values()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
