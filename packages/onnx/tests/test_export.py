@@ -134,6 +134,25 @@ CASES = [
     Case("one_hot", lambda i: i.one_hot(5), lambda: [ints(5, 2, 3)]),
     Case("cumsum", lambda a: a.cumsum(1), X),
     Case("softmax_log_softmax", lambda a: [F.softmax(a, 2), F.log_softmax(a, 1)], X),
+    # the fused attention op exports as the composition it stands for (a query with no key: zeros)
+    Case(
+        "attention_causal_float_mask",
+        lambda q, k, v, m: [
+            F.scaled_dot_product_attention(q, k, v, is_causal=True),
+            F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3),
+        ],
+        lambda: [f32(2, 3, 4, 8), f32(2, 3, 5, 8), f32(2, 3, 5, 6), f32(4, 5)],
+    ),
+    Case(
+        "attention_bool_mask_3d",
+        lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m > 0.3),
+        lambda: [
+            f32(3, 4, 8),
+            f32(3, 5, 8),
+            f32(3, 5, 6),
+            np.concatenate([f32(1, 3, 5), -np.ones((1, 1, 5), np.float32)], 1),
+        ],
+    ),
     Case("mask_fill", lambda a: a.mask_fill(a > 0.5, -1.0), X),
     Case(
         "conv2d",

@@ -17,6 +17,7 @@ import numpy as np
 from burn.backend import NUMPY_DTYPES
 from burn.ir import OpRecord, Ref
 
+from ._attention_rule import attention as _attention
 from ._builder import Builder, OpUnsupported, Rule, onnx_type, reduce_node
 from ._builder import output_name as _out
 from ._shape_rules import SHAPE_RULES
@@ -349,5 +350,6 @@ RULES: dict[str, Rule] = {
     "matmul": _matmul,
     "softmax": _softmax("Softmax"),
     "log_softmax": _softmax("LogSoftmax"),
+    "attention": _attention,
     **SHAPE_RULES,
 }
