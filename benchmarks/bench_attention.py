@@ -67,12 +67,18 @@ def _step(burn: Any, form: str, tensors: list[Any], causal: bool) -> Callable[[]
     return step
 
 
+def _source(stats: Any) -> str:
+    """What the device's memory figures count (the numpy backend samples process memory at calls, so
+    its step peaks mean little; the GPU backends count their allocations)."""
+    return str(getattr(stats, "source", "") or "")
+
+
 def bench_burn(device: str, shape: tuple[int, ...]) -> dict[str, Any]:
     import burn
 
     dev = burn.device(device, autodiff=True)
     arrays = _inputs(shape)
-    rows: dict[str, Any] = {"device": str(dev)}
+    rows: dict[str, Any] = {"device": str(dev), "memory_source": _source(burn.memory_stats(dev))}
     for causal in (False, True):
         for form in ("fused", "composed"):
             tensors = [burn.tensor(a, device=dev) for a in arrays]
