@@ -138,11 +138,11 @@ def _as_bh(t: Tensor, batch: tuple[int, ...], n_b: int, n_h: int) -> Tensor:
     return t if t.ndim == 4 and batch == (n_b, n_h) else t.reshape(n_b, n_h, *tail)
 
 
-def _mask_4d(mask: Tensor, batch: tuple[int, ...], seq_q: int, seq_k: int) -> Tensor:
+def _mask_4d(mask: Tensor, batch: tuple[int, ...]) -> Tensor:
     """An attention mask (broadcastable to batch + (L, S)) as 4-d, each dim 1 or full, with no copy
     unless part of the B group broadcasts and part does not."""
     m = mask.reshape(*(1,) * (len(batch) + 2 - mask.ndim), *mask.shape)
-    bdims, hdims = _fold(batch)
+    bdims = _fold(batch)[0]
     mb, mh = tuple(m.shape[: len(bdims)]), tuple(m.shape[len(bdims) : len(batch)])
     tail = tuple(m.shape[-2:])
     if all(d == 1 for d in mb):
@@ -192,7 +192,7 @@ def _fused(q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, is_causal:
         if attn_mask.device != q.device:
             raise ValueError(f"{op}: attn_mask is on {attn_mask.device}, q on {q.device}")
         m = attn_mask if attn_mask.dtype.is_bool or attn_mask.dtype is dtype else attn_mask.cast(dtype)
-        mask = _mask_4d(m, batch, seq_q, seq_k)._p
+        mask = _mask_4d(m, batch)._p
     b = qb._b
     out, _lse = b.attention(qb._p, kb._p, vb._p, mask, bool(is_causal), s)
     return _wrap(out, b, dtype).reshape(*batch, seq_q, v.shape[-1])
