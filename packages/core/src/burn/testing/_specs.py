@@ -104,6 +104,14 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return np.vectorize(math.erf)(x.astype(np.float64)).astype(x.dtype)
 
 
+def _conv_weight_grad(c: Any, x: Any, g: Any) -> Any:
+    """The backend's ``conv_weight_grad`` called directly: the (6, 2, 3, 3) weight gradient of a conv
+    with 2 groups, stride 2 and padding 1 for the output gradient g."""
+    b = x.backend
+    dw = b.conv_weight_grad(x.primitive, g.primitive, (6, 2, 3, 3), (2, 2), (1, 1), (1, 1), 2)
+    return burn.backend.from_primitive(dw, b)
+
+
 def _module_fn(name: str) -> Callable[..., Any]:
     """``burn.nn.functional.<name>`` looked up when the row runs (module ops are written separately)."""
 
@@ -558,6 +566,14 @@ def _module_rows() -> list[OpSpec]:
             "adaptive_max_pool3d",
             lambda c, x: _module_fn("adaptive_max_pool3d")(x, (3, 2, 2), return_indices=True),
             gen((1, 2, 5, 4, 6)),
+            FLOATS,
+            None,
+            tol,
+        ),
+        OpSpec(
+            "conv_weight_grad_groups_stride",
+            _conv_weight_grad,
+            gen((2, 4, 7, 6), (2, 6, 4, 3)),
             FLOATS,
             None,
             tol,
