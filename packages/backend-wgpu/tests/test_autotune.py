@@ -23,6 +23,7 @@ pytestmark = pytest.mark.usefixtures("dev")  # skips where wgpu cannot run
 def fresh_cache(tmp_path, monkeypatch):
     """An empty cache folder, and a backend built after it (the tuner is made on first use)."""
     monkeypatch.setenv("BURN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("BURN_AUTOTUNE_BLOCKING", "1")  # tests the tuning run, made at once
     monkeypatch.delenv("BURN_AUTOTUNE", raising=False)
     from burn_wgpu._backend import WgpuBackend
 

@@ -109,6 +109,7 @@ def test_functional_conv2d_and_torch(dev, rng):
 @pytest.mark.slow
 def test_conv_tunes_every_candidate(tmp_path, monkeypatch, rng):
     monkeypatch.setenv("BURN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("BURN_AUTOTUNE_BLOCKING", "1")  # tests the tuning run, made at once
     monkeypatch.setenv("BURN_AUTOTUNE", "full")
     from burn_wgpu._backend import WgpuBackend
 

@@ -170,6 +170,7 @@ def test_tuning_checks_every_candidate(tmp_path, monkeypatch, rng):
     """One tuning run of a skinny matmul (split-K applies): every candidate is checked against the
     reference and none is dropped; the result is right."""
     monkeypatch.setenv("BURN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("BURN_AUTOTUNE_BLOCKING", "1")  # tests the tuning run, made at once
     monkeypatch.setenv("BURN_AUTOTUNE", "full")
     from burn_wgpu._backend import WgpuBackend
 

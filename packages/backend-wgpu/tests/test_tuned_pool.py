@@ -128,6 +128,7 @@ def test_kernel_arguments_are_checked():
 @pytest.mark.slow
 def test_large_pool_tunes_and_caches(tmp_path, monkeypatch, rng):
     monkeypatch.setenv("BURN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("BURN_AUTOTUNE_BLOCKING", "1")  # tests the tuning run, made at once
     monkeypatch.setenv("BURN_AUTOTUNE", "full")
     from burn_wgpu._backend import WgpuBackend
 

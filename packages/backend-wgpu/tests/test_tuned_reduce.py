@@ -52,6 +52,7 @@ def test_bad_workgroup_size():
 @pytest.mark.slow
 def test_large_reduction_tunes(tmp_path, monkeypatch, rng):
     monkeypatch.setenv("BURN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("BURN_AUTOTUNE_BLOCKING", "1")  # tests the tuning run, made at once
     monkeypatch.setenv("BURN_AUTOTUNE", "full")
     from burn_wgpu._backend import WgpuBackend
 

@@ -20,6 +20,7 @@ from burn.testing._events import autotune_events
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("BURN_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("BURN_AUTOTUNE", raising=False)
+    monkeypatch.setenv("BURN_AUTOTUNE_BLOCKING", "1")  # these test the tuning run itself, made at once
     return tmp_path
 
 

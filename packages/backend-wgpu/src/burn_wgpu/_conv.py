@@ -5,8 +5,8 @@ Candidates: "im2col" (the reference: an im2col kernel, then the tuned matmul), "
 (implicit GEMM, the default), "slices" (the backend contract's default: strided slices, stack,
 matmul), and the direct kernels without workgroup memory, bias fused: "direct" (any conv),
 "depthwise" (groups == C_in) and "pointwise" (1x1, stride 1, no padding). Untuned and in
-browser-portable mode a rule picks among them (``_untuned``). Only 2-d float convolutions come here
-(``WgpuOps.conv``).
+browser-portable mode a rule picks among them (``_untuned``); while a key tunes in the background it
+runs the one ``_pick`` names. Only 2-d float convolutions come here (``WgpuOps.conv``).
 """
 
 from __future__ import annotations
@@ -268,6 +268,35 @@ def _implicit(block: KM.Block, fast: bool) -> Candidate:
     )
 
 
+def _pick(
+    backend: Any,
+    x: WgpuTensor,
+    weight: WgpuTensor,
+    bias: WgpuTensor | None,
+    stride: Ints,
+    padding: Ints,
+    dilation: Ints,
+    groups: int,
+) -> str:
+    """The conv kernel a key runs while it tunes in the background (``Family.pick``).
+
+    * depthwise: the depthwise kernel (``_untuned`` says why);
+    * an output of fewer pixels per image than the implicit GEMM's tile is wide (64), or a reduction
+      (``C_in/groups * kh * kw``) shorter than its K step (16): the direct kernel. Implicit GEMM tiles
+      each image's pixels by 64 and K by 16, so a 4x4 output fills a quarter of each tile and the first
+      layer of an image model (1 or 3 channels, 3x3) a little over half of each K step; on lavapipe the
+      direct kernel was 6.6x faster than any other on the digits CNN's 16->32 ch 4x4 3x3, batch 128;
+    * otherwise the default implicit GEMM, whose tiles reuse each load across 64 outputs.
+    """
+    if _is_depthwise(x, weight, groups):
+        return "depthwise"
+    oh, ow = _conv_sizes(x, weight, stride, padding, dilation)
+    block = KM.BLOCKS[0]
+    if oh * ow < block.bn or weight.shape[1] * weight.shape[2] * weight.shape[3] < block.bk:
+        return "direct"
+    return CONV2D.default
+
+
 _IMPLICIT_BLOCKS = (KM.BLOCKS[0], KM.BLOCKS[4], KM.BLOCKS[5], KM.BLOCKS[2])
 CONV2D = Family(
     "conv2d",
@@ -283,6 +312,7 @@ CONV2D = Family(
     reference="im2col",
     default=f"implicit_{KM.BLOCKS[0].name}",
     close=close,
+    pick=_pick,
 )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any
 
-from burn import DType, float16, float32
+from burn import DType, autotune, float16, float32
 from burn.fusion import FusedKernel, FusedReduce
 
 from ._dtypes import WGSL, scalar_bits
@@ -135,10 +135,14 @@ class WgpuFusion:
 
         b = self.backend
         a, w, rest = inputs[0], inputs[1], inputs[2:]
-        case = (a.shape, a.strides, w.shape, w.strides)  # what the tuner's choice depends on
-        chosen = plan.cache.get(case, False)
-        if chosen is False:
-            chosen = plan.cache[case] = fits_epilogue(b, a, w)
+        # what the tuner's choice depends on, and the tuning generation it was made in: background
+        # tuning may switch the matmul's kernel later (``burn.autotune.generation``)
+        case = (a.shape, a.strides, w.shape, w.strides)
+        generation = autotune.generation()
+        made, chosen = plan.cache.get(case, (-1, None))
+        if made != generation:
+            chosen = fits_epilogue(b, a, w)
+            plan.cache[case] = (generation, chosen)
         half = float16 in plan.inputs or any(float16 in (op.out, op.compute) for op in plan.ops)
         if chosen is None or half or numel(plan.shape) == 0:  # the product written, then the ops
             product = b.matmul(a, w)

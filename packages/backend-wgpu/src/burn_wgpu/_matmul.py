@@ -19,6 +19,7 @@ device's limits, so browser-portable mode keeps WebGPU's 16 KiB and 256):
 Keys bucket M, N and K (powers of two above 64) and name the dtype, whether a batch is present, which
 operands are transposed, and ``u`` when a dim is not a multiple of 4 (no vec4 paths). Matmuls under
 ``_tuning.TUNE_MIN_FLOPS`` use the reference kernel untuned: tuning them costs more than it could save.
+While a key tunes in the background it runs the kernel ``_pick`` names (a rule on the output's tiles).
 Timing is on the GPU (timestamp queries) where the device has them (``_timer``).
 """
 
@@ -247,6 +248,33 @@ _PAIR_CANDIDATES = (
     (KM.Block(64, 64, 32, 4, 8), "s4", False),
 )
 
+_SPLIT_PICK = f"splitk4_{_SPLIT_BLOCK.name}"
+_BIG_PICK = KM.BLOCKS[1]  # 128x128 outputs, 8x8 per invocation
+_BIG_TILES = 64  # outputs of at least this many 128x128 tiles take them on a GPU
+
+
+def _pick(backend: Any, a: WgpuTensor, b: WgpuTensor) -> str:
+    """The matmul kernel a key runs while it tunes in the background (``Family.pick``).
+
+    * few output tiles over a long K (split-K's own rule, ``_split``): 4-way split-K; on lavapipe it
+      won 64x1024 @ 1024x1024;
+    * a CPU adapter (lavapipe, SwiftShader), or an output of at least ``_BIG_TILES`` 128x128 tiles: the
+      128x128 tile (8x8 per invocation). On lavapipe it won every float32 size timed from 256^3 to
+      2048x2048x256, 1.6-1.9x faster than the 64x64 default; a GPU needs enough of those big tiles to
+      fill its cores (the H200's sweep preferred smaller tiles around 1024^2);
+    * otherwise the 64x64 default.
+    """
+    split = MATMUL.by_name[_SPLIT_PICK]
+    if split.applies is not None and split.applies(backend, a, b):
+        return _SPLIT_PICK
+    m, n = a.shape[-2], b.shape[-1]
+    count = numel(broadcast_shape(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+    tiles = -(-m // _BIG_PICK.bm) * -(-n // _BIG_PICK.bn) * count
+    if backend.ctx.adapter.info.get("adapter_type") == "CPU" or tiles >= _BIG_TILES:
+        return _BIG_PICK.name
+    return MATMUL.default
+
+
 MATMUL = Family(
     "matmul",
     (
@@ -263,6 +291,7 @@ MATMUL = Family(
     reference=f"tile{KM.TILE}_k{KM.TK}",
     default=KM.BLOCKS[0].name,
     close=close,
+    pick=_pick,
 )
 
 

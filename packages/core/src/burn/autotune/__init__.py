@@ -1,8 +1,12 @@
 """burn.autotune: kernel autotuning, its persistent cache, and the event bus the dashboard reads.
 
 - ``Family`` / ``Candidate``: a tunable kernel family (candidates, a key function, a reference).
-- ``Autotuner``: one device's tuner; ``run(family, *args)`` uses the tuned candidate, tuning on first
-  use of a key (checked against the reference, timed, cached under ``BURN_CACHE_DIR``).
+- ``Autotuner``: one device's tuner; ``run(family, *args)`` uses the tuned candidate. A key's first call
+  runs the family's picked candidate at once and queues its tuning (checked against the reference,
+  timed, cached under ``BURN_CACHE_DIR``); ``tune_pending(budget_s)`` runs queued tuning where a step
+  ends (``BURN_AUTOTUNE_BUDGET_MS`` per call), ``wait()`` all of it; ``pending()`` counts the jobs,
+  ``generation()`` the switches to a winner (fused programs planned before one are planned again).
+  ``BURN_AUTOTUNE_BLOCKING=1`` (``blocking()``) tunes before the first call returns instead.
 - ``mode()`` reads ``BURN_AUTOTUNE`` (``full`` | ``fast`` | ``cache-only`` | ``off``); ``bucket(n)`` rounds a
   large dim to a power of two for keys; ``cache_dir()``, ``autotune_dir()``, ``list_caches()``,
   ``clear_caches()`` (also ``burn autotune show|clear``).
@@ -11,9 +15,21 @@
 Importing this package loads neither numpy nor threads beyond the standard library.
 """
 
+from ._background import generation, pending, tune_pending, wait
 from ._cache import TuneCache, autotune_dir, cache_dir, clear_caches, list_caches
 from ._events import AutotuneEvent, publish, subscribe, subscribers, unsubscribe
-from ._tuner import MODES, Autotuner, Candidate, Family, bucket, fingerprint, median_timer, mode, tuner_for
+from ._tuner import (
+    MODES,
+    Autotuner,
+    Candidate,
+    Family,
+    blocking,
+    bucket,
+    fingerprint,
+    median_timer,
+    mode,
+    tuner_for,
+)
 
 __all__ = [
     "MODES",
@@ -23,16 +39,21 @@ __all__ = [
     "Family",
     "TuneCache",
     "autotune_dir",
+    "blocking",
     "bucket",
     "cache_dir",
     "clear_caches",
     "fingerprint",
+    "generation",
     "list_caches",
     "median_timer",
     "mode",
+    "pending",
     "publish",
     "subscribe",
     "subscribers",
+    "tune_pending",
     "tuner_for",
     "unsubscribe",
+    "wait",
 ]

@@ -32,7 +32,9 @@ class AutotuneEvent:
     ``kernel`` names the kernel family ("matmul"), ``step``/``total`` count candidates benchmarked so
     far, ``done`` marks the last event of that tuning run (``best`` then names the winner). ``key``
     is the tuning key (op, shape bucket, dtype), ``device`` the device string, ``kind`` one of
-    ``"autotune"``, ``"compile"``, ``"cache"``.
+    ``"autotune"``, ``"compile"``, ``"cache"``. ``background``: the tuning runs between steps while the
+    op runs a picked candidate (``burn.autotune.tune_pending``); ``pending`` then counts the queued tuning
+    jobs (this one's included until its last event).
     """
 
     kernel: str
@@ -43,6 +45,8 @@ class AutotuneEvent:
     key: str = ""
     device: str = ""
     best: str | None = None
+    background: bool = False
+    pending: int = 0
     timestamp: float = field(default_factory=time.monotonic)
 
     def __post_init__(self) -> None:
@@ -50,17 +54,25 @@ class AutotuneEvent:
             raise TypeError(f"AutotuneEvent: kernel must be a non-empty str, got {self.kernel!r}")
         if self.kind not in _VERBS:
             raise ValueError(f"AutotuneEvent: kind must be one of {sorted(_VERBS)}, got {self.kind!r}")
-        if self.step < 0 or self.total < 0:
-            raise ValueError(f"AutotuneEvent: step and total must be >= 0, got {self.step}/{self.total}")
+        if self.step < 0 or self.total < 0 or self.pending < 0:
+            raise ValueError(
+                f"AutotuneEvent: step, total and pending must be >= 0, got {self.step}/{self.total}, "
+                f"{self.pending}"
+            )
 
     def describe(self) -> str:
-        """One human line: ``autotuning matmul 3/8`` or ``autotuning matmul done (best: tiled)``."""
+        """One human line: ``autotuning matmul 3/8``, ``autotuning matmul done (best: tiled)``; tuning
+        in the background adds ``(background, 2 pending)``."""
         text = f"{_VERBS[self.kind]} {self.kernel}"
         if self.key:
             text += f" [{self.key}]"
         if self.done:
-            return text + (f" done (best: {self.best})" if self.best else " done")
-        return text + (f" {self.step}/{self.total}" if self.total else "")
+            text += f" done (best: {self.best})" if self.best else " done"
+        else:
+            text += f" {self.step}/{self.total}" if self.total else ""
+        if self.background:
+            text += f" (background, {self.pending} pending)"
+        return text
 
 
 Subscriber = Callable[[AutotuneEvent], None]

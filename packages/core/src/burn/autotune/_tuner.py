@@ -1,11 +1,16 @@
 """Tunable kernel families and the per-device tuner that picks, checks, times and remembers.
 
-A ``Family`` declares its candidates, a key function (op, shapes bucketed, dtype, layout) and a
-reference candidate. The first time a key is seen on a device, ``Autotuner.run`` checks every
-candidate's output against the reference once (a wrong or failing candidate is dropped and reported,
-never used), times the rest (warm-up, then the median of several runs, with the device's timer: GPU
-timestamps where it has them), keeps the fastest, and stores the choice in the device's ``TuneCache``
-so later processes skip the tuning. Every step is an ``AutotuneEvent`` for the dashboard.
+A ``Family`` declares its candidates, a key function (op, shapes bucketed, dtype, layout), a reference
+candidate and a cheap rule (``pick``) for keys not tuned yet. A tuning run (``_job.TuneJob``) checks
+every candidate's output against the reference once (a wrong or failing candidate is dropped and
+reported, never used), times the rest (warm-up, then the median of several runs, with the device's
+timer: GPU timestamps where it has them), keeps the fastest, and stores the choice in the device's
+``TuneCache`` so later processes skip the tuning. Every step is an ``AutotuneEvent`` for the dashboard.
+
+The first time a key is seen on a device, ``Autotuner.run`` runs the picked candidate at once and
+queues the tuning run, which ``burn.autotune.tune_pending`` works through between steps
+(``_background``); the key switches to the winner when it is known. ``BURN_AUTOTUNE_BLOCKING=1`` tunes
+before the call returns instead.
 
 ``BURN_AUTOTUNE``: ``full`` (default: every candidate), ``fast`` (the reduced set marked ``fast``),
 ``cache-only`` (cached choices, else the default, never benchmarking), ``off`` (the default candidate,
@@ -14,18 +19,18 @@ no cache).
 
 from __future__ import annotations
 
-import functools
 import os
 import statistics
 import threading
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import _background
 from ._cache import TuneCache
 from ._events import AutotuneEvent, publish
+from ._job import TuneJob
 
 MODES = ("full", "fast", "cache-only", "off")
 
@@ -36,6 +41,13 @@ def mode() -> str:
     if value not in MODES:
         raise ValueError(f"BURN_AUTOTUNE: expected one of {', '.join(MODES)}, got {value!r}")
     return value
+
+
+def blocking() -> bool:
+    """Whether tuning blocks the call that meets a new key (``BURN_AUTOTUNE_BLOCKING=1``: the winner is
+    known before the op returns, as benchmarks want), instead of running in the background."""
+    value = os.environ.get("BURN_AUTOTUNE_BLOCKING", "").strip().lower()
+    return value not in ("", "0", "false", "no", "off")
 
 
 def bucket(n: int, exact_below: int = 64) -> int:
@@ -61,7 +73,9 @@ class Candidate:
 class Family:
     """A tunable kernel family. ``key(*args)`` names the tuning case; ``reference`` is the trusted
     candidate outputs are checked against, ``default`` the one used untuned (default: the reference);
-    ``close(out, ref)`` compares host arrays (default: allclose with ``rtol``/``atol``)."""
+    ``close(out, ref)`` compares host arrays (default: allclose with ``rtol``/``atol``); ``pick(*args)``
+    names the candidate a key runs while it tunes in the background: a cheap rule on shapes (default:
+    ``default``; a name that is not a candidate applying to ``args`` falls back to it)."""
 
     name: str
     candidates: tuple[Candidate, ...]
@@ -71,6 +85,7 @@ class Family:
     rtol: float = 1e-4
     atol: float = 1e-4
     close: Callable[[Any, Any], bool] | None = None
+    pick: Callable[..., str] | None = None
     by_name: dict[str, Candidate] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -81,6 +96,16 @@ class Family:
         for role, name in (("reference", self.reference), ("default", self.default or self.reference)):
             if name not in self.by_name:
                 raise ValueError(f"autotune family {self.name!r}: {role} {name!r} is not a candidate")
+
+    def picked(self, *args: Any) -> str:
+        """The candidate ``pick`` names for ``args``, where it is one that applies; else the default."""
+        default = self.default or self.reference
+        if self.pick is None:
+            return default
+        cand = self.by_name.get(self.pick(*args))
+        if cand is None or (cand.applies is not None and not cand.applies(*args)):
+            return default
+        return cand.name
 
     def matches(self, out: Any, ref: Any) -> bool:
         if self.close is not None:
@@ -115,9 +140,6 @@ def median_timer(
     return timer
 
 
-_TIMING_PASSES = 2  # timings of each checked candidate (its fastest kept): see ``Autotuner._tune``
-
-
 class Autotuner:
     """The tuner of one device.
 
@@ -142,6 +164,7 @@ class Autotuner:
         self._persistent = persistent
         self._cache: TuneCache | None = None
         self._chosen: dict[tuple[str, str], str] = {}
+        self._jobs: dict[tuple[str, str], TuneJob] = {}  # keys tuning in the background
         self._lock = threading.RLock()
 
     @property
@@ -155,7 +178,9 @@ class Autotuner:
         return tuple(self.read(o) for o in out) if isinstance(out, tuple) else self.read(out)
 
     def choice(self, family: Family, *args: Any) -> str:
-        """The candidate ``family`` uses for ``args`` (tuning it first when needed)."""
+        """The candidate ``family`` uses for ``args``: the tuned one; for a key not tuned yet, the
+        picked one while it tunes in the background, or (``BURN_AUTOTUNE_BLOCKING=1``) the winner of a
+        tuning run made now."""
         key = family.key(*args)
         name = self._chosen.get((family.name, key))
         if name is None:
@@ -164,6 +189,10 @@ class Autotuner:
                 if name is None:
                     name = self._choose(family, key, args)
                     self._chosen[(family.name, key)] = name
+        elif self._jobs:
+            job = self._jobs.get((family.name, key))
+            if job is not None:  # tuning in the background: the job runs on this step's inputs
+                _background.arm(job, args)
         return name
 
     def run(self, family: Family, *args: Any) -> Any:
@@ -187,65 +216,40 @@ class Autotuner:
             return str(entry["best"])
         if current == "cache-only":
             return default
-        return self._tune(family, key, cache_key, args, current)
+        if blocking():
+            return self._tune(family, key, cache_key, args, current)
+        picked = family.picked(*args)
+        job = TuneJob(self, family, key, cache_key, current, args, picked, background=True)
+        self._jobs[(family.name, key)] = job
+        _background.enqueue(job)
+        publish(job._event(total=len(job.runnable)))
+        return picked
 
     def _tune(self, family: Family, key: str, cache_key: str, args: tuple, current: str) -> str:
-        runnable = [c for c in family.candidates if c.applies is None or c.applies(*args)]
-        if current == "fast":
-            runnable = [c for c in runnable if c.fast or c.name == family.reference]
-        total = len(runnable)
-        ref_candidate = family.by_name[family.reference]
-        reference = self._read(ref_candidate.fn(*args))  # a failing reference is a real error: raise
-        times: dict[str, float] = {}
-        dropped: dict[str, str] = {}
-        checked = []
-        for step, cand in enumerate(runnable, 1):  # first run (the compile) and check of each
-            publish(AutotuneEvent(family.name, step=step, total=total, key=key, device=self.device))
+        """Tune ``key`` now: every unit of its job, before the call returns."""
+        job = TuneJob(self, family, key, cache_key, current, args, "", background=False)
+        while True:
             try:
-                if cand is not ref_candidate and not family.matches(self._read(cand.fn(*args)), reference):
-                    dropped[cand.name] = "wrong output (differs from the reference)"
-                    continue
-                checked.append(cand)
-            except Exception as exc:  # a candidate that cannot run here is dropped, never fatal
-                dropped[cand.name] = f"{type(exc).__name__}: {exc}"
-        # then the timings, back to back, twice over, each candidate keeping its faster figure: a GPU
-        # slows its clocks in the host's pauses (compiles, reads), and a candidate timed right after
-        # one runs at idle clocks (the wgpu sweep timed that way on the H200 read 40-60% of the warm
-        # figures at 1024-2048); the first pass brings the clocks back
-        for _ in range(_TIMING_PASSES):
-            for cand in checked:
-                if cand.name in dropped:
-                    continue
-                try:
-                    took = self.timer(functools.partial(cand.fn, *args))
-                except Exception as exc:
-                    dropped[cand.name] = f"{type(exc).__name__}: {exc}"
-                    times.pop(cand.name, None)
-                    continue
-                times[cand.name] = min(took, times.get(cand.name, took))
-        for name, why in dropped.items():
-            warnings.warn(
-                f"burn.autotune: {family.name} candidate {name!r} dropped for {key} on {self.device}: {why}",
-                RuntimeWarning,
-                stacklevel=4,
-            )
-        best = min(times, key=times.__getitem__) if times else family.reference
-        self.cache.put(
-            cache_key,
-            {
-                "best": best,
-                "seconds": {k: round(v, 9) for k, v in sorted(times.items(), key=lambda kv: kv[1])},
-                "dropped": dropped,
-                "mode": current,
-                "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            },
-        )
-        publish(
-            AutotuneEvent(
-                family.name, step=total, total=total, done=True, key=key, device=self.device, best=best
-            )
-        )
-        return best
+                next(job.units)
+            except StopIteration as stop:
+                return str(stop.value)
+
+    def _settle(self, job: TuneJob, best: str | None) -> None:
+        """A background job ended: its winner (None: none, keep the candidate in use) serves the key
+        from the next call on."""
+        with self._lock:
+            slot = (job.family.name, job.key)
+            self._jobs.pop(slot, None)
+            if best is not None and best != self._chosen.get(slot, job.in_use):
+                self._chosen[slot] = best
+                _background.switched()
+
+    def _forget(self, job: TuneJob) -> None:
+        """A background job dropped unrun: its key is chosen again at its next call."""
+        with self._lock:
+            slot = (job.family.name, job.key)
+            self._jobs.pop(slot, None)
+            self._chosen.pop(slot, None)
 
 
 def fingerprint(*parts: str) -> str:

@@ -48,8 +48,9 @@ class Fusion(InnerOps, Replaying):
     the runtime can (default: unless ``BURN_FUSION_GRAPHS=0``); False always replays step by step, each
     kernel through the inner backend (a web export records those launches). ``stats`` counts ``kernels`` launched from plans, ``fused``
     (those of two ops or more), ``ops`` (element-wise ops deferred), ``calls`` (other ops deferred),
-    ``flushes``, ``replays`` (flushes that ran a program planned before) and ``plans`` (flushes that
-    planned).
+    ``flushes``, ``replays`` (flushes that ran a program planned before), ``plans`` (flushes that
+    planned) and ``replans`` (times the kept programs were dropped because background autotuning switched
+    a kernel: ``burn.autotune.generation``).
 
     The stages are classes of their own, each the base of the next: ``Recording`` (``_stream.py``),
     ``Planning`` (``_planner.py``), ``Launching`` (``_launch.py``), ``Replaying`` (``_program.py``);
@@ -213,13 +214,24 @@ def backward_begins(backend: Any) -> None:
 def mark_step(device: Any) -> None:
     """End a step of a loop on ``device`` (a device or its name): the op stream fusion recorded so far
     is launched now, without waiting for the device, so every step is one stream, planned once and then
-    replayed. The optimizers call it after each update, so training loops need nothing; an inference
-    loop that reads nothing may call it after each batch. A device without fusion ignores it.
+    replayed; then kernel tuning queued in the background runs for its budget
+    (``burn.autotune.tune_pending``). The optimizers call it after each update, so training loops need
+    nothing; an inference loop that reads nothing may call it after each batch. A device without fusion
+    only runs the queued tuning.
 
     >>> dev = burn.device("cpu", fusion=True)
     >>> y = burn.ones(3, device=dev) * 2
     >>> burn.fusion.mark_step(dev)  # launched; reading y now waits for nothing more
     """
+    from ..autotune import tune_pending
+
+    end_stream(device)
+    tune_pending()
+
+
+def end_stream(device: Any) -> None:
+    """``mark_step`` without the tuning: launch what fusion recorded on ``device`` (an optimizer ends the
+    streams of all its devices, then runs the queued tuning once)."""
     from .._device import device as as_device
 
     b: Any = as_device(device).backend

@@ -7,6 +7,10 @@ operand is which; not the scalar values, which kernels take as arguments) equals
 runs that program: no closure walks, no grouping, no plan lookups. A program is used only if every
 value it leaves unwritten is wanted by no tensor, and it frees each intermediate after its last read.
 
+A program is planned under the autotuner's choices of the time (whether a matmul takes an epilogue, and
+with which kernel): when background tuning switches a key to its winner (``burn.autotune.generation``
+grows), every kept program, with the graph captured from it, is dropped and its stream planned again.
+
 Where the runtime can (``capture_program``: CUDA graphs; ``graphs=False`` or ``BURN_FUSION_GRAPHS=0``
 turn it off), a program replayed ``GRAPH_AFTER`` times is captured as a device graph and launched as
 one (``Replaying._replay``).
@@ -19,6 +23,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .. import autotune
 from ..backend import Backend
 from ._graph import Node, results, wanted
 from ._launch import Launching
@@ -45,6 +50,7 @@ class Replaying(Launching):
         super().__init__(inner, runtime)
         self._programs = {}
         self._lengths = set()
+        self._generation = autotune.generation()  # the tuned choices the kept programs were planned with
         self.replay = os.environ.get("BURN_FUSION_REPLAY", "1") != "0"
         # a runtime that captures programs as device graphs (CUDA graphs) offers capture_program
         if graphs is None:
@@ -62,6 +68,12 @@ class Replaying(Launching):
         sig, leaves, scalars = self._sig, list(self._leaves), self._scalars
         self._open()
         self.stats["flushes"] += 1
+        if self._generation != autotune.generation():  # a tuned op switched kernels: plan again
+            self._generation = autotune.generation()
+            if self._programs:
+                self.stats["replans"] += 1
+                self._programs = {}
+                self._lengths = set()
         try:
             key: tuple[Any, ...] | None = tuple(sig) if self.replay else None
             try:

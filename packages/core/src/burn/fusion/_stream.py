@@ -75,6 +75,7 @@ class Recording(Backend):
             "flushes": 0,
             "replays": 0,
             "plans": 0,
+            "replans": 0,  # times the kept programs were dropped: a tuned op switched kernels
             "graphs": 0,
             "graph_launches": 0,
             "in_place": 0,  # outputs a replayed kernel wrote into a dead input (``execute_reusing``)

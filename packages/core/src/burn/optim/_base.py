@@ -14,7 +14,8 @@ from typing import Any
 from .._errors import ConfigError, RecordError, ShapeError
 from .._tensor import Tensor
 from .._transaction import Transaction
-from ..fusion import mark_step
+from ..autotune import tune_pending
+from ..fusion._backend import end_stream
 from ..nn._param import lift
 from ._grads import GradientsParams, check_gradients, grad_of
 
@@ -77,7 +78,8 @@ class Optimizer:
             param.set(lift(new_w.cast(w.dtype), param.value.backend))
             devices.add(w.device)
         for dev in devices:  # a training step ends here: fusion launches it as one stream
-            mark_step(dev)
+            end_stream(dev)
+        tune_pending()  # then the kernels met so far tune for a while (``BURN_AUTOTUNE_BUDGET_MS``)
         return module
 
     def _update(self, lr: float, w: Tensor, g: Tensor, state: State | None) -> tuple[Tensor, State]:

@@ -15,6 +15,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from burn.autotune import tune_pending
+from burn.optim import Optimizer
+
 from .._events import EndEpochEvent, EndEvent, ItemEvent, Progress, StartEvent, StatusEvent, TrainingProgress
 from .._interrupter import sigint_deferred
 from ..processor import MetricsHub, MetricSlot, make_processor
@@ -335,6 +338,10 @@ class Learner:
                 outs, model, grads = strategy.train_step(self.model, step)
             if self._optimize(lr, model, grads, accumulator):
                 strategy.stepped()
+                if not isinstance(self.optim, Optimizer):  # burn.optim's ran the queued tuning already
+                    tune_pending()
+            else:  # no optimizer step (accumulating, or skipped): the step ends here all the same
+                tune_pending()
             for k, out in outs:
                 batches[k] += 1
                 iteration += 1
@@ -386,6 +393,7 @@ class Learner:
                 items = strategy.valid_items(model, batch)
             for item in items:
                 self._emit("valid", item, progress, i + 1, epoch, None, sync_here)
+            tune_pending()  # kernels first met in validation tune between its batches
             if strategy.should_stop(self.config.interrupter):
                 break
         self._reads.flush()

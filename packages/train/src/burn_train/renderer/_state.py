@@ -264,9 +264,23 @@ class DashboardState:
 
 def tuning_line(event: Any) -> str:
     """``tuning conv2d (3 of 7 candidates)``: what the Status panel says while a kernel is tuned, so a
-    cold run's seconds of autotuning never read as a stalled 100 %."""
+    cold run's seconds of autotuning never read as a stalled 100 %; tuning between steps while the op
+    runs a picked kernel reads ``tuning in background (2 pending): conv2d (3 of 7 candidates)``."""
     total = getattr(event, "total", 0) or 0
     step = min(getattr(event, "step", 0) or 0, total) if total else 0
     counted = f" ({step} of {total} candidates)" if total else ""
+    if getattr(event, "background", False):
+        return f"tuning in background ({getattr(event, 'pending', 0)} pending): {event.kernel}{counted}"
     verb = "compiling" if getattr(event, "kind", "") == "compile" else "tuning"
     return f"{verb} {event.kernel}{counted}"
+
+
+def blocking_tuning(active: Any) -> Any:
+    """The first event of ``active`` that holds a step up (compiling, or tuning before the op returns);
+    None when all of them tune in the background (the steps go on, and so do the ETAs)."""
+    return next((e for e in active if not getattr(e, "background", False)), None)
+
+
+def latest(active: Any) -> Any:
+    """The most recent of ``active`` (its ``pending`` count is the current one); None when empty."""
+    return max(active, key=lambda e: getattr(e, "timestamp", 0.0), default=None)

@@ -20,7 +20,7 @@ from .._sync import threads_available
 from ._base import Renderer, fmt_duration
 from ._keys import KeyReader
 from ._plot import Series, bounds, braille_chart
-from ._state import Snapshot, tuning_line
+from ._state import Snapshot, blocking_tuning, latest, tuning_line
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions
@@ -313,7 +313,8 @@ class TuiRenderer(Renderer):
             f"Items     : {view.progress.items_processed}/{view.progress.items_total}",
             f"Elapsed   : {fmt_duration(snap.elapsed)}",
         ]
-        lines += [f"» {tuning_line(e)}" for e in snap.autotune_active[:1]]
+        shown = blocking_tuning(snap.autotune_active) or latest(snap.autotune_active)
+        lines += [f"» {tuning_line(shown)}"] if shown is not None else []
         lines += [f"» {text}" for text in snap.status[-2:]]
         return Panel(Text("\n".join(lines)), title="Status (q: quit)", title_align="left")
 
@@ -370,9 +371,11 @@ class TuiRenderer(Renderer):
 
     def _eta_text(self, snap: Snapshot, view: Any) -> str:
         """The ETAs, or while a kernel is tuned or compiled what that is: a cold run's seconds of tuning
-        otherwise read as a stalled ``100.0%  ETA --:--``."""
-        if snap.autotune_active:
-            return tuning_line(snap.autotune_active[0])
+        otherwise read as a stalled ``100.0%  ETA --:--`` (tuning in the background holds no step up: the
+        ETAs stay, the Status panel says it)."""
+        held = blocking_tuning(snap.autotune_active)
+        if held is not None:
+            return tuning_line(held)
         return (
             f"ETA {fmt_duration(view.eta_seconds(snap.now))}"
             f"  total ETA {fmt_duration(self.state.total_eta_seconds(snap.now))}"
