@@ -14,7 +14,14 @@ from typing import Any
 
 
 def _warm_up(fn: Callable[[], Any], sync: Callable[[], None], warmup: int) -> None:
+    """``warmup`` calls, then the kernels they met tuned to the end (``burn.autotune.wait``: tuning runs
+    between steps otherwise, and the timed calls would run the picked kernels) and one more call, which
+    switches to the winners and plans again what baked the picked ones in."""
     for _ in range(warmup):
+        fn()
+    from burn import autotune
+
+    if warmup and autotune.wait():
         fn()
     sync()
 

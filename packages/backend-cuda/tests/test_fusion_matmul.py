@@ -123,6 +123,7 @@ def test_the_tuner_picks_a_checked_candidate_and_caches_it(cuda, monkeypatch, tm
     from burn_cuda import _epilogue
 
     monkeypatch.setenv("BURN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("BURN_AUTOTUNE_BLOCKING", "1")  # tests the tuning run, made at once
     monkeypatch.setenv("BURN_AUTOTUNE", "full")
     backend = burn.device("cuda:0", fusion=False).backend
     monkeypatch.setattr(backend, "_autotuner", None, raising=False)  # a tuner on the new cache dir

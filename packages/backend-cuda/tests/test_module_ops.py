@@ -75,6 +75,7 @@ def test_large_convs_are_tuned_once_and_cached(cuda, tmp_path, monkeypatch):
 
     monkeypatch.setattr(_cudnn, "_state", {"module": None, "why": "off for this test"})
     monkeypatch.setenv("BURN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("BURN_AUTOTUNE_BLOCKING", "1")  # tests the tuning run, made at once
     monkeypatch.setenv("BURN_AUTOTUNE", "full")
     b = _b(cuda)
     b = getattr(b, "inner", b)

@@ -197,6 +197,7 @@ def _fresh(monkeypatch, tmp_path):
     from burn_cuda._backend import CudaBackend
 
     monkeypatch.setenv("BURN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("BURN_AUTOTUNE_BLOCKING", "1")  # tests the tuning run, made at once
     monkeypatch.setenv("BURN_AUTOTUNE", "full")
     backend = CudaBackend(0)
     backend.device = "cuda:test"

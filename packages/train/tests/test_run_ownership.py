@@ -143,3 +143,31 @@ def test_status_says_what_is_being_tuned():
     shown = console.export_text()
     assert "tuning conv2d (3 of 7 candidates)" in shown and "Status (q: quit)" in shown
     # the device is in the Progress panel's title, across the full width (test_dashboard_device.py)
+
+
+def test_status_says_when_tuning_runs_in_the_background_and_keeps_the_eta():
+    """Background tuning holds no step up: the Status panel says how many tuning jobs are pending, and
+    the Progress panel keeps its ETAs instead of a frozen ``100 %``."""
+    pytest.importorskip("rich")
+    from burn_train.renderer._tui import TuiRenderer
+    from rich.console import Console
+
+    older = AutotuneEvent("matmul", step=0, total=7, key="a", background=True, pending=1)
+    newer = AutotuneEvent("conv2d", step=2, total=5, key="b", background=True, pending=2)
+    assert tuning_line(newer) == "tuning in background (2 pending): conv2d (2 of 5 candidates)"
+    assert newer.describe() == "autotuning conv2d [b] 2/5 (background, 2 pending)"
+    state = DashboardState()
+    state.start(1, 1, ["Loss"], [], device="wgpu:0 (llvmpipe, software), float32")
+    state.autotune(older)
+    state.autotune(newer)
+    tui = object.__new__(TuiRenderer)
+    tui.state = state
+    snap = state.snapshot()
+    console = Console(width=100, record=True)
+    console.print(TuiRenderer._status_panel(tui, snap))
+    assert "» tuning in background (2 pending): conv2d (2 of 5 candidates)" in console.export_text()
+    view = snap.splits["train"]
+    assert TuiRenderer._eta_text(tui, snap, view).startswith("ETA ")
+    state.autotune(AutotuneEvent("matmul", step=3, total=3, key="a", done=True, best="x"))
+    state.autotune(AutotuneEvent("reduce", step=1, total=4, key="c"))  # a blocking run: it holds the step
+    assert TuiRenderer._eta_text(tui, state.snapshot(), view) == "tuning reduce (1 of 4 candidates)"

@@ -11,7 +11,9 @@ the work is the order of the calls.
 Arguments: a job holds the arguments of a call of its key, not copies, so a drain tunes on real inputs
 of the right shapes, strides and dtypes without knowing how a backend makes them. A drain releases the
 arguments of every job whose key was not called since the drain before it, so a job never holds a
-tensor from a step older than the last one; the next call of the key arms the job again.
+tensor from a step older than the last one; the next call of the key arms the job again. Held buffers may
+be written between drains (by a replayed graph that lent them, or by fusion reusing a dead input), so
+the reference runs again at each drain before the next check.
 
 When a job settles, its winner is the key's candidate from the next call on; if that differs from the
 candidate in use, ``generation()`` grows, and programs that baked the old choice in (fusion's replayed
@@ -119,6 +121,8 @@ def tune_pending(budget_s: float | None = None) -> int:
             for job in _queue:
                 if job.args is not None and job.armed < _drains:
                     job.release()
+                else:
+                    job.invalidate()
             _drains += 1
         return settled
 

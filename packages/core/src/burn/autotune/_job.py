@@ -7,8 +7,9 @@ between training steps otherwise (``burn.autotune.tune_pending``). Its value is 
 
 A background job holds the arguments of a call of its key (``args``) until a drain runs it; a drain
 releases the arguments of jobs not called since the drain before, and the next call of the key arms the
-job again with its own (``arm``). The reference's output is recomputed for new arguments: every check
-compares a candidate with the reference on the same inputs.
+job again with its own (``arm``). The reference's output is recomputed for new arguments and at the start
+of each drain (the held buffers may have been written since): every check compares a candidate with the
+reference on the same inputs.
 """
 
 from __future__ import annotations
@@ -62,6 +63,12 @@ class TuneJob:
     def arm(self, args: tuple[Any, ...], drains: int) -> None:
         """Take the arguments of a new call of the key (the reference is run again on them)."""
         self.args, self.armed, self._reference = args, drains, _UNSET
+
+    def invalidate(self) -> None:
+        """The arguments' contents may change before the next drain (a replayed program or a captured
+        graph writes into buffers it lent, fusion writes into dead inputs): the reference is run
+        again on them before the next check."""
+        self._reference = _UNSET
 
     def release(self) -> None:
         """Drop the arguments (and the reference's output on them) until the key is called again."""

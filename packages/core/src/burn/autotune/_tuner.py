@@ -45,7 +45,13 @@ def mode() -> str:
 
 def blocking() -> bool:
     """Whether tuning blocks the call that meets a new key (``BURN_AUTOTUNE_BLOCKING=1``: the winner is
-    known before the op returns, as benchmarks want), instead of running in the background."""
+    known before the op returns, as benchmarks want), instead of running in the background.
+
+    >>> import os
+    >>> from burn import autotune
+    >>> autotune.blocking() == (os.environ.get("BURN_AUTOTUNE_BLOCKING", "") not in ("", "0"))
+    True
+    """
     value = os.environ.get("BURN_AUTOTUNE_BLOCKING", "").strip().lower()
     return value not in ("", "0", "false", "no", "off")
 
