@@ -79,8 +79,14 @@ class TuneJob:
 
         # a settled job is still queued when it says so: the others are what is left
         left = max(0, pending() - (1 if fields.get("done") else 0))
-        extra = {"background": True, "pending": left} if self.background else {}
-        return AutotuneEvent(self.family.name, key=self.key, device=self.tuner.device, **fields, **extra)
+        return AutotuneEvent(
+            self.family.name,
+            key=self.key,
+            device=self.tuner.device,
+            background=self.background,
+            pending=left if self.background else 0,
+            **fields,
+        )
 
     def _reference_output(self) -> Any:
         if self._reference is _UNSET:  # a failing reference is a real error: raise
