@@ -1,7 +1,7 @@
 """Background tuning of the real wgpu families on lavapipe: a new matmul or conv key runs its picked
 kernel at once, tunes between steps, stores its winner and switches to it; the results equal the
 blocking path's within the family's tolerance; a fused matmul epilogue planned under the picked kernel
-is planned again after the switch (its recorded command list with it)."""
+is planned again after the switch, and recorded as a command list only once its kernels are tuned."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ def test_a_switch_replans_a_fused_matmul_epilogue(tmp_path, monkeypatch):
 
         outs = [step(x) for x in xs[:4]]
         assert fb.stats["replans"] == 0 and autotune.pending() == 1
-        assert fb.stats["graphs"] == 1, fb.runtime.capture_failures  # recorded as a command list
+        assert fb.stats["graphs"] == 0  # the step calls a kernel still tuning: not recorded yet
         generation = autotune.generation()
         assert autotune.wait() == 1
         best = inner._autotuner._chosen[("matmul", "float32 m256 n256 k256 1 nn")]
@@ -127,7 +127,7 @@ def test_a_switch_replans_a_fused_matmul_epilogue(tmp_path, monkeypatch):
         plans = fb.stats["plans"]
         outs += [step(x) for x in xs[4:]]
         assert fb.stats["replans"] == 1 and fb.stats["plans"] == plans + 1
-        assert fb.stats["graphs"] == 2  # the new program recorded again
+        assert fb.stats["graphs"] == 1, fb.runtime.capture_failures  # tuned: recorded as a command list
         for x, out in zip(xs, outs):
             assert _tuning.close(out, np.maximum(x @ w + 0.5, 0))
     finally:

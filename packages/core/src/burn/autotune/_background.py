@@ -76,14 +76,28 @@ def pending() -> int:
     return len(_queue)
 
 
+_calls = 0  # calls of keys tuning in the background so far (``tuning_calls``)
+
+
+def tuning_calls() -> int:
+    """How many calls met a key still tuning in the background so far: fusion compares it around a
+    program's run and captures no graph of a program that made one (a graph would make no calls, so the
+    job would get no inputs, and a switch would drop the graph anyway)."""
+    return _calls
+
+
 def enqueue(job: TuneJob) -> None:
+    global _calls
     with _lock:
         job.armed = _drains
         _queue.append(job)
+        _calls += 1
 
 
 def arm(job: TuneJob, args: tuple) -> None:
     """A call of a pending job's key: it takes these arguments if it holds none from this step."""
+    global _calls
+    _calls += 1
     if job.args is None or job.armed < _drains:
         job.arm(args, _drains)
 

@@ -9,7 +9,8 @@ value it leaves unwritten is wanted by no tensor, and it frees each intermediate
 
 A program is planned under the autotuner's choices of the time (whether a matmul takes an epilogue, and
 with which kernel): when background tuning switches a key to its winner (``burn.autotune.generation``
-grows), every kept program, with the graph captured from it, is dropped and its stream planned again.
+grows), every kept program, with the graph captured from it, is dropped and its stream planned again;
+and a program whose run calls a kernel still tuning is not captured until that tuning has settled.
 
 Where the runtime can (``capture_program``: CUDA graphs; ``graphs=False`` or ``BURN_FUSION_GRAPHS=0``
 turn it off), a program replayed ``GRAPH_AFTER`` times is captured as a device graph and launched as
@@ -24,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import autotune
+from ..autotune._background import tuning_calls
 from ..backend import Backend
 from ._graph import Node, results, wanted
 from ._launch import Launching
@@ -147,8 +149,14 @@ class Replaying(Launching):
                 return
             program.graph, program.runs, program.later = None, 0, 0
         program.runs += 1
-        if program.runs < GRAPH_AFTER:
+        if program.runs < GRAPH_AFTER or program.tuning:
+            touched = tuning_calls()
             program.run(self, stream, leaves, scalars)
+            # a kernel it calls is still tuning in the background: no capture yet (the job takes its
+            # inputs from the calls a graph would skip, and a switch would drop the graph)
+            program.tuning = tuning_calls() != touched
+            if program.tuning:
+                program.runs = max(0, GRAPH_AFTER - 2)
             # the inputs of the replay just before the capture, held until the capture: one that is the
             # same value then (a weight in inference) may be read in place (ids could be reused)
             program.leaf_values = [leaf.value for leaf in leaves] if program.runs + 1 == GRAPH_AFTER else None
@@ -171,7 +179,18 @@ class _Program:
     ``unwritten``: positions no step writes (computed in registers) or that a step frees; the program
     is usable only while no tensor holds one of them."""
 
-    __slots__ = ("steps", "unwritten", "written", "length", "runs", "used", "later", "graph", "leaf_values")
+    __slots__ = (
+        "steps",
+        "unwritten",
+        "written",
+        "length",
+        "runs",
+        "used",
+        "later",
+        "graph",
+        "leaf_values",
+        "tuning",
+    )
 
     def __init__(
         self,
@@ -185,6 +204,7 @@ class _Program:
         self.written = written  # every position a step writes (kernel outputs, call results)
         self.length = length  # the stream's length
         self.runs = 0  # replays so far
+        self.tuning = False  # its last run called a kernel tuning in the background: not captured yet
         self.used = 0  # the flush that last planned or replayed it (``Replaying._forget_oldest``)
         self.later = 0  # launches of its graph in a row that said LATER
         self.graph: Any = None  # the runtime's captured graph of the program; False: it cannot be captured
