@@ -283,3 +283,33 @@ def test_mark_step_and_the_optimizers_run_the_queued_tuning(cache, monkeypatch):
     grads = model(burn.ones((4, 2), device=dev)).sum().backward()
     burn.optim.SgdConfig().init().step(1e-3, model, grads)
     assert autotune.pending() == 0
+
+
+def test_a_process_that_ends_mid_tuning_leaves_its_progress_to_the_next(cache):
+    from burn.autotune import _background
+
+    calls = Counter()
+    fam, x = _family(calls), np.arange(5.0)
+    first = _tuner()
+    for _ in range(4):  # four steps: the reference and 3 checks, then one timing
+        first.run(fam, x)
+        autotune.tune_pending(0.0)
+    entry = first.cache.get("double|n=5")
+    assert entry["partial"] and entry["checked"] == ["fast", "reference", "slow"] and len(entry["timed"]) == 1
+    assert _background.discard() == 1  # the process ends with the job unfinished
+    calls.clear()
+    second = _tuner()  # the next process: the same cache file
+    units = 0
+    while True:
+        second.run(fam, x)
+        if not autotune.pending():
+            break
+        autotune.tune_pending(0.0)
+        units += 1
+    assert units == 2 * 3 - 1  # only the timings left; no check runs again
+    # no check ran again: 5 timings of 4 calls each (1 warm-up, 3 timed), the picked "slow" serving 5
+    # steps, then "fast" the last one
+    assert calls == Counter(reference=4, slow=5 + 2 * 4, fast=2 * 4 + 1)
+    assert second.cache.get("double|n=5")["best"] == "fast" and "partial" not in second.cache.get(
+        "double|n=5"
+    )

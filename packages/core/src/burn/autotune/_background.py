@@ -15,6 +15,9 @@ tensor from a step older than the last one; the next call of the key arms the jo
 be written between drains (by a replayed graph that lent them, or by fusion reusing a dead input), so
 the reference runs again at each drain before the next check.
 
+A job's progress (candidates checked or dropped, timings made) is stored in the cache after each drain
+that advanced it, as an entry without a winner: the next process goes on from there.
+
 When a job settles, its winner is the key's candidate from the next call on; if that differs from the
 candidate in use, ``generation()`` grows, and programs that baked the old choice in (fusion's replayed
 programs, recorded wgpu command lists, CUDA graphs) are planned again.
@@ -137,6 +140,8 @@ def tune_pending(budget_s: float | None = None) -> int:
                     job.release()
                 else:
                     job.invalidate()
+                if job.progressed:  # kept in the cache: a process that ends first leaves it to the next
+                    job.tuner.cache.put(job.cache_key, job.progress())
             _drains += 1
         return settled
 

@@ -49,6 +49,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _describe(entry: dict[str, Any]) -> str:
+    if entry.get("partial"):
+        checked, timed = len(entry.get("checked", ())), len(entry.get("timed", {}))
+        return f"tuning in the background ({checked} checked, {timed} timed so far)"
     best = entry.get("best", "?")
     seconds = entry.get("seconds", {})
     text = f"{best}"

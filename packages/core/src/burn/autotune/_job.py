@@ -45,6 +45,7 @@ class TuneJob:
         args: tuple[Any, ...],
         in_use: str,
         background: bool,
+        resume: dict[str, Any] | None = None,
     ) -> None:
         self.tuner, self.family, self.key, self.cache_key, self.mode = tuner, family, key, cache_key, mode
         self.in_use = in_use
@@ -56,8 +57,13 @@ class TuneJob:
         if mode == "fast":
             runnable = [c for c in runnable if c.fast or c.name == family.reference]
         self.runnable: list[Candidate] = runnable
-        self.dropped: dict[str, str] = {}
-        self.times: dict[str, float] = {}
+        # what an earlier process did (``progress``): checks passed, candidates dropped, timings made
+        done = resume if resume is not None and resume.get("mode") == mode else {}
+        self.checked: set[str] = set(done.get("checked", ()))
+        self.dropped: dict[str, str] = dict(done.get("dropped", {}))
+        self.times: dict[str, float] = dict(done.get("seconds", {}))
+        self.timed: dict[str, int] = dict(done.get("timed", {}))
+        self.progressed = False  # a unit ran since the last ``progress``
         self.units: Generator[None, None, str] = self._units()
 
     def arm(self, args: tuple[Any, ...], drains: int) -> None:
@@ -99,14 +105,36 @@ class TuneJob:
             raise RuntimeError(f"autotune job {self.family.name} [{self.key}]: run without arguments")
         return self.args
 
+    def progress(self) -> dict[str, Any]:
+        """The job's progress as a cache entry without a winner, so a process that ends before the job
+        does leaves it for the next one to go on with (``Autotuner._choose``)."""
+        self.progressed = False
+        return {
+            "partial": True,
+            "checked": sorted(self.checked),
+            "dropped": self.dropped,
+            "seconds": {k: round(v, 9) for k, v in self.times.items()},
+            "timed": self.timed,
+            "mode": self.mode,
+        }
+
     def _units(self) -> Generator[None, None, str]:
         family, total = self.family, len(self.runnable)
         ref_candidate = family.by_name[family.reference]
-        self._reference_output()
         checked = []
+        first = True
         for step, cand in enumerate(self.runnable, 1):  # first run (the compile) and check of each
-            if step > 1:
+            if cand.name in self.dropped:
+                continue
+            if cand.name in self.checked:  # checked by an earlier process
+                checked.append(cand)
+                continue
+            if first:
+                self._reference_output()
+                first = False
+            else:
                 yield  # a unit ends before each next one: the last one settles the job
+            self.progressed = True
             publish(self._event(step=step, total=total))
             try:
                 if cand is not ref_candidate:
@@ -115,17 +143,22 @@ class TuneJob:
                         self.dropped[cand.name] = "wrong output (differs from the reference)"
                         continue
                 checked.append(cand)
+                self.checked.add(cand.name)
             except Exception as exc:  # a candidate that cannot run here is dropped, never fatal
                 self.dropped[cand.name] = f"{type(exc).__name__}: {exc}"
         # then the timings, back to back, twice over, each candidate keeping its faster figure: a GPU
         # slows its clocks in the host's pauses (compiles, reads), and a candidate timed right after
         # one runs at idle clocks (the wgpu sweep timed that way on the H200 read 40-60% of the warm
         # figures at 1024-2048); the first pass brings the clocks back
-        for _ in range(_TIMING_PASSES):
+        for timing in range(_TIMING_PASSES):
             for cand in checked:
-                if cand.name in self.dropped:
+                if cand.name in self.dropped or self.timed.get(cand.name, 0) > timing:
                     continue
-                yield
+                if first:
+                    first = False
+                else:
+                    yield
+                self.progressed = True
                 try:
                     took = self.tuner.timer(functools.partial(cand.fn, *self._args()))
                 except Exception as exc:
@@ -133,6 +166,7 @@ class TuneJob:
                     self.times.pop(cand.name, None)
                     continue
                 self.times[cand.name] = min(took, self.times.get(cand.name, took))
+                self.timed[cand.name] = timing + 1
         return self._finish(total)
 
     def _finish(self, total: int) -> str:

@@ -225,7 +225,9 @@ class Autotuner:
         if blocking():
             return self._tune(family, key, cache_key, args, current)
         picked = family.picked(*args)
-        job = TuneJob(self, family, key, cache_key, current, args, picked, background=True)
+        # an entry without a winner: an earlier process's progress on this key, which the job goes on with
+        resume = entry if entry is not None and entry.get("partial") else None
+        job = TuneJob(self, family, key, cache_key, current, args, picked, background=True, resume=resume)
         self._jobs[(family.name, key)] = job
         _background.enqueue(job)
         publish(job._event(total=len(job.runnable)))
