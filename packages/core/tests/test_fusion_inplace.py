@@ -27,7 +27,16 @@ class WritesInPlace(ReferenceRuntime):
         outs = self.execute(plan, inputs, scalars)
         free = list(donors)
         for j, out in enumerate(outs):
-            k = next((i for i in free if inputs[i].shape == out.shape and inputs[i].dtype == out.dtype), None)
+            k = next(
+                (
+                    i
+                    for i in free  # a 0-d numpy result is an immutable scalar: nothing to write into
+                    if isinstance(inputs[i], np.ndarray)
+                    and inputs[i].shape == out.shape
+                    and inputs[i].dtype == out.dtype
+                ),
+                None,
+            )
             if k is not None:
                 free.remove(k)
                 np.copyto(inputs[k], out)
