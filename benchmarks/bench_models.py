@@ -52,6 +52,7 @@ class Result:
     last_loss: float
     memory: dict[str, Any]
     setup_s: float
+    fusion: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -61,6 +62,7 @@ class Result:
             "last_loss": round(self.last_loss, 5),
             "memory": self.memory,
             "setup_s": round(self.setup_s, 2),
+            **({"fusion": self.fusion} if self.fusion else {}),
         }
 
 
@@ -201,10 +203,27 @@ def run_burn(
     }
     if cuda:
         memory["driver_growth"] = None if before is None or peak_driver is None else peak_driver - before
-    result = Result(ms, units(name, size) / (ms / 1e3), first, last, memory, setup)
+    result = Result(ms, units(name, size) / (ms / 1e3), first, last, memory, setup, _fusion_costs(dev))
     holder.clear()
     burn.empty_cache(dev)
     return result
+
+
+def _fusion_costs(dev: Any) -> dict[str, Any]:
+    """What fusion spent outside the steady steps: streams planned and the host seconds planning them
+    (first launches, compiles and tuning included), programs captured as graphs and the seconds that
+    took, re-plans after a tuned kernel switched; empty without fusion."""
+    from burn.fusion import Fusion
+
+    b = dev.backend
+    while b is not None and not isinstance(b, Fusion):
+        b = getattr(b, "inner", None)
+    if b is None:
+        return {}
+    keys = ("plans", "graphs", "replans", "replays", "graph_launches")
+    costs: dict[str, Any] = {k: b.stats[k] for k in keys if k in b.stats}
+    costs.update({f"{k}_s": round(v, 3) for k, v in b.seconds.items()})
+    return costs
 
 
 def _release_torch(torch: Any) -> None:

@@ -447,6 +447,25 @@ def test_repeated_programs_are_captured_as_graphs_where_the_runtime_can(fail, mo
         assert runtime.captures == 1 and runtime.launches == launches >= 3
 
 
+def test_planning_and_capture_seconds_are_counted_apart_from_replays(monkeypatch):
+    """``seconds["plan"]`` grows only on flushes that plan, ``seconds["capture"]`` only when a program
+    is captured as a graph: a cold start's costs, reported apart from the steady steps."""
+    dev = burn.device("cpu", autodiff=True, fusion=True)
+    fb = dev.backend.inner
+    runtime = Graphing(fb.inner, False)
+    for name, value in (("runtime", runtime), ("_capture", runtime.capture_program)):
+        monkeypatch.setattr(fb, name, value)
+    for name, value in (("_programs", {}), ("_lengths", set()), ("_plans", {})):
+        monkeypatch.setattr(fb, name, value)
+    before, seconds = dict(fb.stats), dict(fb.seconds)
+    _training_losses(dev, 6, read_every=0)
+    assert fb.stats["plans"] > before["plans"] and fb.seconds["plan"] > seconds["plan"]
+    assert fb.stats["graphs"] - before["graphs"] == 1 and fb.seconds["capture"] > seconds["capture"]
+    plans, seconds = fb.stats["plans"], dict(fb.seconds)
+    _training_losses(dev, 3, read_every=0)  # the same steps: replayed as the captured graph
+    assert fb.stats["plans"] == plans and fb.seconds == seconds
+
+
 def test_a_captured_program_keeps_only_what_outlives_it(monkeypatch):
     """``run_values`` (what a runtime capturing a program into a memory pool runs) drops each value
     after its last reader, as the step-by-step replay does: what it returns is only the values tensors

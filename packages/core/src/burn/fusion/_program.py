@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -90,10 +91,12 @@ class Replaying(Launching):
                     return
             self.stats["plans"] += 1
             rec = self._rec = _Recorder(stream, leaves, scalars) if key is not None else None
+            start = time.perf_counter()
             try:
                 self._plan_stream(stream)
             finally:
                 self._rec = None
+                self.seconds["plan"] += time.perf_counter() - start
             if rec is not None and key is not None:
                 # a few programs per signature: the same ops with different values held afterwards
                 kept = self._programs.setdefault(key, [])
@@ -162,7 +165,9 @@ class Replaying(Launching):
             program.leaf_values = [leaf.value for leaf in leaves] if program.runs + 1 == GRAPH_AFTER else None
             return
         # the runtime runs this stream and captures the program (None: it cannot be captured)
+        start = time.perf_counter()
         program.graph = capture(self, program, stream, leaves, scalars) or False
+        self.seconds["capture"] += time.perf_counter() - start
         program.leaf_values = None
         self.stats["graphs"] += program.graph is not False
 

@@ -80,6 +80,9 @@ class Recording(Backend):
             "graph_launches": 0,
             "in_place": 0,  # outputs a replayed kernel wrote into a dead input (``execute_reusing``)
         }
+        # host seconds in planning flushes (planning, first launches, compiling, blocking tuning) and
+        # in capturing programs as device graphs: a cold start's costs, apart from the replayed steps
+        self.seconds = {"plan": 0.0, "capture": 0.0}
         self._fusable: dict[tuple[str, str, DType, DType], bool] = {}
         self._types: dict[tuple[Any, ...], list[tuple[tuple[int, ...], DType]]] = {}
         self._calls: dict[str, Callable[..., Any]] = {}  # method name -> the inner backend's bound method
