@@ -240,9 +240,8 @@ class CudaGraphProgram:
             (last is not None and leaf.value is last[i]) or id(leaf.value) in lent
             for i, leaf in enumerate(leaves)
         ]
-        owners: dict[
-            int, tuple[CudaGraphProgram, int]
-        ] = {}  # the inputs read in place that another program lends: id -> (program, position)
+        # the inputs read in place that another program lends: id -> (that program, its position)
+        owners: dict[int, tuple[CudaGraphProgram, int]] = {}
         for leaf, direct in zip(leaves, self.direct):
             owner = lent.get(id(leaf.value)) if direct else None
             if owner is not None:
