@@ -354,3 +354,34 @@ def test_a_second_ctrl_c_while_the_summary_is_written_is_deferred_then_interrupt
                 pass
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert "still writing the summary and plots; Ctrl-C again to abort" in capsys.readouterr().err
+
+
+def test_summary_reports_start_up_costs(tmp_path):
+    """The summary says what starting cost: seconds to the first training step and tuning seconds; on a
+    fused device also planning (first launches, compiles) and graph-capture seconds. The fused device's
+    planning seconds are the fusion decorator's own count over the fit."""
+    burn.seed(0)
+    dev = adev()
+    train, valid = loaders(dev)
+    learner = _builder(tmp_path, 1).summary().build(TinyMlp(dev), burn.optim.AdamConfig().init(), 0.01)
+    learner.fit(train, valid)
+    startup = learner.summary.startup
+    assert startup["first_step_s"] > 0.0 and startup["tune_s"] >= 0.0 and "plan_s" not in startup
+    assert str(learner.summary).splitlines()[1].startswith("Start-up: first step after")
+    saved = json.loads((tmp_path / "summary.json").read_text())
+    assert saved["startup"] == startup
+
+    burn.seed(0)
+    dev = burn.device("cpu", autodiff=True, fusion=True)
+    fusion = dev.backend.inner
+    planned = fusion.seconds["plan"]
+    train, valid = loaders(dev)
+    learner = (
+        _builder(tmp_path / "fused", 1)
+        .devices([dev])
+        .build(TinyMlp(dev), burn.optim.AdamConfig().init(), 0.01)
+    )
+    learner.fit(train, valid)
+    startup = learner.summary.startup
+    assert startup["plan_s"] > 0.0 and "capture_s" in startup
+    assert startup["plan_s"] <= round(fusion.seconds["plan"] - planned, 3) + 1e-3

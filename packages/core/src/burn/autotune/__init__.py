@@ -5,7 +5,8 @@
   runs the family's picked candidate at once and queues its tuning (checked against the reference,
   timed, cached under ``BURN_CACHE_DIR``); ``tune_pending(budget_s)`` runs queued tuning where a step
   ends (``BURN_AUTOTUNE_BUDGET_MS`` per call), ``wait()`` all of it; ``pending()`` counts the jobs,
-  ``generation()`` the switches to a winner (fused programs planned before one are planned again).
+  ``generation()`` the switches to a winner (fused programs planned before one are planned again),
+  ``seconds()`` the host seconds spent tuning.
   ``BURN_AUTOTUNE_BLOCKING=1`` (``blocking()``) tunes before the first call returns instead.
 - ``mode()`` reads ``BURN_AUTOTUNE`` (``full`` | ``fast`` | ``cache-only`` | ``off``); ``bucket(n)`` rounds a
   large dim to a power of two for keys; ``cache_dir()``, ``autotune_dir()``, ``list_caches()``,
@@ -15,7 +16,7 @@
 Importing this package loads neither numpy nor threads beyond the standard library.
 """
 
-from ._background import generation, pending, tune_pending, wait
+from ._background import generation, pending, seconds, tune_pending, wait
 from ._cache import TuneCache, autotune_dir, cache_dir, clear_caches, list_caches
 from ._events import AutotuneEvent, publish, subscribe, subscribers, unsubscribe
 from ._tuner import (
@@ -50,6 +51,7 @@ __all__ = [
     "mode",
     "pending",
     "publish",
+    "seconds",
     "subscribe",
     "subscribers",
     "tune_pending",

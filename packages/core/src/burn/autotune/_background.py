@@ -158,8 +158,34 @@ def wait() -> int:
     return tune_pending(math.inf)
 
 
+def seconds() -> float:
+    """Host seconds this process has spent tuning so far: background units (``tune_pending``) and
+    tuning that blocked a call (``BURN_AUTOTUNE_BLOCKING=1``). The Learner reports it in its summary.
+
+    >>> from burn import autotune
+    >>> autotune.seconds() >= 0.0
+    True
+    """
+    return _spent[0]
+
+
+def spend(seconds_: float) -> None:
+    """Add ``seconds_`` of tuning to ``seconds()`` (the blocking tuner's share)."""
+    _spent[0] += seconds_
+
+
+_spent = [0.0]
+
+
 def _drain(budget: float) -> int:
     start = time.perf_counter()
+    try:
+        return _drain_units(budget, start)
+    finally:
+        _spent[0] += time.perf_counter() - start
+
+
+def _drain_units(budget: float, start: float) -> int:
     settled, ran, i = 0, False, 0
     while i < len(_queue):  # a unit may queue more jobs (a conv candidate's matmul): they come after
         job = _queue[i]

@@ -236,11 +236,15 @@ class Autotuner:
     def _tune(self, family: Family, key: str, cache_key: str, args: tuple, current: str) -> str:
         """Tune ``key`` now: every unit of its job, before the call returns."""
         job = TuneJob(self, family, key, cache_key, current, args, "", background=False)
-        while True:
-            try:
-                next(job.units)
-            except StopIteration as stop:
-                return str(stop.value)
+        start = time.perf_counter()
+        try:
+            while True:
+                try:
+                    next(job.units)
+                except StopIteration as stop:
+                    return str(stop.value)
+        finally:
+            _background.spend(time.perf_counter() - start)
 
     def _settle(self, job: TuneJob, best: str | None) -> None:
         """A background job ended: its winner (None: none, keep the candidate in use) serves the key

@@ -15,7 +15,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from burn import autotune
 from burn.autotune import tune_pending
+from burn.fusion import Fusion
 from burn.optim import Optimizer
 
 from .._events import EndEpochEvent, EndEvent, ItemEvent, Progress, StartEvent, StatusEvent, TrainingProgress
@@ -78,6 +80,10 @@ class Learner:
         self.summary: LearnerSummary | None = None
         self.device_description = ""  # what fit trains on, in words (set by fit)
         self._completed: int | None = None  # the last epoch fit ran to its end
+        # start-up costs: when fit began, tuning and fusion seconds then, and when the first step returned
+        self._start: tuple[float, float, dict[str, float]] = (0.0, 0.0, {})
+        self._first_step_s: float | None = None
+        self._devices: list[Any] = []  # the devices fit trains on
         self.store: Any = None
         self.processor: Any = None
         self.checkpointer: Any = None
@@ -232,6 +238,7 @@ class Learner:
                 details += f"; resuming from the checkpoint of epoch {c.resume_epoch}"
             app_log = AppLogger(os.path.join(c.directory, c.app_log), header=run_separator(details))
         started = time.monotonic()
+        self._start, self._first_step_s = (started, autotune.seconds(), {}), None
         self.hub = MetricsHub(self._metric_slots(), make_renderer(c.renderer), self._loggers(), c.interrupter)
         self.store = self.hub.store
         self.processor = make_processor(self.hub, c.processor)
@@ -244,6 +251,8 @@ class Learner:
         try:
             self.strategy = self._strategy(train_loader, valid_loader)
             found = getattr(self.strategy, "device", None)  # the model's device when none was given
+            self._devices = list(c.devices) or ([found] if found is not None else [])
+            self._start = (started, self._start[1], _fusion_seconds(self._devices))
             if self.amp is not None and not c.devices and found is not None:
                 self.amp.check_devices([found])
             first = self.strategy.start(self, self._resume())
@@ -319,6 +328,18 @@ class Learner:
         assert self.strategy is not None, "the strategy is picked by fit()"
         return self.strategy
 
+    def _startup(self, devices: Any) -> dict[str, float]:
+        """What starting cost this run: seconds until the first training step returned, and the host
+        seconds fit spent tuning kernels and, on fused devices, planning streams (first launches and
+        compiles included) and capturing graphs."""
+        if self._first_step_s is None:
+            return {}
+        _, tuned, fused = self._start
+        out = {"first_step_s": self._first_step_s, "tune_s": autotune.seconds() - tuned}
+        for k, v in _fusion_seconds(devices).items():
+            out[f"{k}_s"] = v - fused.get(k, 0.0)
+        return {k: round(v, 3) for k, v in out.items()}
+
     def _train_epoch(self, epoch: int) -> None:
         c = self.config
         strategy = self._fitting()
@@ -342,6 +363,8 @@ class Learner:
                     tune_pending()
             else:  # no optimizer step (accumulating, or skipped): the step ends here all the same
                 tune_pending()
+            if self._first_step_s is None:
+                self._first_step_s = time.monotonic() - self._start[0]
             for k, out in outs:
                 batches[k] += 1
                 iteration += 1
@@ -443,6 +466,7 @@ class Learner:
                 )
                 self.summary.detail = c.interrupter.reason
                 self.summary.device = self.device_description
+                self.summary.startup = self._startup(self._devices)
                 if self.checkpointer is not None:
                     self.checkpointer.join()  # the epochs it lists are on disk (an error is raised below)
                     self.summary.checkpointed = self.checkpointer.epochs()
@@ -517,3 +541,16 @@ class Learner:
         paths = save_plots(self.store, history, folder, units=self.hub.state.units)
         self.processor.submit(StatusEvent(f"plots written to {folder}"))
         log.info("plots written: %s", ", ".join(paths) or "none")
+
+
+def _fusion_seconds(devices: Any) -> dict[str, float]:
+    """Planning and graph-capture seconds of the fusion decorators under ``devices``, summed."""
+    total: dict[str, float] = {}
+    for dev in devices or ():
+        b = getattr(dev, "backend", None)
+        while b is not None and not isinstance(b, Fusion):
+            b = getattr(b, "inner", None)
+        if b is not None:
+            for k, v in b.seconds.items():
+                total[k] = total.get(k, 0.0) + v
+    return total
