@@ -132,3 +132,46 @@ def test_a_switch_replans_a_fused_matmul_epilogue(tmp_path, monkeypatch):
             assert _tuning.close(out, np.maximum(x @ w + 0.5, 0))
     finally:
         object.__setattr__(family, "pick", _matmul._pick)
+
+
+_TWO_STEPS = r"""
+import json, sys
+import numpy as np
+import burn
+from burn import autotune
+dev = burn.device("wgpu", autodiff=True)
+rng = np.random.default_rng(0)
+x = burn.tensor(rng.standard_normal((8, 3, 16, 16)).astype(np.float32), device=dev)
+w = burn.tensor(rng.standard_normal((16, 3, 3, 3)).astype(np.float32) * 0.2, device=dev).require_grad()
+m = burn.tensor(rng.standard_normal((256, 320)).astype(np.float32), device=dev)
+n = burn.tensor(rng.standard_normal((320, 192)).astype(np.float32), device=dev)
+events = []
+autotune.subscribe(lambda e: events.append(e.kind))
+loss = burn.nn.functional.conv2d(x, w, padding=1).square().mean() + (m @ n).mean()
+w.grad(loss.backward())
+value = loss.item()  # runs the step (fusion records lazily): its tunable kernels meet their keys
+autotune.wait()  # the first process finishes its tuning before it exits
+print(json.dumps({"seconds": autotune.seconds(), "tuned": events.count("autotune"), "loss": value}))
+"""
+
+
+def test_a_second_process_with_the_same_cache_tunes_nothing(tmp_path):
+    """Two fresh processes run the same conv and matmul step over one ``BURN_CACHE_DIR``: the first
+    tunes (in the background, finished by ``wait()``) and stores the winners; the second finds every
+    key in the cache, tunes nothing and spends no tuning time, and computes the same loss."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, BURN_CACHE_DIR=str(tmp_path), BURN_AUTOTUNE="fast")
+    env.pop("BURN_AUTOTUNE_BLOCKING", None)
+    runs = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", _TWO_STEPS], capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    first, second = runs
+    assert first["tuned"] > 0 and first["seconds"] > 0.0
+    assert second["tuned"] == 0 and second["seconds"] == 0.0
+    assert abs(first["loss"] - second["loss"]) <= 1e-4 * max(1.0, abs(first["loss"]))

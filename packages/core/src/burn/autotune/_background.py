@@ -178,6 +178,8 @@ _spent = [0.0]
 
 
 def _drain(budget: float) -> int:
+    if not _queue:
+        return 0
     start = time.perf_counter()
     try:
         return _drain_units(budget, start)
