@@ -1,5 +1,5 @@
-"""What the GPU benchmark scripts share: timing a call on an asynchronous device, and printing (and
-optionally writing) the one JSON document a script reports.
+"""What the GPU benchmark scripts share: timing a call on an asynchronous device, fusion's costs outside
+the steady steps, and printing (and optionally writing) the one JSON document a script reports.
 
 The scripts run as ``python benchmarks/bench_x.py``, so this folder is first on ``sys.path`` and they
 import this module as ``_common``.
@@ -74,3 +74,18 @@ def emit_json(result: dict[str, Any], out: str | None) -> None:
     if out:
         with open(out, "w") as fh:
             fh.write(text + "\n")
+
+
+def fusion_costs(dev: Any) -> dict[str, Any]:
+    """What fusion spent outside the steady steps: streams planned and the host seconds planning them
+    (first launches, compiles and tuning included), programs captured as graphs and the seconds that
+    took, re-plans after a tuned kernel switched; empty without fusion."""
+    from burn.fusion import fusion_of
+
+    b = fusion_of(dev)
+    if b is None:
+        return {}
+    keys = ("plans", "graphs", "replans", "replays", "graph_launches")
+    costs: dict[str, Any] = {k: b.stats[k] for k in keys if k in b.stats}
+    costs.update({f"{k}_s": round(v, 3) for k, v in b.seconds.items()})
+    return costs

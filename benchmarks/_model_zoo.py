@@ -353,3 +353,60 @@ def burn_model(name: str, size: Any, dev: Any) -> Any:
             return self.fc(F.adaptive_avg_pool2d(x, (1, 1)).flatten(1, 3))
 
     return ResNet()
+
+
+# ---------------------------------------------------------------------------------------------- steps
+LR = 3e-4  # AdamW's learning rate (eps 1e-8, weight decay 0.01) in every training step here
+
+
+def torch_training_step(model: Any, name: str, size: Any, torch: Any, device: Any, bf16: bool = False) -> Any:
+    """One AdamW training step of PyTorch ``model`` (already on ``device``) on ``name``'s batch, its
+    loss returned; ``bf16``: forward and loss under ``torch.autocast`` (the loss in fp32)."""
+    import contextlib
+
+    opt = torch.optim.AdamW(model.parameters(), lr=LR, eps=1e-8, weight_decay=0.01)
+    xs, ys = batch(name, size)
+    x, y = torch.from_numpy(xs).to(device), torch.from_numpy(ys).to(device)
+
+    def step() -> Any:
+        autocast = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+        with autocast:
+            logits = model(x)
+            loss = torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1)
+            )
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def burn_training_step(
+    name: str, size: Any, dev: Any, state: dict[str, np.ndarray], bf16: bool = False
+) -> Any:
+    """burn's model of ``name`` on ``dev`` from ``state`` (PyTorch's weights in burn's names) and one
+    AdamW training step on its batch, its loss returned; ``bf16``: under ``burn.amp.autocast``."""
+    import contextlib
+
+    import burn
+    from burn.nn import functional as F
+
+    burn.seed(0)
+    model = burn_model(name, size, dev)
+    model.load_state_dict(state)
+    opt = burn.optim.AdamWConfig(epsilon=1e-8, weight_decay=0.01).init()
+    xs, ys = batch(name, size)
+    x, y = burn.tensor(xs, device=dev), burn.tensor(ys, device=dev)
+    holder = {"model": model}
+
+    def step() -> Any:
+        m = holder["model"]
+        with burn.amp.autocast("bfloat16") if bf16 else contextlib.nullcontext():
+            logits = m(x)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1))
+        holder["model"] = opt.step(LR, m, loss.backward())
+        return loss
+
+    return step, holder

@@ -28,36 +28,20 @@ from pathlib import Path
 from typing import Any
 
 START = time.perf_counter()
-LR = 3e-4
 
 
 def _child(args: argparse.Namespace) -> dict[str, Any]:
-    from _model_zoo import SIZES, TINY, batch, burn_model, torch_model
+    from _model_zoo import SIZES, TINY, burn_training_step, torch_model, torch_training_step
 
     size = (TINY if args.tiny else SIZES)[args.model]
-    xs, ys = batch(args.model, size)
     if args.framework == "burn":  # the weights the parent saved: burn's process never imports PyTorch
         import burn
         import numpy as np
 
         with np.load(args.weights) as saved:
             state = {k: saved[k] for k in saved.files}
-        from burn.nn import functional as F
-
         dev = burn.device(args.backend, autodiff=True)
-        burn.seed(0)
-        model = burn_model(args.model, size, dev)
-        model.load_state_dict(state)
-        opt = burn.optim.AdamWConfig(epsilon=1e-8, weight_decay=0.01).init()
-        x, y = burn.tensor(xs, device=dev), burn.tensor(ys, device=dev)
-        holder = {"model": model}
-
-        def step() -> Any:
-            logits = holder["model"](x)
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-            holder["model"] = opt.step(LR, holder["model"], loss.backward())
-            return loss
-
+        step, _ = burn_training_step(args.model, size, dev, state)
         sync = dev.backend.sync
     else:
         import torch
@@ -65,18 +49,9 @@ def _child(args: argparse.Namespace) -> dict[str, Any]:
         device = torch.device("cuda" if args.backend.startswith("cuda") else "cpu")
         torch.manual_seed(0)  # the weights the parent saved for burn
         tmodel = torch_model(args.model, size, torch).to(device).train()
-        topt = torch.optim.AdamW(tmodel.parameters(), lr=LR, eps=1e-8, weight_decay=0.01)
-        tx, ty = torch.from_numpy(xs).to(device), torch.from_numpy(ys).to(device)
-
-        def eager() -> Any:
-            logits = tmodel(tx)
-            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ty.reshape(-1))
-            topt.zero_grad(set_to_none=True)
-            loss.backward()
-            topt.step()
-            return loss
-
-        step = torch.compile(eager) if args.framework == "compile" else eager
+        step = torch_training_step(tmodel, args.model, size, torch, device)
+        if args.framework == "compile":
+            step = torch.compile(step)
 
         def sync() -> None:
             if device.type == "cuda":
@@ -98,14 +73,11 @@ def _child(args: argparse.Namespace) -> dict[str, Any]:
         "last_loss": round(float(loss.item()), 5),
     }
     if args.framework == "burn":
-        from burn.fusion import Fusion
+        from _common import fusion_costs
 
-        b = dev.backend
-        while b is not None and not isinstance(b, Fusion):
-            b = getattr(b, "inner", None)
-        if b is not None:
-            out["fusion"] = {"plans": b.stats["plans"], "graphs": b.stats["graphs"]}
-            out["fusion"].update({f"{k}_s": round(v, 3) for k, v in b.seconds.items()})
+        costs = fusion_costs(dev)
+        if costs:
+            out["fusion"] = costs
         from burn import autotune
 
         out["tuning_pending_after"] = autotune.pending()

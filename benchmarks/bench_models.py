@@ -29,7 +29,6 @@ so the timed steps are the steady state; a cold start is measured separately.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import statistics
 import time
@@ -37,10 +36,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from _common import emit_json
-from _model_zoo import SIZES, TINY, batch, burn_model, torch_model, torch_state_for_burn, units
-
-LR = 3e-4
+from _common import emit_json, fusion_costs
+from _model_zoo import (
+    SIZES,
+    TINY,
+    burn_training_step,
+    torch_model,
+    torch_state_for_burn,
+    torch_training_step,
+    units,
+)
 
 
 # ---------------------------------------------------------------------------------------------- runs
@@ -120,25 +125,7 @@ def run_torch(
     model = torch_model(name, size, torch)
     state = torch_state_for_burn(model)
     model = model.to(device).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=LR, eps=1e-8, weight_decay=0.01)
-    xs, ys = batch(name, size)
-    x, y = torch.from_numpy(xs).to(device), torch.from_numpy(ys).to(device)
-    loss_fn = torch.nn.functional.cross_entropy
-
-    autocast = (
-        torch.autocast(device.type, dtype=torch.bfloat16)
-        if args.precision == "bf16"
-        else contextlib.nullcontext()
-    )
-
-    def step() -> Any:
-        with autocast:
-            logits = model(x)
-            loss = loss_fn(logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        return loss
+    step = torch_training_step(model, name, size, torch, device, args.precision == "bf16")
 
     if compiled:
         step = torch.compile(step)
@@ -165,7 +152,6 @@ def run_burn(
     name: str, size: Any, backend: str, state: dict[str, np.ndarray], args: argparse.Namespace
 ) -> Result:
     import burn
-    from burn.nn import functional as F
 
     dev = burn.device(backend, autodiff=True)
     cuda = backend.startswith("cuda")
@@ -173,23 +159,7 @@ def run_burn(
     burn.reset_peak_memory_stats(dev)
     before = _driver_used() if cuda else None
     t0 = time.perf_counter()
-    burn.seed(0)
-    model = burn_model(name, size, dev)
-    model.load_state_dict(state)
-    opt = burn.optim.AdamWConfig(epsilon=1e-8, weight_decay=0.01).init()
-    xs, ys = batch(name, size)
-    x = burn.tensor(xs, device=dev)
-    y = burn.tensor(ys, device=dev)
-    holder = {"model": model}
-
-    def step() -> Any:
-        m = holder["model"]
-        with burn.amp.autocast("bfloat16") if args.precision == "bf16" else contextlib.nullcontext():
-            logits = m(x)
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1))
-        holder["model"] = opt.step(LR, m, loss.backward())
-        return loss
-
+    step, holder = burn_training_step(name, size, dev, state, args.precision == "bf16")
     sync = dev.backend.sync
     first = float(step().item())
     setup = time.perf_counter() - t0
@@ -203,27 +173,10 @@ def run_burn(
     }
     if cuda:
         memory["driver_growth"] = None if before is None or peak_driver is None else peak_driver - before
-    result = Result(ms, units(name, size) / (ms / 1e3), first, last, memory, setup, _fusion_costs(dev))
+    result = Result(ms, units(name, size) / (ms / 1e3), first, last, memory, setup, fusion_costs(dev))
     holder.clear()
     burn.empty_cache(dev)
     return result
-
-
-def _fusion_costs(dev: Any) -> dict[str, Any]:
-    """What fusion spent outside the steady steps: streams planned and the host seconds planning them
-    (first launches, compiles and tuning included), programs captured as graphs and the seconds that
-    took, re-plans after a tuned kernel switched; empty without fusion."""
-    from burn.fusion import Fusion
-
-    b = dev.backend
-    while b is not None and not isinstance(b, Fusion):
-        b = getattr(b, "inner", None)
-    if b is None:
-        return {}
-    keys = ("plans", "graphs", "replans", "replays", "graph_launches")
-    costs: dict[str, Any] = {k: b.stats[k] for k in keys if k in b.stats}
-    costs.update({f"{k}_s": round(v, 3) for k, v in b.seconds.items()})
-    return costs
 
 
 def _release_torch(torch: Any) -> None:

@@ -32,7 +32,7 @@ from one to the next):
 [3.0, 1.0, 7.0]
 """
 
-from ._backend import Fusion, backward_begins, mark_step
+from ._backend import Fusion, backward_begins, fusion_of, mark_step
 from ._launch import launch
 from ._plan import FusedKernel, FusedOp, FusedReduce, FusionRuntime
 from ._program import LATER
@@ -57,6 +57,7 @@ __all__ = [
     "Store",
     "launch",
     "backward_begins",
+    "fusion_of",
     "mark_step",
     "skeleton",
 ]

@@ -195,6 +195,25 @@ def _eager(b: Fusion, args: tuple[Any, ...]) -> list[Any]:
     return [next(values) if type(a) is FPrim else a for a in args]
 
 
+def fusion_of(target: Any) -> Fusion | None:
+    """The fusion decorator under ``target`` (a device, a device's name, or a backend: decorators such as
+    autodiff are looked through), or None where the device runs without fusion. Its ``stats`` and
+    ``seconds`` (planning and graph-capture seconds) are what benchmarks and the Learner report.
+
+    >>> burn.fusion.fusion_of(burn.device("cpu", autodiff=True, fusion=True)) is not None
+    True
+    >>> burn.fusion.fusion_of("cpu") is None
+    True
+    """
+    from .._device import Device
+    from .._device import device as as_device
+
+    b: Any = as_device(target).backend if isinstance(target, (Device, str)) else target
+    while b is not None and not isinstance(b, Fusion):
+        b = getattr(b, "inner", None)
+    return b
+
+
 def backward_begins(backend: Any) -> None:
     """Tell the fusion decorator under ``backend`` (an autodiff decorator's inner backend) that a
     backward pass begins: a loop that marks no steps and reads nothing is cut here, so its steps
@@ -203,12 +222,9 @@ def backward_begins(backend: Any) -> None:
     >>> dev = burn.device("cpu", fusion=True)
     >>> burn.fusion.backward_begins(dev.backend)
     """
-    b: Any = backend
-    while b is not None:
-        if isinstance(b, Fusion):
-            b.backward_begins()
-            return
-        b = getattr(b, "inner", None)
+    fusion = fusion_of(backend)
+    if fusion is not None:
+        fusion.backward_begins()
 
 
 def mark_step(device: Any) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from burn import autotune
 from burn.autotune import tune_pending
-from burn.fusion import Fusion
+from burn.fusion import fusion_of
 from burn.optim import Optimizer
 
 from .._events import EndEpochEvent, EndEvent, ItemEvent, Progress, StartEvent, StatusEvent, TrainingProgress
@@ -547,10 +547,7 @@ def _fusion_seconds(devices: Any) -> dict[str, float]:
     """Planning and graph-capture seconds of the fusion decorators under ``devices``, summed."""
     total: dict[str, float] = {}
     for dev in devices or ():
-        b = getattr(dev, "backend", None)
-        while b is not None and not isinstance(b, Fusion):
-            b = getattr(b, "inner", None)
-        if b is not None:
-            for k, v in b.seconds.items():
-                total[k] = total.get(k, 0.0) + v
+        fusion = fusion_of(dev)
+        for k, v in fusion.seconds.items() if fusion is not None else ():
+            total[k] = total.get(k, 0.0) + v
     return total
