@@ -36,8 +36,6 @@ def to_bytes(module: Any, dtype: Any = None) -> bytes:
     >>> len(burn.record.to_bytes(model, dtype=burn.float16)) < len(burn.record.to_bytes(model))
     True
     """
-    from safetensors.numpy import save as st_save
-
     save_dt = None if dtype is None else D.dtype(dtype)
     if save_dt is not None and not save_dt.is_float:
         raise ValueError(f"record: dtype must be a float dtype, got {save_dt.name}")
@@ -64,6 +62,14 @@ def to_bytes(module: Any, dtype: Any = None) -> bytes:
         "save_dtype": save_dt.name if save_dt is not None else "",
         "entries": json.dumps(entries),
     }
+    return safetensors_bytes(arrays, metadata)
+
+
+def safetensors_bytes(arrays: dict[str, Any], metadata: dict[str, str]) -> bytes:
+    """safetensors bytes of numpy arrays; bfloat16 ones as their bits tagged ``BF16`` (module docstring)."""
+    from safetensors.numpy import save as st_save
+
+    arrays = dict(arrays)
     bf16 = {n for n, a in arrays.items() if a.dtype.name == "bfloat16"}
     for n in bf16:  # the bits, tagged BF16 below (see the module docstring)
         arrays[n] = arrays[n].view("uint16")
