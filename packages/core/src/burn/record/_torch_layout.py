@@ -100,7 +100,12 @@ def _mha() -> Rule:
     # PyTorch keeps three weights when key/value dims differ from the query's (kdim, vdim)
     separate_w = Field(qkv_w, ("q_proj_weight", "k_proj_weight", "v_proj_weight"), _transpose, _transpose)
     packed_b = Field(qkv_b, ("in_proj_bias",), _split3_bias, _pack3_bias)
-    return Rule(fields=((packed_w, separate_w), (packed_b,)), rename={"output": "out_proj"})
+    # one Linear per projection under burn's names (what a key_map from Hugging Face's q/k/v gives)
+    linear_w = Field(qkv_w, qkv_w, _transpose, _transpose)
+    linear_b = Field(qkv_b, qkv_b, _same, _same)
+    return Rule(
+        fields=((packed_w, separate_w, linear_w), (packed_b, linear_b)), rename={"output": "out_proj"}
+    )
 
 
 def _recurrent() -> Rule:
