@@ -231,3 +231,23 @@ def test_writer_round_trips_through_the_reader(tmp_path):
     for k, v in arrays.items():
         assert got[k].dtype == v.dtype and got[k].shape == v.shape
         np.testing.assert_array_equal(got[k], v)
+
+
+def test_setting_state_on_torch_stand_ins_is_refused(tmp_path):
+    # GLOBAL torch.float32, {'name': 'x'}, BUILD: would otherwise overwrite the stand-in's attributes
+    raw = b"\x80\x02ctorch\nfloat32\n}X\x04\x00\x00\x00nameX\x01\x00\x00\x00xsb."
+    with zipfile.ZipFile(tmp_path / "build.pt", "w") as zf:
+        zf.writestr("a/data.pkl", raw)
+    with pytest.raises(burn.RecordError, match="sets the state of a torch type"):
+        read_torch_file(str(tmp_path / "build.pt"))
+
+
+def test_load_torch_names_the_legacy_format(tmp_path):
+    legacy = tmp_path / "old.pth"
+    legacy.write_bytes(b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19" + b"\0" * 16)
+    with pytest.raises(burn.RecordError, match="legacy format"):
+        burn.record.load_torch(legacy, burn.nn.LinearConfig(2, 2).init())
+    junk = tmp_path / "junk.safetensors"
+    junk.write_bytes(b"\x05\x00\x00\x00\x00\x00\x00\x00{]")
+    with pytest.raises(burn.RecordError, match="junk.safetensors"):
+        burn.record.load_torch(junk, burn.nn.LinearConfig(2, 2).init())

@@ -11,12 +11,13 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .._errors import RecordError
 from ._torch_layout import Field, plan
+
+if TYPE_CHECKING:
+    import numpy as np
 
 KeyMap = Callable[[str], str | None] | Mapping[str, str] | Iterable[tuple[str, str]] | None
 
@@ -94,6 +95,8 @@ def _entry_kind(entry: Any) -> str:
 
 def _expected_torch_shapes(choice: Field, entries: dict[str, Any]) -> list[tuple[int, ...]]:
     """The shapes PyTorch's keys have for this module: the conversion run on shape-only stand-ins."""
+    import numpy as np
+
     dummies = [np.broadcast_to(np.zeros((), np.float32), tuple(entries[n].shape)) for n in choice.burn]
     return [tuple(a.shape) for a in choice.to_torch(dummies)]
 
@@ -126,6 +129,8 @@ def load_torch(
     >>> fc.weight.val().numpy().tolist()   # burn: (in, out)
     [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
     """
+    import numpy as np
+
     from ._torch_sources import read_state_dict
 
     arrays, where = read_state_dict(source, top_level_key)
@@ -215,6 +220,8 @@ def torch_state_dict(module: Any) -> dict[str, np.ndarray]:
     >>> {k: v.shape for k, v in burn.record.torch_state_dict(nn.LinearConfig(4, 2).init()).items()}
     {'weight': (2, 4), 'bias': (2,)}
     """
+    import numpy as np
+
     values = module.record()
     layout = plan(module)
     out: dict[str, np.ndarray] = {}

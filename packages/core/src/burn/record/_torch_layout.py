@@ -17,11 +17,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
-Arrays = list[np.ndarray]
+Arrays = list["np.ndarray"]  # numpy is imported where an array is made (import burn.record stays light)
 
 
 @dataclass(frozen=True)
@@ -65,18 +66,26 @@ def _transpose(arrays: Arrays) -> Arrays:
 
 def _split3(arrays: Arrays) -> Arrays:
     """PyTorch's packed (3 d, d) in_proj_weight -> query, key, value (d, d) in burn's (in, out)."""
+    import numpy as np
+
     return [part.T for part in np.split(arrays[0], 3, axis=0)]
 
 
 def _pack3(arrays: Arrays) -> Arrays:
+    import numpy as np
+
     return [np.concatenate([a.T for a in arrays], axis=0)]
 
 
 def _split3_bias(arrays: Arrays) -> Arrays:
+    import numpy as np
+
     return list(np.split(arrays[0], 3, axis=0))
 
 
 def _pack3_bias(arrays: Arrays) -> Arrays:
+    import numpy as np
+
     return [np.concatenate(arrays, axis=0)]
 
 
@@ -124,6 +133,8 @@ def _sequential_child(name: str) -> str:
 
 
 def _int64_zero() -> np.ndarray:
+    import numpy as np
+
     return np.zeros((), dtype=np.int64)
 
 

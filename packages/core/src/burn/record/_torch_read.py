@@ -26,21 +26,28 @@ from .._errors import RecordError
 from ._torch_dtypes import STORAGE_DTYPES, TORCH_DTYPES, numpy_dtype
 
 
-class _StorageType:
+class _Sealed:
+    """The stand-ins below refuse pickle's BUILD (which would otherwise set their attributes)."""
+
+    def __setstate__(self, state: Any) -> None:
+        raise RecordError("malformed pickle: it sets the state of a torch type")
+
+
+class _StorageType(_Sealed):
     """What ``torch.FloatStorage`` (dtype name) or ``torch.UntypedStorage`` (None: bytes) unpickle to."""
 
     def __init__(self, name: str, dtype: str | None) -> None:
         self.name, self.dtype = name, dtype
 
 
-class _DType:
+class _DType(_Sealed):
     """What ``torch.float32`` unpickles to."""
 
     def __init__(self, name: str) -> None:
         self.name = name
 
 
-class _Storage:
+class _Storage(_Sealed):
     """One storage of the archive: its flat array, read once however many tensors view it."""
 
     def __init__(self, key: str, dtype: str | None, numel: int, read: Callable[[str], bytes]) -> None:
@@ -113,7 +120,7 @@ class _Unpickler(pickle.Unpickler):
     def _rebuild_v3(
         self, storage: Any, offset: Any, size: Any, stride: Any, grad: Any, hooks: Any, dtype: Any, *_: Any
     ) -> np.ndarray:
-        if not isinstance(dtype, _DType):
+        if not isinstance(dtype, _DType) or dtype.name not in TORCH_DTYPES:
             raise RecordError(f"malformed tensor in the pickle: dtype {dtype!r}")
         return _tensor(storage, offset, size, stride, TORCH_DTYPES[dtype.name], self._big)
 

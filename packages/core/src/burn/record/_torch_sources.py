@@ -100,8 +100,9 @@ def _read_path(path: str) -> Any:
     if path.endswith(".index.json"):
         return _read_sharded(path)
     with open(path, "rb") as fh:
-        head = fh.read(8)
-    if head[:2] == b"PK":
+        head = fh.read(9)
+    # a zip archive, or a legacy torch.save pickle (safetensors: an 8-byte header length, then '{')
+    if head[:2] == b"PK" or (head[:1] == b"\x80" and head[8:9] != b"{"):
         from ._torch_read import read_torch_file
 
         return read_torch_file(path)
@@ -126,8 +127,8 @@ def _read_sharded(index_path: str) -> dict[str, Any]:
     folder = os.path.dirname(index_path)
     out: dict[str, Any] = {}
     for shard in sorted(set(weight_map.values())):
-        if os.path.basename(shard) != shard:
-            raise RecordError(f"{index_path}: shard {shard!r} is not a file name in the index's folder")
+        if not isinstance(shard, str) or os.path.basename(shard) != shard or shard.endswith(".json"):
+            raise RecordError(f"{index_path}: shard {shard!r} is not a weights file in the index's folder")
         part = _read_path(os.path.join(folder, shard))
         if not isinstance(part, Mapping):
             raise RecordError(f"{shard}: holds a {type(part).__name__}, not a state dict")
