@@ -175,6 +175,51 @@ def test_embedding_and_transformer_encoder_from_sharded_checkpoint(tmp_path, fmt
     np.testing.assert_allclose(got[~pad], want[~pad], rtol=TOL, atol=TOL)  # padded rows are undefined
 
 
+# -------------------------------------------------------------------- one case per layout rule
+LAYERS = {
+    "conv1d": (
+        lambda: tnn.Conv1d(4, 6, 3, stride=2, groups=2),
+        lambda: nn.Conv1dConfig(4, 6, 3, stride=2, groups=2),
+        (2, 4, 11),
+    ),
+    "conv_transpose2d": (
+        lambda: tnn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
+        lambda: nn.ConvTranspose2dConfig((4, 6), 3, stride=2, padding=1, padding_out=1, groups=2),
+        (2, 4, 5, 5),
+    ),
+    "group_norm": (lambda: tnn.GroupNorm(2, 6), lambda: nn.GroupNormConfig(2, 6), (2, 6, 4, 4)),
+    "instance_norm": (
+        lambda: tnn.InstanceNorm2d(6, affine=True),
+        lambda: nn.InstanceNormConfig(6),
+        (2, 6, 4, 4),
+    ),
+    "layer_norm": (lambda: tnn.LayerNorm(6), lambda: nn.LayerNormConfig(6), (2, 3, 6)),
+    "rms_norm": (lambda: tnn.RMSNorm(6, eps=1e-5), lambda: nn.RmsNormConfig(6), (2, 3, 6)),
+    "prelu": (lambda: tnn.PReLU(6), lambda: nn.PReluConfig(6), (2, 6, 3)),
+    "linear_no_bias": (
+        lambda: tnn.Linear(6, 4, bias=False),
+        lambda: nn.LinearConfig(6, 4, bias=False),
+        (3, 6),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(LAYERS))
+def test_each_layer_rule_matches_torch(name):
+    make_torch, make_config, shape = LAYERS[name]
+    torch.manual_seed(3)
+    tm = make_torch().eval()
+    with torch.no_grad():  # norms start at ones/zeros: move them so the names really matter
+        for p in tm.parameters():
+            p.add_(torch.randn_like(p) * 0.5)
+    bm = make_config().init()
+    assert load_torch(tm.state_dict(), bm).ok
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    _close(bm(burn.tensor(x)), tm(torch.tensor(x)))
+    back = burn.record.torch_state_dict(bm)
+    assert list(back) == list(tm.state_dict())
+
+
 # -------------------------------------------------------------------- recurrent layers, tensors in memory
 @pytest.mark.parametrize("kind", ["lstm", "gru"])
 def test_recurrent_from_torch_tensors_in_memory(kind):

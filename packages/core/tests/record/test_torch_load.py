@@ -216,3 +216,17 @@ def test_bfloat16_weights_load_into_float32_params(tmp_path):
     assert load_torch(tmp_path / "bf16.safetensors", net).ok
     assert net.fc.weight.val().dtype == burn.float32
     np.testing.assert_array_equal(net.fc.weight.val().numpy(), sd["fc.weight"].astype(np.float32).T)
+
+
+def test_save_torch_key_map(tmp_path):
+    net = Net()
+    path = save_torch(net, tmp_path / "net.pt", key_map=[(r"^fc\.", "head."), (r"^", "model.")])
+    from burn.record._torch_read import read_torch_file
+
+    saved = read_torch_file(path)
+    assert "model.head.weight" in saved and "model.bn.num_batches_tracked" in saved
+    copy = Net()
+    assert load_torch(path, copy, key_map=[(r"^model\.", ""), (r"^head\.", "fc.")]).ok
+    np.testing.assert_array_equal(copy.fc.weight.val().numpy(), net.fc.weight.val().numpy())
+    with pytest.raises(burn.RecordError, match="the same name 'x'"):
+        save_torch(net, tmp_path / "bad.safetensors", key_map=lambda k: "x")

@@ -234,11 +234,12 @@ def torch_state_dict(module: Any) -> dict[str, np.ndarray]:
     return out
 
 
-def save_torch(module: Any, path: str | os.PathLike[str]) -> str:
+def save_torch(module: Any, path: str | os.PathLike[str], key_map: KeyMap = None) -> str:
     """Write the module's weights with PyTorch's names and layouts, for the equivalent PyTorch module's
     ``load_state_dict``: a ``.safetensors`` file (the default; appended when ``path`` has no suffix), or
     a ``torch.save`` zip file for ``.pt``/``.pth``/``.bin`` (written without torch; ``torch.load(path,
-    weights_only=True)`` reads it). Returns the path written.
+    weights_only=True)`` reads it). ``key_map`` renames the keys written (as in ``load_torch``; where the
+    PyTorch module's attributes are named otherwise). Returns the path written.
 
     >>> import os, tempfile
     >>> model = nn.LinearConfig(4, 2).init()
@@ -253,7 +254,14 @@ def save_torch(module: Any, path: str | os.PathLike[str]) -> str:
     suffix = os.path.splitext(path)[1]
     if not suffix:
         path, suffix = path + ".safetensors", ".safetensors"
-    arrays = torch_state_dict(module)
+    mapper = _key_mapper(key_map)
+    arrays: dict[str, Any] = {}
+    for key, arr in torch_state_dict(module).items():
+        new = mapper(key)
+        if new and new in arrays:
+            raise RecordError(f"save_torch: key_map gives two entries the same name {new!r}")
+        if new:
+            arrays[new] = arr
     tmp = f"{path}.tmp{os.getpid()}"
     try:
         if suffix in (".pt", ".pth", ".bin"):
