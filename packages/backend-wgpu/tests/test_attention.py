@@ -11,56 +11,10 @@ import burn
 import burn.nn.functional as F
 import numpy as np
 import pytest
+from burn.testing import _attention_checks as A
+from burn.testing._attention_checks import MASKS
 
-
-def _run(b, arrays, mask, causal, scale, dtype=burn.float32):
-    q, k, v, g = (b.from_numpy(a, dtype) for a in arrays)
-    m = None
-    if mask is not None:
-        m = b.from_numpy(mask, burn.bool_ if mask.dtype == bool else dtype)
-    out, lse = b.attention(q, k, v, m, causal, scale)
-    grads = b.attention_backward(q, k, v, m, causal, scale, out, lse, g)
-    return [
-        b.to_numpy(b.cast(x, burn.float32) if b.dtype_of(x) is not burn.float32 else x)
-        for x in (out, lse, *grads)
-    ]
-
-
-def _inputs(rng, b, h, lq, lk, e, ev):
-    return [
-        rng.standard_normal(s).astype(np.float32)
-        for s in ((b, h, lq, e), (b, h, lk, e), (b, h, lk, ev), (b, h, lq, ev))
-    ]
-
-
-def _compare(got, want, rtol=(1e-5, 1e-4), atol=(1e-5, 1e-5)):
-    names = ("out", "lse", "dq", "dk", "dv")
-    for i, (name, g, w) in enumerate(zip(names, got, want)):
-        assert g.shape == w.shape, name
-        assert np.array_equal(np.isneginf(g), np.isneginf(w)), f"{name}: -inf rows differ"
-        fin = np.isfinite(w)
-        np.testing.assert_allclose(g[fin], w[fin], rtol=rtol[i >= 2], atol=atol[i >= 2], err_msg=name)
-
-
-MASKS = ["none", "causal", "bool_broadcast", "bool_key_padding", "float_heads", "float_full"]
-
-
-def _mask(kind, rng, b, h, lq, lk):
-    if kind == "bool_broadcast":  # (B, 1, L, S); query 2 sees no key
-        m = rng.random((b, 1, lq, lk)) < 0.6
-        m[:, :, 2] = False
-        return m
-    if kind == "bool_key_padding":  # (B, 1, 1, S)
-        m = np.ones((b, 1, 1, lk), dtype=bool)
-        m[0, ..., lk // 2 :] = False
-        return m
-    if kind == "float_heads":  # (1, H, 1, S)
-        return rng.standard_normal((1, h, 1, lk)).astype(np.float32)
-    if kind == "float_full":
-        m = rng.standard_normal((b, h, lq, lk)).astype(np.float32)
-        m[..., 1::4] = -np.inf
-        return m
-    return None
+_run, _inputs, _compare, _mask = A.run, A.inputs, A.compare, A.mask
 
 
 @pytest.mark.parametrize("kind", MASKS)

@@ -19,6 +19,7 @@ from burn import DeviceError, DType
 from burn.backend import ACTIVATION_OPS, Backend, MemoryStats, Slices
 
 from . import _bf16, _kernels, _matmul, _probe, _scan
+from ._attention import CudaAttentionOps
 from ._conv import CudaConvOps
 from ._dtypes import BASE_DTYPES, FROM_NP, TO_NP
 from ._fusion import CudaFusion
@@ -35,7 +36,7 @@ _SCALARS = (bool, int, float, np.generic)
 
 
 @_bf16.wrap_methods
-class CudaBackend(CudaConvOps, CudaPoolOps, Backend):
+class CudaBackend(CudaConvOps, CudaPoolOps, CudaAttentionOps, Backend):
     """CuPy on one NVIDIA GPU (``cuda:N``). Supports every burn dtype; bfloat16 where CuPy >= 14 and
     ml_dtypes are installed (``_bf16``: CuPy holds the arrays, burn's kernels compute on their bits)."""
 

@@ -1,4 +1,4 @@
-"""Convolutions through cuDNN, by NVIDIA's cuDNN frontend (the ``burn-cuda[cudnn]`` extra).
+"""Convolutions through cuDNN (and the plan cache ``_cudnn_sdpa`` shares), by NVIDIA's cuDNN frontend (the ``burn-cuda[cudnn]`` extra).
 
 CuPy 14 ships no cuDNN bindings, so burn-cuda reaches cuDNN through ``nvidia-cudnn-frontend`` (its
 Python graph API, over the cuDNN runtime wheel ``nvidia-cudnn-cu13`` that PyTorch also uses). Each
@@ -91,11 +91,33 @@ def _handle(cudnn: Any, device_id: int, stream_ptr: int) -> Any:
     return h.on(cudnn, stream_ptr)
 
 
-def _strides(shape: Ints) -> list[int]:
+def dense_strides(shape: Ints) -> list[int]:
     out = [1] * len(shape)
     for i in range(len(shape) - 2, -1, -1):
         out[i] = out[i + 1] * shape[i + 1]
     return out
+
+
+def cached_plan(cudnn: Any, backend: Any, key: tuple[Any, ...], build: Any) -> tuple[Any, Any]:
+    """(the cuDNN handle on ``backend``'s stream, the plan under ``key`` on the current device), the
+    plan built by ``build(cudnn, handle, key)`` at its first use (None: cuDNN has no engine for it) and
+    kept, least recently used dropped first beyond ``_MAX_PLANS``."""
+    device = backend.xp.cuda.Device().id
+    handle = _handle(cudnn, device, backend.stream.ptr)
+    full = (device, *key)
+    with _lock:
+        if full in _plans:
+            _plans.move_to_end(full)
+            return handle, _plans[full]
+        plan = _plans[full] = build(cudnn, handle, key)
+        if len(_plans) > _MAX_PLANS:
+            _plans.popitem(last=False)
+    return handle, plan
+
+
+def workspace(cp: Any, nbytes: int) -> Any:
+    """A scratch buffer of ``nbytes`` for one graph execution (None when none is needed)."""
+    return cp.empty(nbytes, dtype=np.uint8) if nbytes else None
 
 
 class _Plan:
@@ -117,8 +139,8 @@ def _build(cudnn: Any, handle: Any, key: tuple[Any, ...]) -> _Plan | None:
         compute_data_type=cudnn.data_type.FLOAT,
         handle=handle,
     )
-    a = graph.tensor(name="a", dim=list(a_shape), stride=_strides(a_shape), data_type=io)
-    b = graph.tensor(name="b", dim=list(b_shape), stride=_strides(b_shape), data_type=io)
+    a = graph.tensor(name="a", dim=list(a_shape), stride=dense_strides(a_shape), data_type=io)
+    b = graph.tensor(name="b", dim=list(b_shape), stride=dense_strides(b_shape), data_type=io)
     conv = {"padding": list(padding), "stride": list(stride), "dilation": list(dilation)}
     if kind == "fprop":
         out = graph.conv_fprop(image=a, weight=b, **conv)
@@ -126,7 +148,7 @@ def _build(cudnn: Any, handle: Any, key: tuple[Any, ...]) -> _Plan | None:
         out = graph.conv_dgrad(loss=a, filter=b, **conv)
     else:
         out = graph.conv_wgrad(image=a, loss=b, **conv)
-    out.set_output(True).set_dim(list(out_shape)).set_stride(_strides(out_shape)).set_data_type(io)
+    out.set_output(True).set_dim(list(out_shape)).set_stride(dense_strides(out_shape)).set_data_type(io)
     try:
         graph.validate()
         graph.build_operation_graph()
@@ -159,23 +181,13 @@ def _run(
         return None
     cp = backend.xp
     tensor_cores = a.dtype == np.float16 or get_matmul_precision() != "fp32"
-    device = cp.cuda.Device().id
     key = (kind, a.dtype.type, a.shape, b.shape, tuple(out_shape), stride, padding, dilation, tensor_cores)
-    handle = _handle(cudnn, device, backend.stream.ptr)
-    with _lock:
-        full = (device, *key)
-        if full in _plans:
-            plan = _plans[full]
-            _plans.move_to_end(full)
-        else:
-            plan = _plans[full] = _build(cudnn, handle, key)
-            if len(_plans) > _MAX_PLANS:
-                _plans.popitem(last=False)
+    handle, plan = cached_plan(cudnn, backend, key, _build)
     if plan is None:
         return None
     a, b = cp.ascontiguousarray(a), cp.ascontiguousarray(b)
     out = cp.empty(out_shape, dtype=a.dtype)
-    work = cp.empty(plan.workspace, dtype=np.uint8) if plan.workspace else None
+    work = workspace(cp, plan.workspace)
     pack = {plan.a: a.data.ptr, plan.b: b.data.ptr, plan.out: out.data.ptr}
     plan.graph.execute(pack, 0 if work is None else work.data.ptr, handle=handle)
     return out
