@@ -1,5 +1,31 @@
 """The converters, one module per family; importing this package fills ``burn_onnx._registry.OPS``."""
 
-from . import _control, _elementwise, _index, _nn, _quantize, _recurrent, _reduce, _resize, _sequence, _shape
+from . import (
+    _control,
+    _elementwise,
+    _index,
+    _loss,
+    _nn,
+    _quantize,
+    _recurrent,
+    _reduce,
+    _resize,
+    _sequence,
+    _shape,
+    _transformer,
+)
 
-FAMILIES = (_elementwise, _reduce, _shape, _index, _nn, _resize, _recurrent, _control, _sequence, _quantize)
+FAMILIES = (
+    _elementwise,
+    _reduce,
+    _shape,
+    _index,
+    _nn,
+    _resize,
+    _recurrent,
+    _control,
+    _sequence,
+    _quantize,
+    _transformer,
+    _loss,
+)

@@ -15,6 +15,7 @@ from burn.nn import functional as F
 from .._graph import Node
 from .._registry import attr_in, checks, op
 from ._common import axis, unidirectional
+from ._pool_taps import dilated_average_pool
 
 _AUTO_PAD = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 _CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
@@ -229,20 +230,16 @@ def _max_taps(
     return y
 
 
-def _avg_check(node: Node) -> str | None:
-    if any(d != 1 for d in node.attrs.get("dilations", [])):
-        return "dilated average pooling is not supported"
-    return None
-
-
-@op("AveragePool", check=checks(attr_in("auto_pad", _AUTO_PAD, "NOTSET"), _nd_check(1, 2, 3), _avg_check))
+@op("AveragePool", check=checks(attr_in("auto_pad", _AUTO_PAD, "NOTSET"), _nd_check(1, 2, 3)))
 def average_pool(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
     kernel = tuple(node.attrs["kernel_shape"])
     nd = len(kernel)
-    stride, _ = _spatial_attrs(node, nd)
-    begin, end = _window_pads(node, tuple(x.shape[2:]), kernel, stride, [1] * nd)
+    stride, dilation = _spatial_attrs(node, nd)
+    begin, end = _window_pads(node, tuple(x.shape[2:]), kernel, stride, dilation)
     ceil = bool(node.attrs.get("ceil_mode", 0))
     include = bool(node.attrs.get("count_include_pad", 0))
+    if any(d != 1 for d in dilation):  # the backends' pools take no dilation: one strided slice per tap
+        return dilated_average_pool(x, kernel, stride, dilation, begin, end, ceil, include)
     pool = (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)[nd - 1]
     if begin == end and all(p <= k // 2 for p, k in zip(begin, kernel)):
         return pool(x, kernel, tuple(stride), tuple(begin), ceil, include)
