@@ -3,6 +3,7 @@
 from . import (
     _control,
     _elementwise,
+    _grid_sample,
     _index,
     _loss,
     _nn,
@@ -22,6 +23,7 @@ FAMILIES = (
     _index,
     _nn,
     _resize,
+    _grid_sample,
     _recurrent,
     _control,
     _sequence,

@@ -1,9 +1,10 @@
-"""Resize, Upsample and GridSample.
+"""Resize and Upsample.
 
 Resize is separable: each resized axis is an interpolation matrix (out x in) built on the host from the
 ONNX coordinate transform, nearest rounding and cubic coefficient, then applied as one matmul (linear,
 cubic) or one index select (nearest). Every coordinate_transformation_mode, nearest_mode, cubic_coeff_a,
-exclude_outside and extrapolation_value therefore follows the ONNX reference formulas exactly.
+exclude_outside, extrapolation_value and antialias (a stretched, normalised kernel when downsampling)
+therefore follows the ONNX reference formulas exactly.
 """
 
 from __future__ import annotations
@@ -33,24 +34,27 @@ _NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 def _original(
     mode: str, x: np.ndarray, scale: float, n_in: int, n_out: int, roi: tuple[float, float]
 ) -> np.ndarray:
-    """Source coordinates of output positions ``x`` (ONNX's coordinate_transformation_mode)."""
+    """Source coordinates of output positions ``x`` (ONNX's coordinate_transformation_mode). The modes
+    that divide by the output length use ``scale * n_in``, which differs from ``n_out`` when the
+    scale does not give a whole length."""
+    width = scale * n_in
     if mode == "half_pixel":
         return (x + 0.5) / scale - 0.5
     if mode == "half_pixel_symmetric":
-        adjustment = n_out / (scale * n_in)
+        adjustment = n_out / width
         offset = n_in / 2 * (1 - adjustment)
         return offset + (x + 0.5) / scale - 0.5
     if mode == "pytorch_half_pixel":
         return (x + 0.5) / scale - 0.5 if n_out > 1 else np.zeros_like(x)
     if mode == "align_corners":
-        return x * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros_like(x)
+        return x * (n_in - 1) / (width - 1) if width != 1 else np.zeros_like(x)
     if mode == "asymmetric":
         return x / scale
     if mode == "tf_half_pixel_for_nn":
         return (x + 0.5) / scale
     start, end = roi  # tf_crop_and_resize
-    if n_out > 1:
-        return start * (n_in - 1) + x * (end - start) * (n_in - 1) / (n_out - 1)
+    if width != 1:
+        return start * (n_in - 1) + x * (end - start) * (n_in - 1) / (width - 1)
     return np.full_like(x, 0.5 * (start + end) * (n_in - 1))
 
 
@@ -71,6 +75,43 @@ def _cubic(t: np.ndarray, a: float) -> np.ndarray:
     return np.where(t <= 1, near, np.where(t < 2, far, 0.0))
 
 
+def _antialias_taps(ratio: np.ndarray, scale: float, cubic: bool, a: float) -> np.ndarray:
+    """Antialiased kernel weights (rows: outputs, cols: taps) for downsampling: the linear or cubic
+    kernel stretched by ``1 / scale`` and each row normalised, as ONNX's reference defines them."""
+    scale = min(scale, 1.0)
+    start = int(np.floor((-2 if cubic else -1) / scale) + 1)
+    taps = np.arange(start, 2 - start)
+    t = (taps[None, :] - ratio[:, None]) * scale
+    w = _cubic(t, a) if cubic else np.clip(1 - np.abs(t), 0, 1)
+    return w / w.sum(1, keepdims=True)
+
+
+def _antialias_matrix(node: Node, how: str, x: np.ndarray, n_in: int, scale: float) -> np.ndarray:
+    a = node.attrs
+    base = np.floor(x)
+    ratio = np.where(x == base, 1.0, x - base)
+    coeffs = _antialias_taps(ratio, scale, how == "cubic", float(a.get("cubic_coeff_a", -0.75)))
+    n = coeffs.shape[1]
+    # the n source indices nearest x (ties to the smaller), as the reference picks them
+    pad = (n + 1) // 2
+    shifted = x + pad
+    p = np.floor(shifted).astype(np.int64)
+    frac = shifted - p
+    if n % 2 == 0:
+        first = p + np.where(frac == 0, -(n // 2), -(n // 2) + 1)
+    else:
+        first = p + np.where(frac <= 0.5, -((n - 1) // 2), -((n - 1) // 2) + 1)
+    idx = first[:, None] + np.arange(n)[None, :] - pad
+    if a.get("exclude_outside", 0):
+        coeffs = np.where((idx < 0) | (idx >= n_in), 0.0, coeffs)
+        total = coeffs.sum(1, keepdims=True)
+        coeffs = coeffs / np.where(total == 0, 1.0, total)
+    w = np.zeros((len(x), n_in))
+    rows = np.repeat(np.arange(len(x)), n)
+    np.add.at(w, (rows, np.clip(idx, 0, n_in - 1).reshape(-1)), coeffs.reshape(-1))
+    return w
+
+
 def _matrix(
     node: Node, how: str, n_in: int, n_out: int, scale: float, roi: tuple[float, float]
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -83,7 +124,9 @@ def _matrix(
     if transform == "tf_crop_and_resize":
         outside = (x < 0) | (x > n_in - 1)
     rows = np.arange(n_out)
-    if how == "nearest":
+    if how != "nearest" and a.get("antialias", 0) and scale < 1:
+        w = _antialias_matrix(node, how, x, n_in, scale)
+    elif how == "nearest":
         nearest_mode = a.get("nearest_mode", "round_prefer_floor") if node.opset >= 11 else "simple"
         idx = np.clip(_round(nearest_mode, x, scale), 0, n_in - 1).astype(np.int64)
         w[rows, idx] = 1.0
@@ -111,8 +154,6 @@ def _matrix(
 
 
 def _resize_check(node: Node) -> str | None:
-    if node.attrs.get("antialias", 0):
-        return "antialias=1 is not supported"
     policy = node.attrs.get("keep_aspect_ratio_policy", "stretch")
     if policy not in ("stretch", "not_larger", "not_smaller"):
         return f"keep_aspect_ratio_policy={policy!r} is not supported"
@@ -221,66 +262,3 @@ def upsample(ctx: Any, node: Node, x: burn.Tensor, scales: Any = None) -> burn.T
     legacy = Node(node.op_type, node.domain, 10, node.name, node.inputs, node.outputs, {})
     full_scales, full_sizes = _sizes(legacy, tuple(x.shape), values, None, None)
     return _apply(ctx, legacy, x, how, full_scales, full_sizes, [])
-
-
-def _grid_check(node: Node) -> str | None:
-    mode = node.attrs.get("mode", "linear" if node.opset >= 20 else "bilinear")
-    if mode not in ("bilinear", "linear", "nearest"):
-        return f"mode={mode!r} is not supported (supported: 'linear'/'bilinear', 'nearest')"
-    return None
-
-
-@op(
-    "GridSample",
-    since=16,
-    check=checks(_grid_check, attr_in("padding_mode", ("zeros", "border", "reflection"), "zeros")),
-)
-def grid_sample(ctx: Any, node: Node, x: burn.Tensor, grid: burn.Tensor) -> burn.Tensor:
-    """4-d inputs: x (N, C, H, W), grid (N, Ho, Wo, 2) holding (x, y) in [-1, 1]."""
-    mode = node.attrs.get("mode", "linear" if node.opset >= 20 else "bilinear")
-    padding = node.attrs.get("padding_mode", "zeros")
-    align = bool(node.attrs.get("align_corners", 0))
-    n, c, h, w = x.shape
-    ho, wo = grid.shape[1:3]
-    gx, gy = grid.narrow(3, 0, 1).reshape(n, ho * wo), grid.narrow(3, 1, 1).reshape(n, ho * wo)
-
-    def unnormalize(g: burn.Tensor, size: int) -> burn.Tensor:
-        return (g + 1.0) * ((size - 1) / 2.0) if align else ((g + 1.0) * size - 1.0) / 2.0
-
-    def reflect(v: burn.Tensor, size: int) -> burn.Tensor:
-        lo, hi = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
-        span = hi - lo
-        if span <= 0:
-            return burn.zeros_like(v)
-        t = (v - lo).abs()
-        flips = (t / span).floor()
-        extra = t - flips * span
-        even = flips.remainder(2.0) == 0
-        return burn.where(even, extra + lo, hi - extra)
-
-    px, py = unnormalize(gx, w), unnormalize(gy, h)
-    if padding == "border":
-        px, py = px.clamp(0.0, w - 1.0), py.clamp(0.0, h - 1.0)
-    elif padding == "reflection":
-        px, py = reflect(px, w).clamp(0.0, w - 1.0), reflect(py, h).clamp(0.0, h - 1.0)
-    flat = x.reshape(n, c, h * w)
-
-    def tap(ix: burn.Tensor, iy: burn.Tensor) -> burn.Tensor:
-        valid = (ix >= 0).logical_and(ix <= w - 1).logical_and(iy >= 0).logical_and(iy <= h - 1)
-        idx = (iy.clamp(0.0, h - 1.0) * w + ix.clamp(0.0, w - 1.0)).cast(burn.int32)
-        idx = idx.unsqueeze(1).expand(n, c, ho * wo)
-        values = flat.gather(2, idx)
-        return values * valid.cast(x.dtype).unsqueeze(1)
-
-    if mode == "nearest":
-        out = tap(px.round(), py.round())
-    else:
-        x0, y0 = px.floor(), py.floor()
-        fx, fy = (px - x0).unsqueeze(1), (py - y0).unsqueeze(1)
-        out = (
-            tap(x0, y0) * (1.0 - fx) * (1.0 - fy)
-            + tap(x0 + 1.0, y0) * fx * (1.0 - fy)
-            + tap(x0, y0 + 1.0) * (1.0 - fx) * fy
-            + tap(x0 + 1.0, y0 + 1.0) * fx * fy
-        )
-    return out.reshape(n, c, ho, wo)
