@@ -1,7 +1,9 @@
 """The converters, one module per family; importing this package fills ``burn_onnx._registry.OPS``."""
 
 from . import (
+    _bits,
     _control,
+    _detection,
     _elementwise,
     _grid_sample,
     _index,
@@ -13,6 +15,8 @@ from . import (
     _resize,
     _sequence,
     _shape,
+    _signal,
+    _stateful,
     _transformer,
 )
 
@@ -30,4 +34,8 @@ FAMILIES = (
     _quantize,
     _transformer,
     _loss,
+    _signal,
+    _bits,
+    _detection,
+    _stateful,
 )
