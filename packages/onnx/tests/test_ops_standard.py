@@ -146,3 +146,39 @@ def test_official_node_cases(op_type: str, device: burn.Device) -> None:
     left = {**LEFT, **LEFT_ON.get(device.backend.name, {})}
     failures = {c.name: why for c in cases if c.name not in left and (why := run_case(c, device))}
     assert not failures, "\n".join(f"{name}: {why}" for name, why in failures.items())
+
+
+# ------------------------------------------------------------------ random inputs against a reference
+
+
+def _row_case(row: Any) -> tuple[Any, ...]:
+    from onnx import helper
+
+    names = [f"in{i}" if v is not None else "" for i, v in enumerate(row.inputs)]
+    while names and not names[-1]:
+        names.pop()
+    inputs = {n: v for i, (n, v) in enumerate(zip(names, row.inputs)) if n and i not in row.consts}
+    consts = {n: v for i, (n, v) in enumerate(zip(names, row.inputs)) if n and i in row.consts}
+    node = helper.make_node(row.op, names, row.outputs, **row.attrs)
+    return node, inputs, consts
+
+
+def _rows() -> list[Any]:
+    from burn_onnx_tests._cases_standard import ROWS
+
+    return ROWS
+
+
+@pytest.mark.parametrize("row", _rows(), ids=[r.id for r in _rows()])
+def test_against_reference(row: Any, device: burn.Device) -> None:
+    from burn_onnx_tests._util import check, make_model
+
+    node, inputs, consts = _row_case(row)
+    outputs = [o for o in row.outputs if o]
+    expected = None
+    if row.ref == "onnx":
+        from onnx.reference import ReferenceEvaluator
+
+        model = make_model([node], inputs, outputs, consts, row.opset)
+        expected = ReferenceEvaluator(model).run(None, inputs)
+    check([node], inputs, outputs, device, consts, row.opset, row.rtol, row.atol, expected)

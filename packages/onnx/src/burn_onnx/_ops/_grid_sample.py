@@ -72,8 +72,9 @@ def grid_sample(ctx: Any, node: Node, x: burn.Tensor, grid: burn.Tensor) -> burn
         v = g.narrow(2, nd - 1 - d, 1).reshape(n, points)  # the grid lists dims fastest first
         p = (v + 1.0) * ((size - 1) / 2.0) if align else ((v + 1.0) * size - 1.0) / 2.0
         lo, hi = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
-        if padding == "border":
-            p = p.clamp(0.0, size - 1.0)
+        if padding == "border":  # only a point outside the sampled extent moves onto the edge
+            outside = (p < lo).logical_or(p > hi)
+            p = burn.where(outside, p.clamp(0.0, size - 1.0), p)
         elif padding == "reflection":
             p = _reflect(p, lo, hi)
         if mode == "nearest":
