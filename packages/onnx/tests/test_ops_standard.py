@@ -182,3 +182,22 @@ def test_against_reference(row: Any, device: burn.Device) -> None:
         model = make_model([node], inputs, outputs, consts, row.opset)
         expected = ReferenceEvaluator(model).run(None, inputs)
     check([node], inputs, outputs, device, consts, row.opset, row.rtol, row.atol, expected)
+
+
+def test_codegen_names_the_new_ops_it_cannot_write(tmp_path) -> None:
+    """The code generator has no emitter for these ops yet: it refuses the model at once, naming each
+    node, instead of writing code that fails later."""
+    from burn_onnx_tests._util import make_model
+    from onnx import helper
+
+    q = np.zeros((1, 2, 3, 4), dtype=np.float32)
+    nodes = [
+        helper.make_node("Attention", ["q", "q", "q"], ["a"], name="attn"),
+        helper.make_node("RMSNormalization", ["a", "w"], ["y"], name="norm"),
+    ]
+    src = tmp_path / "block.onnx"
+    src.write_bytes(make_model(nodes, {"q": q}, ["y"], {"w": np.ones(4, np.float32)}, opset=23))
+    with pytest.raises(burn_onnx.UnsupportedOnnxError) as info:
+        burn_onnx.codegen(src, tmp_path / "out")
+    assert {n.op_type for n in info.value.nodes} == {"Attention", "RMSNormalization"}
+    assert "no code emitter" in str(info.value) and "attn" in str(info.value)

@@ -77,6 +77,7 @@ def grid_sample(ctx: Any, node: Node, x: burn.Tensor, grid: burn.Tensor) -> burn
             p = burn.where(outside, p.clamp(0.0, size - 1.0), p)
         elif padding == "reflection":
             p = _reflect(p, lo, hi)
+        taps: list[tuple[burn.Tensor, burn.Tensor | None]]
         if mode == "nearest":
             taps = [(p.round(), None)]
         else:

@@ -17,7 +17,9 @@ def _pad_spatial(x: burn.Tensor, begin: list[int], end: list[int]) -> burn.Tenso
     return x.pad(flat, "constant", 0.0)
 
 
-def _tap_sum(x: burn.Tensor, kernel: tuple[int, ...], stride: list[int], dilation: list[int], out: list[int]):
+def _tap_sum(
+    x: burn.Tensor, kernel: tuple[int, ...], stride: list[int], dilation: list[int], out: list[int]
+) -> burn.Tensor:
     total = None
     for offset in itertools.product(*(range(k) for k in kernel)):
         where = (slice(None), slice(None)) + tuple(
