@@ -126,6 +126,10 @@ def attention(
 ) -> tuple[Any, ...]:
     a = node.attrs
     three_d = q.ndim == 3
+    if three_d and not ("q_num_heads" in a and "kv_num_heads" in a):
+        raise ValueError(
+            "Attention: 3-d inputs (B, S, hidden) need the q_num_heads and kv_num_heads attributes"
+        )
     if three_d:
         q = _heads(q, int(a["q_num_heads"]))
         k = _heads(k, int(a["kv_num_heads"]))
@@ -224,6 +228,8 @@ def rotary_embedding(
     by ``position_ids`` (B, S); R = ``rotary_embedding_dim`` (default D) leading features rotate."""
     shape = x.shape
     if x.ndim == 3:
+        if "num_heads" not in node.attrs:
+            raise ValueError("RotaryEmbedding: a 3-d input (B, S, hidden) needs the num_heads attribute")
         heads = int(node.attrs["num_heads"])
         x = _heads(x, heads)
     b, h, s, d = x.shape
