@@ -7,7 +7,7 @@ import itertools
 import math
 
 import burn
-from burn.backend import pool_out_sizes
+from burn.backend import conv_transpose_out_sizes, pool_out_sizes
 
 
 def _pad_spatial(x: burn.Tensor, begin: list[int], end: list[int]) -> burn.Tensor:
@@ -51,7 +51,8 @@ def dilated_average_pool(
         raise ValueError(
             f"AveragePool: kernel {kernel} (dilation {dilation}) is larger than the input {spatial}"
         )
-    reach = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, stride, kernel, dilation)]
+    zeros = [0] * len(kernel)  # the input extent the windows reach: a transposed conv's output size
+    reach = conv_transpose_out_sizes(out, kernel, stride, zeros, zeros, dilation)
     extra = [max(r - p, 0) for r, p in zip(reach, padded)]
     xp = _pad_spatial(x, begin, [e + m for e, m in zip(end, extra)])
     if include_pad:
