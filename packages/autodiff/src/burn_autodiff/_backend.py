@@ -20,6 +20,7 @@ from ._module import AutodiffModuleOps
 from ._rule import SELF, Prim, Rule
 from ._rules import BINARY_RULES, REDUCE_RULES, RULES, UNARY_RULES
 from ._rules_attention import AutodiffAttentionOps
+from ._rules_custom import AutodiffCustomOps
 from ._rules_vision import AutodiffVisionOps
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ def _in(v: ADPrim | Prim) -> Prim:
     return v.inner if type(v) is ADPrim else v
 
 
-class Autodiff(AutodiffModuleOps, AutodiffVisionOps, AutodiffAttentionOps, Backend):
+class Autodiff(AutodiffModuleOps, AutodiffVisionOps, AutodiffAttentionOps, AutodiffCustomOps, Backend):
     """The Autodiff decorator over ``inner``; ``burn.device(name, autodiff=True)`` builds one.
 
     ``checkpointing``: "none" keeps every value the backward reads; "balanced" (Burn's

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from . import (
     _rules_attention,
+    _rules_custom,
     _rules_elementwise,
     _rules_index,
     _rules_module,
@@ -23,6 +24,7 @@ RULES: dict[str, Rule] = make_table(
         *_rules_module.ROWS,
         *_rules_vision.ROWS,
         *_rules_attention.ROWS,
+        *_rules_custom.ROWS,
     ]
 )
 

@@ -71,7 +71,20 @@ from ._version import __version__
 from .backend._random import seed
 
 if TYPE_CHECKING:  # the subpackages load on first access (__getattr__ below)
-    from . import amp, autotune, backend, config, data, distributed, ir, lr_scheduler, nn, optim, record  # noqa: F401
+    from . import (  # noqa: F401
+        amp,
+        autotune,
+        backend,
+        config,
+        custom,
+        data,
+        distributed,
+        ir,
+        lr_scheduler,
+        nn,
+        optim,
+        record,
+    )
 
 bool = bool_
 
@@ -80,6 +93,7 @@ _SUBPACKAGES = (
     "autotune",
     "backend",
     "config",
+    "custom",
     "data",
     "distributed",
     "ir",

@@ -161,6 +161,15 @@ class Backend(_module_ops.ModuleOps, HostRandom):
         or None: fusion then runs its plans op by op on this backend (``ReferenceRuntime``)."""
         return None
 
+    def custom(self, name: str, xs: Sequence[Prim], attrs: tuple[tuple[str, Any], ...]) -> Prim:
+        """Run the ``burn.custom`` op ``name`` on ``xs`` with its attributes ``attrs`` (sorted ``(key,
+        value)`` pairs): its numpy function here on numpy primitives, else its composition of burn ops,
+        else its numpy function through a host round trip (noted once). A backend that launches source
+        kernels overrides it with ``burn.custom.dispatch(self, ..., launch=...)``."""
+        from ..custom._run import dispatch  # burn.custom imports this package: bind at call time
+
+        return dispatch(self, name, xs, attrs)
+
     def call_state(self) -> Any:
         """The ambient settings that change what this backend's ops compute (burn-cuda's matmul
         precision), as a hashable token; None (the default) when there are none. A decorator that runs

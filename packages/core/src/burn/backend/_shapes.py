@@ -203,6 +203,13 @@ def _attention_backward_shapes(q: Ints, k: Ints, v: Ints, *rest: Any) -> tuple[I
     return q, k, v
 
 
+def _custom_shape(name: str, xs: list[Ints], attrs: tuple[tuple[str, Any], ...]) -> Ints:
+    """custom: the shape rule the registered op ``name`` declares (``burn.custom``)."""
+    from ..custom._registry import lookup  # burn.custom imports this package: bind at call time
+
+    return lookup(name).out_shape(xs, attrs)
+
+
 def _tensor_shapes(*args: Any) -> Ints:
     """The broadcast of the tensor arguments' shapes (Python scalars among them take no part)."""
     return broadcast_shape(*(s for s in args if isinstance(s, tuple)))
@@ -286,6 +293,7 @@ SHAPE_RULES: dict[str, Callable[..., Ints]] = {
     "random_normal": lambda shape, *a: tuple(shape),
     "random_int": lambda shape, *a: tuple(shape),
     "random_bernoulli": lambda shape, *a: tuple(shape),
+    "custom": lambda name, xs, attrs: _custom_shape(name, xs, attrs),
 }
 
 # method -> the shape of each result, for multi-result ops whose results differ in shape (the others

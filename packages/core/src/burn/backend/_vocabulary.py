@@ -45,7 +45,7 @@ CREATION, ELEMENTWISE, REDUCE, LAYOUT, INDEX, LINALG, MODULE, RANDOM, SORT = (
 # method -> (family, tensor arity (-1: a sequence), accepted dtypes, result dtype rule, output count)
 # dtype rules: "same" (the first tensor's), "bool", "int" (the backend's default int), "attr" (a dtype
 # argument), "pair" (values keep the dtype, indices are default int), "lse" (values keep the dtype, the
-# second result is float32: attention's row log-sum-exp)
+# second result is float32: attention's row log-sum-exp), "custom" (the registered op's dtype rule)
 _METHODS: dict[str, tuple[str, int, str, str, int]] = {
     "from_numpy": (CREATION, 0, "any", "attr", 1),
     "full": (CREATION, 0, "any", "attr", 1),
@@ -104,6 +104,8 @@ _METHODS: dict[str, tuple[str, int, str, str, int]] = {
     "random_normal": (RANDOM, 0, "float", "attr", 1),
     "random_int": (RANDOM, 0, "int", "attr", 1),
     "random_bernoulli": (RANDOM, 0, "any", "attr", 1),
+    # a user's op (``burn.custom``): custom(name, tensors, attrs); its registered row gives the result
+    "custom": (MODULE, -1, "any", "custom", 1),
 }
 
 OpKind = StrEnum(  # type: ignore[misc]
@@ -122,8 +124,9 @@ class OpDef:
     index, linalg, module, random or sort. ``arity``: tensor inputs (-1: a sequence of tensors).
     ``accepts``: "float", "num" (ints and floats), "int" (ints and bool) or "any". ``result``: "same",
     "bool", "int" (the backend's default int), "attr" (from a dtype argument), "value" (the value
-    operands'), "pair" (values keep the dtype, indices are default int) or "lse" (values keep the
-    dtype, the second result is float32). ``outputs``: result count.
+    operands'), "pair" (values keep the dtype, indices are default int), "lse" (values keep the
+    dtype, the second result is float32) or "custom" (a ``burn.custom`` op's own dtype rule, which
+    ``burn.ir``'s ``result_types`` asks). ``outputs``: result count.
     ``differentiable``: a gradient flows through it (False for bool/int results, creation, random).
     ``shape_rule``: the result's shape from the call's arguments (``out_shape``).
 

@@ -20,6 +20,7 @@ would pay the deferral per op).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from .._dtype import DType
 from ..backend import Backend
@@ -316,6 +317,18 @@ class InnerOps(Recording):
 
     def quantized_matmul(self, a: FPrim, w: FPrim) -> FPrim:
         return self._defer_call("quantized_matmul", (a, w))
+
+
+    # ------------------------------------------------------------------ user ops (burn.custom)
+    def custom(self, name: str, xs: Sequence[FPrim], attrs: tuple[tuple[str, Any], ...]) -> FPrim:
+        """A call in the stream where the inner backend has a kernel of the op (or only the numpy
+        function is left); its composition here otherwise, so its element-wise parts fuse."""
+        from ..custom._registry import lookup
+
+        op = lookup(name)
+        if op.compose is not None and not op.native_on(self.inner):
+            return op.run_composed(self, xs, attrs)
+        return self._defer_call("custom", (name, list(xs), attrs))
 
 
 INNER_OPS = tuple(sorted(name for name in vars(InnerOps) if not name.startswith("_")))  # the ops above

@@ -184,6 +184,12 @@ def result_types(
     The capture backend records by it, and the fusion decorator defers calls by it."""
     spec = op_def(kind)
     shapes = spec.out_shapes(*(_as_shapes(a, meta) for a in args))
+    if spec.result == "custom":  # a burn.custom op: custom(name, tensors, attrs), its own dtype rule
+        from ..custom._registry import lookup
+
+        name, xs, attrs = args
+        dtypes_in = [m[1] for m in map(meta, xs) if m is not None]
+        return [(tuple(int(s) for s in shapes[0]), lookup(name).out_dtype(dtypes_in, attrs))]
     attr = next((a for a in args if isinstance(a, D.DType)), None)
     operand: D.DType | None
     if spec.result == "value":  # where: the value operands' dtype (the condition is bool)

@@ -1,6 +1,7 @@
 """Hook specifications. Hooks are register-callback style: a plugin calls ``register(spec)``."""
 
 from collections.abc import Callable
+from typing import Any
 
 from ._markers import hookspec
 from ._specs import BackendSpec, CollectiveSpec, CommandSpec, DecoratorSpec, MetricCollectorSpec
@@ -38,3 +39,10 @@ def burn_register_collectives(register: Callable[[CollectiveSpec], None]) -> Non
     """Register collectives for the devices of a backend (NCCL for ``cuda``): call
     ``register(CollectiveSpec(...))`` once each. Multi-process training (burn-train) picks one for
     the devices it trains on through ``burn.distributed.device_collectives``."""
+
+
+@hookspec
+def burn_register_custom_ops(register: Callable[[Any], None]) -> None:
+    """Register custom ops (``burn.custom``): call ``register(op)`` once per op built with
+    ``burn.custom.op(..., register=False)`` or ``burn.custom.elementwise(..., register=False)``; code and
+    remote servers then find it by name (``burn.custom.get``)."""

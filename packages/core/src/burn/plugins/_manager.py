@@ -56,6 +56,7 @@ def _run_hooks(pm: pluggy.PluginManager, plugin: object, batch: _Batch) -> None:
         ("burn_register_renderers", batch.add_renderer),
         ("burn_register_commands", batch.add_command),
         ("burn_register_collectives", batch.add_collective),
+        ("burn_register_custom_ops", batch.add_custom_op),
     ):
         pm.subset_hook_caller(hook, others)(register=register)
 

@@ -36,6 +36,7 @@ class Registry:
     decorators: dict[str, DecoratorSpec] = field(default_factory=dict)
     commands: dict[str, CommandSpec] = field(default_factory=dict)
     collectives: dict[str, CollectiveSpec] = field(default_factory=dict)
+    custom_ops: dict[str, Any] = field(default_factory=dict)  # name -> burn.custom.CustomOp
     plugins: list[PluginInfo] = field(default_factory=list)
     broken: list[BrokenPlugin] = field(default_factory=list)
     disabled: list[str] = field(default_factory=list)  # entry points skipped by BURN_DISABLE_PLUGINS
@@ -124,6 +125,7 @@ class _Batch:
         self.decorators: dict[str, DecoratorSpec] = {}
         self.commands: dict[str, CommandSpec] = {}
         self.collectives: dict[str, CollectiveSpec] = {}
+        self.custom_ops: dict[str, Any] = {}
 
     def _taken_by(self, kind: str, name: str) -> str:
         info = self._registry.provider(kind, name)
@@ -212,6 +214,20 @@ class _Batch:
             raise ValueError(f"collective {spec.name!r} registered twice by the same plugin")
         self.collectives[spec.name] = spec
 
+    def add_custom_op(self, op: Any) -> None:
+        from ..custom._op import CustomOp  # only when a plugin registers one: keeps `import burn` light
+
+        if not isinstance(op, CustomOp):
+            raise TypeError(f"burn_register_custom_ops: register() expects a burn.custom op, got {op!r}")
+        if op.name in self._registry.custom_ops:
+            raise ValueError(
+                f"custom op {op.name!r} is already registered by {self._taken_by('custom_op', op.name)}; "
+                "disable one with BURN_DISABLE_PLUGINS"
+            )
+        if op.name in self.custom_ops:
+            raise ValueError(f"custom op {op.name!r} registered twice by the same plugin")
+        self.custom_ops[op.name] = op
+
     def commit(self) -> list[str]:
         """Add everything to the registry; return the ``kind:name`` tags for ``PluginInfo.provides``."""
         self._registry.backends.update(self.backends)
@@ -220,6 +236,7 @@ class _Batch:
         self._registry.decorators.update(self.decorators)
         self._registry.commands.update(self.commands)
         self._registry.collectives.update(self.collectives)
+        self._registry.custom_ops.update(self.custom_ops)
         return (
             [f"backend:{n}" for n in self.backends]
             + [f"collector:{n}" for n in self.collectors]
@@ -227,4 +244,5 @@ class _Batch:
             + [f"renderer:{n}" for n in self.renderers]
             + [f"command:{n}" for n in self.commands]
             + [f"collective:{n}" for n in self.collectives]
+            + [f"custom_op:{n}" for n in self.custom_ops]
         )
