@@ -182,6 +182,12 @@ class CudaBackend(CudaConvOps, CudaPoolOps, CudaAttentionOps, Backend):
             self._fusion = CudaFusion(self)
         return self._fusion
 
+    def custom(self, name: str, xs: Sequence[Prim], attrs: tuple[tuple[str, Any], ...]) -> Prim:
+        """A ``burn.custom`` op: its CUDA C kernel (``_custom``), else its composition or numpy function."""
+        from . import _custom
+
+        return _custom.run(self, name, xs, attrs)
+
     def check_index(self, index: Prim, size: int, negative: bool, message: str) -> Prim:
         self._on()
         return self.index_checks.check(index, size, negative, message)

@@ -14,7 +14,7 @@ float32/int32 (the defaults; the frontend's ``_fallback_dtype`` mapping), and an
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import burn
 from burn import DTypeError
@@ -184,6 +184,12 @@ class WgpuBackend(WgpuOps, Backend):
     def _copy(self, x: WgpuTensor, out: WgpuTensor | None = None) -> WgpuTensor:
         """A dense copy of x (or x written into the view ``out``)."""
         return EW.run(self, "copy", "copy", x.dtype, x.dtype, [x], x.shape, out)
+
+    def custom(self, name: str, xs: Sequence[WgpuTensor], attrs: tuple[tuple[str, Any], ...]) -> Any:
+        """A ``burn.custom`` op: its WGSL kernel (``_custom``), else its composition or numpy function."""
+        from . import _custom
+
+        return _custom.run(self, name, xs, attrs)
 
     def contiguous(self, x: WgpuTensor) -> WgpuTensor:
         """x itself when dense (any offset), else a dense copy."""

@@ -72,6 +72,20 @@ def _wgpu_dtype(dt: burn.DType) -> burn.DType:
     return dt if dt.name in _STORAGE else burn.int32  # int64 runs as int32
 
 
+def _check_custom_ops(graph: Any) -> None:
+    """Each ``burn.custom`` op of the graph can run in a page: it has a WGSL kernel (``kernels["wgpu"]``)
+    or a composition of burn ops; else a ``WebExportError`` naming it, before anything runs."""
+    for op in graph.ops:
+        if str(op.kind) == "custom":
+            name = op.args[0]
+            custom = burn.custom.get(name)
+            if not custom.variants("wgpu") and custom.compose is None:
+                raise WebExportError(
+                    f"web export: custom op {name!r} has no WGSL kernel (kernels['wgpu']) and no compose=, "
+                    "so a page cannot run it: give it a burn.custom.Wgsl kernel"
+                )
+
+
 def _write(
     graph: Any,
     feeds: list[Any],
@@ -84,6 +98,7 @@ def _write(
     index: int,
     fusion: bool,
 ) -> WebExport:
+    _check_custom_ops(graph)
     rec = record(graph, feeds, index, fusion=fusion)
     inputs = [
         TensorInfo(name, tuple(ref.shape), *_page_dtype(src, ref.dtype))

@@ -56,7 +56,9 @@ def _check(node: ast.AST, expr: str, free: list[str]) -> None:
         fn, n = node.func.id, len(node.args)
         want = _SPECIAL.get(fn, 1 if fn in UNARY_OPS else 2 if fn in BINARY_OPS else None)
         if want is None:
-            raise CustomOpError(f"elementwise {expr!r}: unknown function {fn!r} (burn's unary, binary ops, where, clamp)")
+            raise CustomOpError(
+                f"elementwise {expr!r}: unknown function {fn!r} (burn's unary, binary ops, where, clamp)"
+            )
         if n != want:
             raise CustomOpError(f"elementwise {expr!r}: {fn} takes {want} arguments, got {n}")
         for a in node.args:
@@ -128,7 +130,9 @@ class ElementwiseOp(CustomOp):
 
     def __call__(self, *tensors: Tensor, **attrs: Any) -> Tensor:
         if len(tensors) != len(self.inputs):
-            raise TypeError(f"{self.name}: expected {len(self.inputs)} tensors ({', '.join(self.inputs)}), got {len(tensors)}")
+            raise TypeError(
+                f"{self.name}: expected {len(self.inputs)} tensors ({', '.join(self.inputs)}), got {len(tensors)}"
+            )
         if set(attrs) != set(self.params):
             raise TypeError(f"{self.name}: expected attributes {sorted(self.params)}, got {sorted(attrs)}")
         attrs_of(attrs, self.name)

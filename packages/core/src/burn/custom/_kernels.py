@@ -31,7 +31,8 @@ MAX_GRID = 65535  # workgroups (WebGPU's default limit) or blocks along y and z 
 
 @dataclass(frozen=True)
 class Launch:
-    """One call of a custom op as its kernel's ``params`` and ``grid`` functions see it.
+    """One call of a custom op as its kernel's ``params`` and ``grid`` functions see it: the inputs'
+    ``shapes`` and ``dtypes``, the output's ``shape`` and ``dtype``, the call's ``attrs``.
 
     >>> c = Launch(((4, 3), (3, 5)), (burn.float32, burn.float32), (4, 5), burn.float32, {"alpha": 0.5})
     >>> c.numel, c.attrs["alpha"]
@@ -43,6 +44,7 @@ class Launch:
     shape: Ints
     dtype: DType
     attrs: Mapping[str, Any]
+    op: str = ""  # the custom op's name (kernel labels)
 
     @property
     def numel(self) -> int:
@@ -73,7 +75,8 @@ class Wgsl:
     ``bitcast<f32>(info[k])``; a negative int as its two's complement: ``bitcast<i32>``); default: the
     output's element count. ``grid(launch)``: workgroup counts; default: one invocation per output
     element with ``@workgroup_size(workgroup_size)``, spread over x and y past 65535 workgroups
-    (``spread``). ``name``: the variant's label (autotuning reports it).
+    (``spread``). ``name``: the variant's label (autotuning reports it). ``dtypes``: the input dtypes
+    it is written for (None: any); a call of others runs the op's fallbacks.
 
     >>> k = Wgsl("@compute @workgroup_size(64) fn main() {}")
     >>> k.launch_grid(Launch(((100,),), (burn.float32,), (100,), burn.float32, {}))
@@ -85,6 +88,11 @@ class Wgsl:
     grid: Grid | None = None
     workgroup_size: int = 64
     name: str = ""
+    dtypes: tuple[DType, ...] | None = None
+
+    def applies(self, launch: Launch) -> bool:
+        """Whether this kernel takes the call's input dtypes (``dtypes``: None takes any)."""
+        return self.dtypes is None or all(d in self.dtypes for d in launch.dtypes)
 
     def words(self, launch: Launch) -> tuple[int | float, ...]:
         """The parameter words of ``launch`` (``params``, or the output's element count)."""
@@ -106,6 +114,7 @@ class Cuda:
     numpy scalar (``np.int64(n)``) for another C type. Default: the output's element count as ``int``.
     ``grid(launch)``: block counts; default: one thread per output element, ``block[0]`` threads a
     block, spread over x and y past 65535 blocks (``spread``). ``name``: the variant's label.
+    ``dtypes``: the input dtypes it is written for (None: any); a call of others runs the fallbacks.
 
     >>> k = Cuda('extern "C" __global__ void f(float* y, int n) {}', "f")
     >>> k.launch_grid(Launch(((1000,),), (burn.float32,), (1000,), burn.float32, {}))
@@ -118,6 +127,11 @@ class Cuda:
     grid: Grid | None = None
     block: tuple[int, int, int] = (256, 1, 1)
     name: str = ""
+    dtypes: tuple[DType, ...] | None = None
+
+    def applies(self, launch: Launch) -> bool:
+        """Whether this kernel takes the call's input dtypes (``dtypes``: None takes any)."""
+        return self.dtypes is None or all(d in self.dtypes for d in launch.dtypes)
 
     def words(self, launch: Launch) -> tuple[int | float, ...]:
         """The scalar arguments of ``launch`` (``params``, or the output's element count)."""

@@ -179,7 +179,9 @@ class CustomOp:
                 continue
             gshape, xshape = tuple(g.shape), tuple(backend.shape_of(x))
             if gshape != xshape:
-                raise CustomOpError(f"{self.name}: backward gave input {i} a gradient of shape {gshape}, not {xshape}")
+                raise CustomOpError(
+                    f"{self.name}: backward gave input {i} a gradient of shape {gshape}, not {xshape}"
+                )
             result.append(g._p)
         return result
 
@@ -230,7 +232,9 @@ def op(
     """
     made = CustomOp(name, shape, dtype, dict(kernels or {}), compose, backward, arity)
     if not made.kernels and compose is None:
-        raise CustomOpError(f"{name}: give at least one kernel (kernels={{'cpu': numpy_fn, ...}}) or compose=")
+        raise CustomOpError(
+            f"{name}: give at least one kernel (kernels={{'cpu': numpy_fn, ...}}) or compose="
+        )
     if register:
         _registry.add(made)
     return made

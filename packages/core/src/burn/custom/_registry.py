@@ -27,9 +27,7 @@ def add(op: CustomOp) -> None:
     from ..plugins import registry
 
     if op.name in registry().custom_ops:
-        raise CustomOpError(
-            f"custom op {op.name!r} is already registered by a plugin; pick another name"
-        )
+        raise CustomOpError(f"custom op {op.name!r} is already registered by a plugin; pick another name")
     _OPS[op.name] = op
 
 

@@ -23,14 +23,16 @@ if TYPE_CHECKING:
 
 Launcher = Callable[[Any, SourceKernel, Sequence[Any], Launch], Any]
 _noted: set[tuple[str, str]] = set()
-_families: dict[tuple[int, str, int], Family] = {}
+_families: dict[tuple[Any, ...], Family] = {}
 
 
 def launch_info(op: CustomOp, backend: Backend, xs: Sequence[Any], attrs: Attrs) -> Launch:
     """The ``Launch`` of a call: the inputs' shapes and dtypes, the output's, the attributes."""
     shapes = tuple(tuple(backend.shape_of(x)) for x in xs)
     dtypes = tuple(backend.dtype_of(x) for x in xs)
-    return Launch(shapes, dtypes, op.out_shape(shapes, attrs), op.out_dtype(dtypes, attrs), dict(attrs))
+    return Launch(
+        shapes, dtypes, op.out_shape(shapes, attrs), op.out_dtype(dtypes, attrs), dict(attrs), op.name
+    )
 
 
 def dispatch(
@@ -59,9 +61,11 @@ def dispatch(
         variants = op.variants(key)
         if variants:
             info = launch_info(op, backend, xs, attrs)
-            if len(variants) == 1 or tuner is None:
-                return launch(backend, variants[0], xs, info)
-            return tuner(backend).run(_family(op, key, variants, launch), backend, xs, info)
+            fit = tuple(v for v in variants if v.applies(info))
+            if len(fit) == 1 or (fit and tuner is None):
+                return launch(backend, fit[0], xs, info)
+            if fit:
+                return tuner(backend).run(_family(op, key, fit, launch), backend, xs, info)
     fn = op.numpy_fn
     if fn is not None and key == "cpu":
         return run_numpy(op, backend, xs, attrs)
@@ -106,7 +110,7 @@ def _family(op: CustomOp, key: str, variants: Sequence[SourceKernel], launch: La
     default; each key is a call's shapes, dtypes and attributes."""
     from ..autotune import Candidate, Family
 
-    slot = (id(op), key, id(launch))
+    slot = (id(op), key, id(launch), tuple(map(id, variants)))
     made = _families.get(slot)
     if made is None:
         names = [v.name or f"v{i}" for i, v in enumerate(variants)]

@@ -318,7 +318,6 @@ class InnerOps(Recording):
     def quantized_matmul(self, a: FPrim, w: FPrim) -> FPrim:
         return self._defer_call("quantized_matmul", (a, w))
 
-
     # ------------------------------------------------------------------ user ops (burn.custom)
     def custom(self, name: str, xs: Sequence[FPrim], attrs: tuple[tuple[str, Any], ...]) -> FPrim:
         """A call in the stream where the inner backend has a kernel of the op (or only the numpy
