@@ -609,6 +609,12 @@ def _vision_rows() -> list[OpSpec]:
     return rows()
 
 
+def _custom_rows() -> list[OpSpec]:
+    from ._suite._specs_custom import rows
+
+    return rows()
+
+
 def _attention_rows() -> list[OpSpec]:
     from ._suite._specs_attention import rows
 
@@ -630,6 +636,7 @@ SPECS: list[OpSpec] = [
     *_module_rows(),
     *_vision_rows(),
     *_attention_rows(),
+    *_custom_rows(),
 ]
 
 _names = [s.name for s in SPECS]
