@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import warnings
 
+import burn
 import numpy as np
 import pytest
-
-import burn
 from burn.custom import CustomOpError
 from burn.plugins import hookimpl, register_plugin, unregister_plugin
 
