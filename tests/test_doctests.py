@@ -38,6 +38,7 @@ DOCUMENTED = (
     "burn.config",
     "burn.quantization",
     "burn.fusion",
+    "burn.custom",
 )
 
 

@@ -121,7 +121,12 @@ def _eval(node: ast.AST, env: dict[str, Any]) -> Any:
 @dataclass(eq=False)
 class ElementwiseOp(CustomOp):
     """A custom op declared by an element-wise expression (build one with ``burn.custom.elementwise``):
-    ``inputs`` name its tensors in call order, ``params`` its scalar attributes."""
+    ``inputs`` name its tensors in call order, ``params`` its scalar attributes.
+
+    >>> op = burn.custom.elementwise("doc_mix", "a * t + b * (1 - t)", inputs=("a", "b"), params=("t",))
+    >>> op.inputs, op.params, op(burn.tensor([1.0]), burn.tensor([3.0]), t=0.25).tolist()
+    (('a', 'b'), ('t',), [2.5])
+    """
 
     expr: str = ""
     inputs: tuple[str, ...] = ()

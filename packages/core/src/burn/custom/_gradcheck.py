@@ -16,7 +16,13 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class GradReport:
     """What ``check_grad`` compared: the largest absolute difference per input (None: not checked,
-    an int input) and the tolerance that applied."""
+    an int input) and the tolerance that applied.
+
+    >>> cube = burn.custom.op("doc_cube", kernels={"cpu": lambda x: x**3}, compose=lambda x: x * x * x)
+    >>> r = burn.custom.check_grad(cube, np.array([0.5, -1.0]))
+    >>> len(r.max_abs_err), r.max_abs_err[0] < 1e-6
+    (1, True)
+    """
 
     max_abs_err: tuple[float | None, ...]
     atol: float

@@ -44,7 +44,15 @@ def attrs_of(attrs: Mapping[str, Any], name: str) -> Attrs:
 @dataclass
 class BackwardCtx:
     """What a custom op's ``backward(ctx, grad)`` sees: the op's ``inputs`` and ``output`` (tensors on
-    the device without autodiff), its ``attrs`` and which inputs need a gradient (``needs_grad``)."""
+    the device without autodiff), its ``attrs`` and which inputs need a gradient (``needs_grad``).
+
+    >>> def backward(ctx, grad):  # d(x * k)/dx = k
+    ...     return [grad * ctx.attrs["k"] if ctx.needs_grad[0] else None]
+    >>> scale = burn.custom.op("doc_scale", kernels={"cpu": lambda x, k: x * k}, backward=backward)
+    >>> x = burn.tensor([1.0, 2.0], device=burn.device("cpu", autodiff=True)).require_grad()
+    >>> x.grad(scale(x, k=3.0).sum().backward()).tolist()
+    [3.0, 3.0]
+    """
 
     inputs: tuple[Tensor, ...]
     output: Tensor
@@ -61,6 +69,10 @@ class CustomOp:
     ``"wgpu"`` a ``Wgsl`` (or a list of variants, autotuned), ``"cuda"`` a ``Cuda`` (or a list).
     ``compose(*tensors, **attrs)``: the op written with burn ops (a fallback without a host round trip,
     and the source of a composed backward). ``backward(ctx, grad)``: one gradient (or None) per input.
+
+    >>> op = burn.custom.op("doc_neg", kernels={"cpu": lambda x: -x})
+    >>> isinstance(op, burn.custom.CustomOp), op.name, op(burn.tensor([1.0, -2.0])).tolist()
+    (True, 'doc_neg', [-1.0, 2.0])
     """
 
     name: str

@@ -18,7 +18,14 @@ _OPS: dict[str, CustomOp] = {}
 
 
 class CustomOpError(BurnError, LookupError):
-    """A custom op that is unknown here, has no way to run or differentiate, or was called wrongly."""
+    """A custom op that is unknown here, has no way to run or differentiate, or was called wrongly.
+
+    >>> try:
+    ...     burn.custom.get("doc_no_such_op")
+    ... except burn.custom.CustomOpError as e:
+    ...     print(str(e)[:40])
+    custom op 'doc_no_such_op' is not regist
+    """
 
 
 def add(op: CustomOp) -> None:
@@ -32,13 +39,23 @@ def add(op: CustomOp) -> None:
 
 
 def remove(name: str) -> None:
-    """Forget the op defined here as ``name`` (nothing when there is none)."""
+    """Forget the op defined here as ``name`` (nothing when there is none); ``burn.custom.unregister``.
+
+    >>> _ = burn.custom.op("doc_gone", kernels={"cpu": lambda x: x})
+    >>> burn.custom.unregister("doc_gone"); "doc_gone" in burn.custom.names()
+    False
+    """
     _OPS.pop(name, None)
 
 
 def lookup(name: str) -> CustomOp:
-    """The op registered as ``name``; ``CustomOpError`` naming it, and those that are known, when there
-    is none."""
+    """The op registered as ``name`` (``burn.custom.get``); ``CustomOpError`` naming it, and those that
+    are known, when there is none.
+
+    >>> op = burn.custom.op("doc_lookup", kernels={"cpu": lambda x: x})
+    >>> burn.custom.get("doc_lookup") is op
+    True
+    """
     op = _OPS.get(name)
     if op is not None:
         return op
@@ -55,7 +72,12 @@ def lookup(name: str) -> CustomOp:
 
 
 def names() -> list[str]:
-    """The names of every known op, defined here or by plugins."""
+    """The names of every known op, defined here or by plugins, sorted.
+
+    >>> _ = burn.custom.op("doc_named", kernels={"cpu": lambda x: x})
+    >>> "doc_named" in burn.custom.names()
+    True
+    """
     from ..plugins import registry
 
     return sorted(set(_OPS) | set(registry().custom_ops))
