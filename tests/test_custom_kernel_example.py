@@ -42,3 +42,18 @@ def test_example_rejects_a_bad_size():
     cmd = [sys.executable, str(ROOT / "examples" / "custom_kernel.py"), "--size", "12x"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "--size" in proc.stderr
+
+
+def test_readme_custom_ops_block_runs_as_written(tmp_path):
+    """The README's "Custom ops and kernels" block runs as written, burn's warnings as errors."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.compile(r"```python\n(.*?)```", re.S).search(readme, readme.index("## Custom ops and kernels"))
+    assert match is not None
+    (tmp_path / "snippet.py").write_text(match.group(1), encoding="utf-8")
+    cmd = [sys.executable, "-W", "error::UserWarning", "snippet.py"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0].startswith("[-0.2") and lines[0].endswith("[0.10000000149011612, 1.0]")
