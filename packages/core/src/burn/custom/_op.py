@@ -184,7 +184,7 @@ class CustomOp:
             )
         if len(grads) != len(xs):
             raise CustomOpError(f"{self.name}: backward returned {len(grads)} gradients for {len(xs)} inputs")
-        result = []
+        result: list[Any] = []
         for i, (g, x, need) in enumerate(zip(grads, xs, needs)):
             if g is None or not need:
                 result.append(None)

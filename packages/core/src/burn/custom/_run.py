@@ -62,10 +62,10 @@ def dispatch(
         if variants:
             info = launch_info(op, backend, xs, attrs)
             fit = tuple(v for v in variants if v.applies(info))
-            if len(fit) == 1 or (fit and tuner is None):
-                return launch(backend, fit[0], xs, info)
-            if fit:
+            if len(fit) > 1 and tuner is not None:
                 return tuner(backend).run(_family(op, key, fit, launch), backend, xs, info)
+            if fit:
+                return launch(backend, fit[0], xs, info)
     fn = op.numpy_fn
     if fn is not None and key == "cpu":
         return run_numpy(op, backend, xs, attrs)
