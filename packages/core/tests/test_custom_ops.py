@@ -204,3 +204,25 @@ def test_plugins_register_custom_ops_through_the_hook():
         unregister_plugin(plugin)
     with pytest.raises(CustomOpError):
         burn.custom.get("test_plugged")
+
+
+def test_elementwise_expressions_fold_numbers_on_the_inputs_device_and_broadcast():
+    ops = [
+        burn.custom.elementwise("test_consts", "x * (2 ** 0.5) + exp(0.0) - (-1) + where(x > 0, 1.0, -1.0)"),
+        burn.custom.elementwise("test_params_only", "k * 2", inputs=("x",), params=("k",)),
+        burn.custom.elementwise("test_two_inputs", "maximum(a, b) + (a >= b)", inputs=("a", "b")),
+    ]
+    try:
+        dev = burn.device("cpu", fusion=True)  # a device other than the default one
+        x = np.array([1.0, -2.0], np.float32)
+        got = ops[0](burn.tensor(x, device=dev)).numpy()
+        np.testing.assert_allclose(got, x * np.sqrt(2) + 2 + np.where(x > 0, 1, -1), rtol=1e-6)
+        assert ops[1](burn.tensor(x), k=3.0).tolist() == [6.0, 6.0]
+        a, b = np.array([1.0, 5.0], np.float32), np.array([[2.0], [0.0]], np.float32)
+        got = ops[2](burn.tensor(a), burn.tensor(b)).numpy()
+        np.testing.assert_array_equal(got, np.maximum(a, b) + (a >= b))
+        with pytest.raises(TypeError, match="expected attributes"):
+            ops[1](burn.tensor(x))
+    finally:
+        for op in ops:
+            burn.custom.unregister(op.name)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..backend import BINARY_OPS, UNARY_OPS
+from ..backend import BINARY_OPS, UNARY_OPS, broadcast_shape
 from . import _registry
 from ._op import CustomOp, attrs_of
 from ._registry import CustomOpError
@@ -38,6 +38,7 @@ _BINOPS = {
 _COMPARE = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
 _UNARYOPS = {ast.USub: "neg", ast.Invert: "not", ast.Not: "not"}
 _SPECIAL = {"where": 3, "clamp": 3}  # function name -> argument count
+_DEVICE = "@device"  # the env entry holding the inputs' device (no expression name can spell it)
 
 
 def _check(node: ast.AST, expr: str, free: list[str]) -> None:
@@ -72,16 +73,21 @@ def _check(node: ast.AST, expr: str, free: list[str]) -> None:
         raise CustomOpError(f"elementwise {expr!r}: {ast.unparse(node)!r} is not an element-wise expression")
 
 
-def _binary(op: str, a: Any, b: Any) -> Any:
+def _binary(op: str, a: Any, b: Any, env: dict[str, Any]) -> Any:
     from .._tensor import Tensor
 
     if isinstance(a, Tensor):
         return a._binary(op, b)
     if isinstance(b, Tensor):
         return b._binary(op, a, reverse=True)
+    return _const(a, env)._binary(op, b)  # two numbers: burn's op on a 0-d tensor of the inputs' device
+
+
+def _const(value: Any, env: dict[str, Any]) -> Tensor:
+    """A number as a 0-d tensor on the device of the call's inputs (the op computes it as burn does)."""
     from .. import tensor
 
-    return tensor(a)._binary(op, b)  # two numbers: a 0-d tensor on the default device
+    return tensor(value, device=env[_DEVICE])
 
 
 def _eval(node: ast.AST, env: dict[str, Any]) -> Any:
@@ -93,15 +99,16 @@ def _eval(node: ast.AST, env: dict[str, Any]) -> Any:
     if isinstance(node, ast.Expression):
         return _eval(node.body, env)
     if isinstance(node, ast.BinOp):
-        return _binary(_BINOPS[type(node.op)], _eval(node.left, env), _eval(node.right, env))
+        return _binary(_BINOPS[type(node.op)], _eval(node.left, env), _eval(node.right, env), env)
     if isinstance(node, ast.UnaryOp):
         v = _eval(node.operand, env)
         if isinstance(node.op, ast.UAdd):
             return v
         op = _UNARYOPS[type(node.op)]
-        return v._unary(op) if isinstance(v, Tensor) else _binary("mul", v, -1) if op == "neg" else not v
+        return (v if isinstance(v, Tensor) else _const(v, env))._unary(op)
     if isinstance(node, ast.Compare):
-        return _binary(_COMPARE[type(node.ops[0])], _eval(node.left, env), _eval(node.comparators[0], env))
+        left, right = _eval(node.left, env), _eval(node.comparators[0], env)
+        return _binary(_COMPARE[type(node.ops[0])], left, right, env)
     if isinstance(node, ast.Call):
         fn = node.func.id  # type: ignore[attr-defined]  # checked by _check
         args = [_eval(a, env) for a in node.args]
@@ -111,8 +118,8 @@ def _eval(node: ast.AST, env: dict[str, Any]) -> Any:
             return args[0].clamp(args[1], args[2])
         if fn in UNARY_OPS:
             x = args[0]
-            return (x if isinstance(x, Tensor) else _binary("mul", x, 1))._unary(fn)
-        return _binary(fn, *args)
+            return (x if isinstance(x, Tensor) else _const(x, env))._unary(fn)
+        return _binary(fn, args[0], args[1], env)
     if isinstance(node, ast.Name):
         return env[node.id]
     return node.value  # type: ignore[attr-defined]  # an ast.Constant (checked)
@@ -146,8 +153,11 @@ class ElementwiseOp(CustomOp):
     def evaluate(self, tensors: Sequence[Tensor], attrs: dict[str, Any]) -> Tensor:
         """The expression on ``tensors`` with ``attrs``, as burn ops."""
         assert self.tree is not None
-        out = _eval(self.tree, {**dict(zip(self.inputs, tensors)), **attrs})
-        return out if hasattr(out, "_p") else _binary("mul", tensors[0], 0) + out
+        env = {**dict(zip(self.inputs, tensors)), **attrs, _DEVICE: tensors[0].device}
+        out = _eval(self.tree, env)
+        out = out if hasattr(out, "_p") else _const(out, env)
+        shape = broadcast_shape(*(tuple(t.shape) for t in tensors))
+        return out if tuple(out.shape) == shape else out.expand(*shape)  # a part of the inputs read
 
 
 def elementwise(
