@@ -72,6 +72,10 @@ def test_server_runs_a_registered_op_and_names_a_missing_one(plugin_server, clie
         grads = (out * out).sum().backward()
         np.testing.assert_allclose(x.grad(grads).numpy(), 2 * 3.0 * np.array([3.5, -5.5, 9.5]))
         np.testing.assert_allclose(y.grad(grads).numpy(), 2 * np.array([3.5, -5.5, 9.5]))
+        # repeated records (the client's signature fast path) carry each call's own attributes
+        outs = [axpy(x, y, a=a) for _ in range(3) for a in (1.0, 2.0)]
+        want = [[1.5, -1.5, 3.5], [2.5, -3.5, 6.5]] * 3
+        np.testing.assert_allclose([o.numpy() for o in outs], want)
         with pytest.raises(RemoteError, match="custom op 'remote_only_client' is not registered"):
             only_here(burn.tensor([1.0], device=dev)).numpy()
     finally:
