@@ -9,6 +9,9 @@ never burn-core's private modules.
   ``default_float``/``default_int``, ``is_autodiff`` (a decorator recording gradients: it also offers
   ``inner_prim``/``from_inner``), ``host_memory`` (reads cost no device sync), ``deferred_index_checks``
   (``check_index`` reports at a later read or sync, so fusion may record it in streams), ``binary_fns``.
+- ``Backend.custom(name, xs, attrs)``: a ``burn.custom`` op; the default runs its numpy function,
+  composition or host fallback, and a backend with a kernel language overrides it with
+  ``burn.custom.dispatch(self, ..., key=, launch=, tuner=)`` (burn-wgpu: WGSL, burn-cuda: CUDA C).
 - ``ACTIVATION_OPS``: the activations in ``UNARY_OPS`` (relu, sigmoid, gelu, ...); ``Backend.activation``
   runs them, from the core unless the backend lists them in ``native_activations``.
 - ``UNARY_OPS``, ``BINARY_OPS``, ``COMPARISON_OPS``, ``UNARY_BOOL_RESULT``, ``REDUCE_OPS``,

@@ -14,7 +14,9 @@ A third-party package adds a backend by exposing a module under the ``burn`` ent
     def burn_register_backends(register):
         register(BackendSpec(name="mybackend", factory=make_backend, is_available=probe))
 
-A backend decorator (autodiff, fusion) registers a ``DecoratorSpec`` through
+A package publishes ``burn.custom`` ops through ``burn_register_custom_ops(register)`` (``register(op)``
+each, ops built with ``register=False``); ``burn.custom.get(name)`` finds them. A backend decorator
+(autodiff, fusion) registers a ``DecoratorSpec`` through
 ``burn_register_decorators(register)``; ``burn.device(name, **{decorator: True})`` then wraps that device's
 backend in it. A subcommand of the ``burn`` command line (``burn onnx ...``) is a ``CommandSpec`` registered
 through ``burn_register_commands(register)``; it raises ``CommandError`` for a usage error, which ``burn``
