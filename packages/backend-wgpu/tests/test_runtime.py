@@ -121,15 +121,28 @@ def test_oversized_tensor_is_refused(backend, dev):
         burn.zeros((limit // 4 + 1,), device=dev)
 
 
-def test_64bit_dtypes(dev):
-    with pytest.raises(DTypeError, match="float64.*not supported by backend 'wgpu'"):
-        burn.zeros((2,), dtype=burn.float64, device=dev)
-    with pytest.raises(DTypeError, match="int64"):
-        burn.ones((2,), device=dev).cast(burn.int64)
-    # data of 64-bit dtypes maps to the backend defaults (documented in burn_wgpu._dtypes)
-    assert burn.from_numpy(np.zeros(3), device=dev).dtype is burn.float32
-    assert burn.from_numpy(np.arange(3), device=dev).dtype is burn.int32
+def test_64bit_dtypes_follow_the_adapter(backend, dev):
+    """Native: int64/float64 where the adapter has shader-int64/shader-f64 (test_wide_dtypes.py runs
+    their ops); the defaults stay float32/int32 either way."""
+    features = set(backend.ctx.adapter.features)
+    assert (burn.float64 in backend.dtypes) == ("shader-f64" in features and not backend.ctx.portable)
+    assert (burn.int64 in backend.dtypes) == ("shader-int64" in features and not backend.ctx.portable)
     assert burn.tensor([1, 2], device=dev).dtype is burn.int32
+    assert burn.tensor([1.0, 2.0], device=dev).dtype is burn.float32
+
+
+def test_portable_mode_has_no_64bit_dtypes(monkeypatch, dev):
+    from burn_wgpu import _device
+    from burn_wgpu._backend import WgpuBackend
+
+    monkeypatch.setattr(_device.OPTIONS, "portable", True)
+    be = WgpuBackend(context=_device.create_context(0))
+    assert not {burn.float64, burn.int64} & be.dtypes
+    assert not {"shader-f64", "shader-int64"} & be.ctx.features
+    with pytest.raises(DTypeError, match="float64 is not supported by backend 'wgpu'.*WebGPU has no 64-bit"):
+        be.from_numpy(np.zeros(3), burn.float64)
+    with pytest.raises(DTypeError, match="int64"):
+        be.cast(be.from_numpy(np.ones(2, np.float32), burn.float32), burn.int64)
 
 
 def test_configure_after_first_use_is_an_error(dev):

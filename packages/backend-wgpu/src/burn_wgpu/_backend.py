@@ -6,9 +6,11 @@ the contract's default, written in terms of these.
 
 dtypes: float32, int32, uint32, bool (stored as u32), int8, uint8 and int16 (stored widened, one
 element per 32-bit word, wrapped on store: ``_dtypes``), plus float16 where the adapter has
-``shader-f16``. WGSL has no 64-bit types: ``burn.tensor``/``from_numpy`` of float64/int64 data gives
-float32/int32 (the defaults; the frontend's ``_fallback_dtype`` mapping), and an explicit
-``dtype=burn.float64``/``int64`` is a ``DTypeError``.
+``shader-f16``, and int64/float64 on a native device whose adapter has ``shader-int64``/``shader-f64``
+(``_dtypes.WIDE``). Without them (browser-portable mode: WebGPU has no 64-bit types)
+``burn.tensor``/``from_numpy`` of float64/int64 data gives float32/int32 (the defaults; the frontend's
+``_fallback_dtype`` mapping), and an explicit ``dtype=burn.float64``/``int64`` is a ``DTypeError``.
+The defaults stay float32/int32 either way.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from burn.backend import ACTIVATION_OPS, Backend, MemoryStats, Slices, op_def
 from . import _elementwise as EW
 from ._buffer import BufferPool
 from ._device import OPTIONS, GpuContext, create_context
-from ._dtypes import BASE_DTYPES, ELEM_BYTES, NARROW, np_storage
+from ._dtypes import BASE_DTYPES, ELEM_BYTES, NARROW, WIDE, WIDE_FEATURES, np_storage
 from ._executor import Executor
 from ._fusion import WgpuFusion
 from ._index_check import IndexChecker
@@ -55,8 +57,10 @@ class WgpuBackend(WgpuOps, Backend):
         self.ex.label = f"wgpu:{index}"
         self.index_checks = IndexChecker(self)
         self._fusion: WgpuFusion | None = None
-        if "shader-f16" in self.ctx.features:
-            self.dtypes = frozenset(BASE_DTYPES | {burn.float16})
+        extra = {burn.float16} if "shader-f16" in self.ctx.features else set()
+        extra |= {dt for dt, feature in WIDE_FEATURES.items() if feature in self.ctx.features}
+        if extra:
+            self.dtypes = frozenset(BASE_DTYPES | extra)
 
     def __repr__(self) -> str:
         return f"<WgpuBackend {self.device} {self.ctx.label}{' portable' if self.ctx.portable else ''}>"
@@ -65,7 +69,12 @@ class WgpuBackend(WgpuOps, Backend):
     def _check_dtype(self, op: str, dtype: burn.DType) -> None:
         if dtype not in self.dtypes:
             names = ", ".join(sorted(d.name for d in self.dtypes))
-            hint = " (WGSL has no 64-bit types)" if dtype.itemsize == 8 else ""
+            hint = (
+                " (WebGPU has no 64-bit types: browser-portable mode, or an adapter without shader-int64/"
+                "shader-f64)"
+                if dtype in WIDE
+                else ""
+            )
             raise DTypeError(
                 f"{op}: dtype {dtype.name} is not supported by backend 'wgpu'{hint} (supported: {names})"
             )
@@ -91,6 +100,13 @@ class WgpuBackend(WgpuOps, Backend):
         out = WgpuTensor(self.pool.storage(host.nbytes, "from_numpy", shape, upload=True), shape, dtype)
         self.ex.write(out.buffer, host.tobytes())
         return out
+
+    def scalar_tensor(self, value: float | int | bool, dtype: burn.DType) -> WgpuTensor:
+        """A one-element, 0-d tensor holding ``value`` (how 64-bit scalars reach a kernel)."""
+        import numpy as np
+        from burn.backend import NUMPY_DTYPES
+
+        return self.from_numpy(np.asarray(value, dtype=NUMPY_DTYPES[dtype]), dtype)
 
     def _readable(self, x: WgpuTensor) -> WgpuTensor:
         """x as a dense view whose byte offset a copy may start at (a multiple of 4)."""

@@ -25,6 +25,7 @@ from typing import Any
 import burn
 
 from ._buffer import GPUDevice
+from ._dtypes import WIDE_FEATURES
 
 GPUAdapter = Any  # wgpu-py's adapter (wgpu ships no type information)
 
@@ -203,6 +204,8 @@ def create_context(index: int) -> GpuContext:
     features = []
     if OPTIONS.f16 and "shader-f16" in adapter.features:
         features.append("shader-f16")
+    if not OPTIONS.portable:  # int64/float64 storage (WebGPU has neither: portable mode leaves them out)
+        features += [f for f in WIDE_FEATURES.values() if f in adapter.features]
     if "timestamp-query" in adapter.features:  # GPU-side timing for the autotuner (_timer.py)
         features.append("timestamp-query")
     device = adapter.request_device_sync(required_features=features, required_limits=dict(limits))

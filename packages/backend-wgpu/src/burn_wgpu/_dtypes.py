@@ -1,9 +1,17 @@
 """How burn dtypes live in WGSL storage buffers.
 
 bool is stored as u32 (0/1: WGSL has no 1-byte storage type); float16 needs the adapter's
-``shader-f16``. float64 and int64 are not supported: WGSL has neither. Data of those dtypes is mapped
-by the frontend (``burn.tensor``/``from_numpy`` of float64/int64 arrays give float32/int32, the
-backend's defaults); an explicit ``dtype=burn.float64`` request is a ``DTypeError``.
+``shader-f16``.
+
+int64 and float64 (``WIDE``) are stored natively as WGSL ``i64``/``f64`` on a native device whose
+adapter has ``shader-int64`` and ``shader-f64`` (wgpu-native's naga accepts both types in WGSL once
+the device was created with those features; WebGPU has neither, so browser-portable mode leaves them
+out, and there the frontend maps float64/int64 data to float32/int32 as before). Their kernels use
+the expression-table classes ``"l"`` (i64) and ``"d"`` (f64): integer arithmetic, comparisons,
+min/max, rounding, sqrt, division and remainders are exact in 64 bits; the transcendental functions
+(exp, log, sin, tanh, erf, pow, ...) go through f32 (Vulkan's extended instructions are 32-bit only:
+lavapipe's f64 ``exp`` returns garbage), so a float64 ``exp`` is float32-accurate. 64-bit scalars
+travel as one-element tensors (metadata words are 32-bit).
 
 The narrow ints int8, uint8 and int16 (``NARROW``) are real dtypes stored widened, one element per
 32-bit word (i32 for the signed ones, u32 for uint8), so every kernel family reads them as it reads
@@ -32,6 +40,9 @@ if TYPE_CHECKING:
 
 # narrow int dtype -> its width in bits (stored one element per 32-bit word, wrapped on store)
 NARROW: dict[burn.DType, int] = {burn.int8: 8, burn.uint8: 8, burn.int16: 16}
+# 64-bit dtype -> WGSL storage type (needs the device features in ``WIDE_FEATURES``)
+WIDE: dict[burn.DType, str] = {burn.int64: "i64", burn.float64: "f64"}
+WIDE_FEATURES: dict[burn.DType, str] = {burn.int64: "shader-int64", burn.float64: "shader-f64"}
 # burn dtype -> WGSL storage type
 WGSL = {
     burn.float32: "f32",
@@ -40,11 +51,12 @@ WGSL = {
     burn.uint32: "u32",
     burn.bool_: "u32",
     **{dt: "i32" if dt.kind == "i" else "u32" for dt in NARROW},
+    **WIDE,
 }
 # burn dtype -> bytes per element in storage
-ELEM_BYTES = {dt: 2 if t == "f16" else 4 for dt, t in WGSL.items()}
-# burn dtype -> expression-table class ("f" float, "i" signed, "u" unsigned and bool)
-CLASS = {dt: "f" if t[0] == "f" else t[0] for dt, t in WGSL.items()}
+ELEM_BYTES = {dt: {"f16": 2, "i64": 8, "f64": 8}.get(t, 4) for dt, t in WGSL.items()}
+# burn dtype -> expression-table class ("f" float, "i" signed, "u" unsigned and bool, "l" i64, "d" f64)
+CLASS = {dt: {"i64": "l", "f64": "d"}.get(t, "f" if t[0] == "f" else t[0]) for dt, t in WGSL.items()}
 BASE_DTYPES = frozenset({burn.float32, burn.int32, burn.uint32, burn.bool_, *NARROW})
 
 
@@ -77,14 +89,18 @@ def np_storage(dtype: burn.DType) -> type[np.generic]:
         "f16": np.float16,
         "i32": np.int32,
         "u32": np.uint32,
+        "i64": np.int64,
+        "f64": np.float64,
     }
     return storage[WGSL[dtype]]
 
 
 def scalar_bits(dtype: burn.DType, value: float | int | bool) -> int:
-    """A scalar as the u32 bit pattern the kernels read from metadata (f16 scalars travel as f32)."""
+    """A scalar as the u32 bit pattern the kernels read from metadata (f16 scalars travel as f32;
+    64-bit scalars never come here: they travel as one-element tensors)."""
     import struct
 
+    assert dtype not in WIDE, "a 64-bit scalar travels as a tensor"
     if dtype.is_float:
         return struct.unpack("<I", struct.pack("<f", float(value)))[0]
     if dtype.is_bool:

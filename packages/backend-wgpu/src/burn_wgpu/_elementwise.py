@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from burn import DType
 
-from ._dtypes import ELEM_BYTES, scalar_bits
+from ._dtypes import ELEM_BYTES, WIDE, scalar_bits
 from ._kernels import elementwise as K
 from ._primitive import WgpuTensor, contiguous_strides, numel
 
@@ -57,6 +57,8 @@ def run(
     """Apply one table expression over ``operands`` (WgpuTensors or Python scalars of ``compute``'s
     kind) broadcast to ``shape``. ``out``: write into this view instead of a fresh tensor."""
     expr, is_bool = K.expression(kind, op, compute, out_dtype)
+    if compute in WIDE:  # metadata words are 32-bit: a 64-bit scalar travels as a one-element tensor
+        operands = [x if isinstance(x, WgpuTensor) else backend.scalar_tensor(x, compute) for x in operands]
     if out is None:
         out = backend.empty(shape, out_dtype)
     n = numel(shape)

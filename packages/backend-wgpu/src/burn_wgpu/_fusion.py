@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from burn import DType, autotune, float16, float32
 from burn.fusion import FusedKernel, FusedReduce
 
-from ._dtypes import WGSL, scalar_bits
+from ._dtypes import WGSL, WIDE, scalar_bits
 from ._elementwise import broadcast_strides, collapse
 from ._executor import Kernel
 from ._kernels import elementwise as K
@@ -56,6 +56,8 @@ class WgpuFusion:
 
     def fusable(self, kind: str, name: str, compute: DType, out: DType) -> bool:
         if compute not in self.backend.dtypes or out not in self.backend.dtypes:
+            return False
+        if compute in WIDE or out in WIDE:  # 64-bit ops run unfused (their scalars travel as tensors)
             return False
         if kind == "cast":
             return True

@@ -14,6 +14,9 @@ import struct
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+import burn
+
+from ._dtypes import WIDE
 from ._executor import Kernel
 from ._kernels.elementwise import WG, grid
 from ._primitive import WgpuTensor
@@ -86,6 +89,8 @@ class IndexChecker:
             b.sync()
         check_id = self._next_id
         self._next_id = self._next_id + 1 if self._next_id < 0xFFFFFFFF else 1
+        if index.dtype in WIDE:  # checked as int32, saturated so an out-of-range value stays out of range
+            index = b.cast(b.clamp(index, -(1 << 31), (1 << 31) - 1), burn.int32)
         signed = index.dtype.kind == "i"  # uint8 and uint32 indices are unsigned words
         self._messages[check_id] = (message, signed)
         dense = b.contiguous(index)

@@ -11,7 +11,7 @@ from burn.backend import Backend, matmul_shape, op_def
 
 from . import _attention, _conv, _matmul, _pool, _reduce
 from . import _elementwise as EW
-from ._dtypes import NARROW, word_dtype
+from ._dtypes import NARROW, WIDE, word_dtype
 from ._kernels import index as KI
 from ._kernels import matmul as KM
 from ._kernels import quant as KQ
@@ -133,6 +133,8 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
         their 32-bit words, the product wrapped into their dtype (NumPy's int8 @ int8 in int8)."""
         if a.dtype in NARROW:
             return self.cast(self.matmul(as_words(a), as_words(b)), a.dtype)
+        if a.dtype in WIDE:  # 64-bit: the plain kernel, each output summing its K products in order
+            return self.matmul_tiled(a, b, 0, 0)
         if _matmul.should_tune(a, b):
             return tuner(self).run(_matmul.MATMUL, self, a, b)
         m, k = a.shape[-2:]
@@ -186,7 +188,7 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
     ) -> WgpuTensor:
         """2-d float convolutions through the tuned conv family (``_conv.CONV2D``: im2col + tuned
         matmul, implicit GEMM, strided slices); other ranks and dtypes: the contract's default."""
-        if len(x.shape) == 4 and x.dtype.is_float and weight.dtype is x.dtype:
+        if len(x.shape) == 4 and x.dtype.is_float and x.dtype not in WIDE and weight.dtype is x.dtype:
             return _conv.conv2d(self, x, weight, bias, stride, padding, dilation, groups)
         return super().conv(x, weight, bias, stride, padding, dilation, groups)
 
@@ -352,6 +354,8 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
         idx_strides: tuple[int, ...],
         idx_offset: int,
     ) -> WgpuTensor:
+        if x.dtype in WIDE:  # WGSL has no 64-bit float atomics, nor i64 ones without another feature
+            return self._scatter_on_host(x, dim, index, src, shape, idx_strides, idx_offset)
         native = {burn.float32: burn.float32, burn.int32: burn.int32, burn.uint32: burn.uint32}
         work = native.get(x.dtype, burn.float32 if x.dtype.is_float else burn.int32)
         if work is not x.dtype:  # no 16-bit or bool atomics: accumulate in a wider type
@@ -378,6 +382,29 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
         )
         self.ex.dispatch(kernel, [out.buffer, src.buffer, index.buffer], meta, grid(n))
         return out
+
+    def _scatter_on_host(
+        self,
+        x: WgpuTensor,
+        dim: int,
+        index: WgpuTensor,
+        src: WgpuTensor,
+        shape: tuple[int, ...],
+        idx_strides: tuple[int, ...],
+        idx_offset: int,
+    ) -> WgpuTensor:
+        """A 64-bit scatter-add summed exactly on the host (one read and one upload): the device has
+        no 64-bit atomics to accumulate duplicate indices with."""
+        import numpy as np
+
+        idx_view = WgpuTensor(index.storage, shape, index.dtype, idx_strides, idx_offset)
+        src_view = WgpuTensor(src.storage, shape, src.dtype, EW.broadcast_strides(src, shape), src.offset)
+        host, idx, values = self.read_many([x, idx_view, src_view])  # type: ignore[attr-defined]
+        idx = np.where(idx < 0, idx + x.shape[dim], idx)
+        coords = list(np.indices(shape, sparse=False))
+        coords[dim] = idx
+        np.add.at(host, tuple(coords), values)
+        return self.from_numpy(host, x.dtype)  # type: ignore[attr-defined,no-any-return]
 
     # ------------------------------------------------------------------ sort and scans
     def sort(self, x: WgpuTensor, dim: int, descending: bool) -> tuple[WgpuTensor, WgpuTensor]:

@@ -11,7 +11,7 @@ import numpy as np
 from burn.nn import Module, Param, RunningState
 
 from ._check import unsupported
-from ._dtypes import on_backend, warn_narrowed
+from ._dtypes import as_declared, on_backend, on_device_declared, warn_narrowed
 from ._errors import UnsupportedOnnxError
 from ._graph import Graph, Model, ValueInfo, read_model
 from ._optimize import drop_passthrough, fuse
@@ -115,7 +115,37 @@ class OnnxModel(Module):
         feeds = self._bind(args, named, device)
         params = {name: entry.value for name, entry in self.weights.items()}
         outs = self._runner.run(feeds, params, device)
+        outs = [_declared_on_device(v, info.elem_type) for v, info in zip(outs, self.outputs)] + outs[
+            len(self.outputs) :
+        ]
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def run(self, *args: Any, **named: Any) -> tuple[Any, ...]:
+        """Every graph output as a numpy array of its ONNX-declared dtype (a list of arrays for a
+        sequence output, None for an empty optional), as onnxruntime's ``InferenceSession.run``
+        returns them, whatever the device computed in: an int64 output of a browser-portable wgpu
+        device (int32 there) comes back int64, a uint16 one (int32 in burn) uint16. A value the
+        declared type cannot hold raises ``OnnxRuntimeError`` naming the output.
+
+        >>> from onnx import helper, TensorProto as T
+        >>> g = helper.make_graph([helper.make_node("ArgMax", ["x"], ["y"], axis=0)], "g",
+        ...     [helper.make_tensor_value_info("x", T.FLOAT, [3])], [helper.make_tensor_value_info("y", T.INT64, [1])])
+        >>> m = burn_onnx.load(helper.make_model(g).SerializeToString(), device="cpu")
+        >>> (y,) = m.run(np.array([1.0, 5.0, 2.0], np.float32))
+        >>> y, y.dtype
+        (array([1]), dtype('int64'))
+        """
+        out = self.forward(*args, **named)
+        outs = out if isinstance(out, tuple) else (out,)
+        return tuple(self._host_declared(v, info) for v, info in zip(outs, self.outputs))
+
+    def _host_declared(self, value: Any, info: ValueInfo) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, list):
+            return [self._host_declared(v, info) for v in value]
+        computed = f"{value.dtype.name} on {value.device}"
+        return as_declared(value.numpy(), info.elem_type, info.name, self._source, computed)
 
     def _compute_device(self, args: tuple[Any, ...], named: dict[str, Any]) -> burn.Device:
         for entry in self.weights.values():
@@ -228,6 +258,15 @@ _BURN_NAMES = frozenset(
         "bool",
     }
 )
+
+
+def _declared_on_device(value: Any, elem_type: int) -> Any:
+    """An output (a tensor, a sequence's list, None) cast on its device to its declared dtype."""
+    if isinstance(value, list):
+        return [_declared_on_device(v, elem_type) for v in value]
+    if isinstance(value, burn.Tensor):
+        return on_device_declared(value, elem_type)
+    return value
 
 
 def _fmt(shape: tuple[Any, ...]) -> str:

@@ -7,6 +7,8 @@ helpers spell out NumPy's answers; NaN tests use the bit pattern, which no fast-
 
 from __future__ import annotations
 
+import re
+
 HELPERS: dict[str, str] = {
     "is_nan": "fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }",
     "is_inf": "fn is_inf(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }",
@@ -284,6 +286,118 @@ DEPENDS: dict[str, tuple[str, ...]] = {
     "b_floordiv_f": ("b_fmod", "is_nan", "is_inf"),
     "b_pow_f": ("is_nan", "nan", "inf"),
 }
+
+
+# f64 versions of f32 helpers whose operations are exact in 64 bits: the same source with f64 types and
+# the f64 helper names (``_F64_NAMES``)
+_F64_NAMES = {
+    "is_nan": "is_nan_d",
+    "is_inf": "is_inf_d",
+    "nan": "nan_d",
+    "inf": "inf_d",
+    "b_sqrt": "b_sqrt_d",
+    "b_max": "b_max_d",
+    "b_min": "b_min_d",
+    "b_fmod": "b_fmod_d",
+    "b_rem_f": "b_rem_d",
+    "b_floordiv_f": "b_floordiv_d",
+}
+_F64_NAME_RE = re.compile(r"\b(" + "|".join(sorted(_F64_NAMES, key=len, reverse=True)) + r")\(")
+
+
+def _as_f64(name: str) -> str:
+    src = _F64_NAME_RE.sub(lambda m: _F64_NAMES[m.group(1)] + "(", HELPERS[name]).replace("f32", "f64")
+    return re.sub(r"\b(trunc|round)\(", r"b_\1_d(", src)
+
+
+HELPERS.update(
+    {
+        # an f64 is NaN exactly when its f32 conversion is (a finite f64 never converts to NaN)
+        "is_nan_d": "fn is_nan_d(x: f64) -> bool { return is_nan(f32(x)); }",
+        "is_inf_d": "fn is_inf_d(x: f64) -> bool { return abs(x) > 1.7976931348623157e308; }",
+        "nan_d": "fn nan_d() -> f64 { return f64(nan()); }",
+        # trunc and round from floor/ceil: lavapipe's f64 trunc and round return |x| >= 2^31 unchanged
+        "b_trunc_d": "fn b_trunc_d(x: f64) -> f64 { return select(ceil(x), floor(x), x >= 0.0); }",
+        "b_round_d": """fn b_round_d(x: f64) -> f64 {
+    // half to even, as NumPy
+    let f = floor(x);
+    let d = x - f;
+    if (d > 0.5 || (d == 0.5 && floor(f * 0.5) != f * 0.5)) { return f + 1.0; }
+    return f;
+}""",
+        "inf_d": "fn inf_d() -> f64 { return f64(inf()); }",
+        **{
+            _F64_NAMES[n]: _as_f64(n)
+            for n in ("b_sqrt", "b_max", "b_min", "b_fmod", "b_rem_f", "b_floordiv_f")
+        },
+        # an f64 into i64: truncated; NaN and values outside i64's range give i64's minimum (x86-64's
+        # conversion, which NumPy's astype gives there)
+        "b_f2l": """fn b_f2l(x: f64) -> i64 {
+    if (!(abs(x) < 9.2233720368547758e18)) { return -9223372036854775807li - 1li; }
+    return i64(x);
+}""",
+        # integral exponents up to 2^31 by squaring in f64; others through f32 (no 64-bit pow in Vulkan)
+        "b_pow_d": """fn b_pow_d(a: f64, b: f64) -> f64 {
+    if (is_nan_d(a) || is_nan_d(b) || b != floor(b) || abs(b) >= 2147483648.0) {
+        return f64(b_pow_f(f32(a), f32(b)));
+    }
+    var r = f64(1.0);
+    var base = a;
+    var e = u32(abs(b));
+    loop {
+        if (e == 0u) { break; }
+        if ((e & 1u) != 0u) { r = r * base; }
+        base = base * base;
+        e = e >> 1u;
+    }
+    if (b < 0.0) { return 1.0 / r; }
+    return r;
+}""",
+        "b_div_l": "fn b_div_l(a: i64, b: i64) -> i64 { if (b == 0li) { return 0li; } return a / b; }",
+        "b_fmod_l": "fn b_fmod_l(a: i64, b: i64) -> i64 { if (b == 0li) { return 0li; } return a - b * (a / b); }",
+        "b_floordiv_l": """fn b_floordiv_l(a: i64, b: i64) -> i64 {
+    if (b == 0li) { return 0li; }
+    let q = a / b;
+    if ((a - b * q) != 0li && ((a < 0li) != (b < 0li))) { return q - 1li; }
+    return q;
+}""",
+        "b_rem_l": """fn b_rem_l(a: i64, b: i64) -> i64 {
+    if (b == 0li) { return 0li; }
+    let r = a - b * (a / b);
+    if (r != 0li && ((r < 0li) != (b < 0li))) { return r + b; }
+    return r;
+}""",
+        "b_pow_l": """fn b_pow_l(a: i64, b: i64) -> i64 {
+    if (b < 0li) {
+        if (a == 1li) { return 1li; }
+        if (a == -1li) { return select(1li, -1li, (b & 1li) != 0li); }
+        return 0li;
+    }
+    var r = 1li;
+    var base = a;
+    var e = b;
+    loop {
+        if (e == 0li) { break; }
+        if ((e & 1li) != 0li) { r = r * base; }
+        base = base * base;
+        e = e >> 1u;
+    }
+    return r;
+}""",
+    }
+)
+DEPENDS.update(
+    {
+        "is_nan_d": ("is_nan",),
+        "b_pow_d": ("is_nan_d", "b_pow_f"),
+        "nan_d": ("nan",),
+        "inf_d": ("inf",),
+        **{
+            _F64_NAMES[n]: (*(_F64_NAMES[d] for d in DEPENDS[n]), "b_trunc_d", "b_round_d")
+            for n in ("b_sqrt", "b_max", "b_min", "b_fmod", "b_rem_f", "b_floordiv_f")
+        },
+    }
+)
 
 
 def render_helpers(names: tuple[str, ...]) -> str:

@@ -120,6 +120,55 @@ CAST: dict[tuple[str, str], str] = {
 # a float into a narrow int (then wrapped on store): truncated, 0 outside int32's range and for NaN
 NARROW_FROM_F = {"i": "b_f2iw(a)", "u": "bitcast<u32>(b_f2iw(a))"}
 
+# 64-bit classes ("l" i64, "d" f64): entries exact in 64 bits. An op of class "l" without one uses its
+# "i" entry (type-generic there), an op of class "d" without one its "f" entry computed in f32
+# (``_through_f32``: the transcendental functions, whose Vulkan instructions are 32-bit only)
+WIDE_ENTRIES: dict[str, dict[str, dict[str, str]]] = {
+    "unary": {
+        "neg": {"d": "-a"},
+        "abs": {"d": "abs(a)"},
+        "sign": {
+            "d": "select(sign(a), a, is_nan_d(a))",
+            "l": "select(select(0li, 1li, a > 0li), -1li, a < 0li)",
+        },
+        "floor": {"d": "floor(a)"},
+        "ceil": {"d": "ceil(a)"},
+        "round": {"d": "b_round_d(a)"},
+        "trunc": {"d": "b_trunc_d(a)"},
+        "sqrt": {"d": "b_sqrt_d(a)"},
+        "rsqrt": {"d": "1.0 / b_sqrt_d(a)"},
+        "reciprocal": {"d": "1.0 / a"},
+        "isnan": {"d": "is_nan_d(a)"},
+        "isinf": {"d": "is_inf_d(a)"},
+        "relu": {"d": "select(max(a, 0.0), a, is_nan_d(a))"},
+    },
+    "binary": {
+        "div": {"d": "a / b", "l": "b_div_l(a, b)"},
+        "floor_div": {"d": "b_floordiv_d(a, b)", "l": "b_floordiv_l(a, b)"},
+        "remainder": {"d": "b_rem_d(a, b)", "l": "b_rem_l(a, b)"},
+        "fmod": {"d": "b_fmod_d(a, b)", "l": "b_fmod_l(a, b)"},
+        "pow": {"d": "b_pow_d(a, b)", "l": "b_pow_l(a, b)"},
+        "maximum": {"d": "b_max_d(a, b)"},
+        "minimum": {"d": "b_min_d(a, b)"},
+    },
+    "ternary": {"clamp": {"d": "b_min_d(b_max_d(a, b), c)"}},
+}
+# (source class, target class) -> conversion where either side is 64-bit ("{t}": the target type)
+WIDE_CAST: dict[tuple[str, str], str] = {
+    **{(c, "d"): "f64(a)" for c in "fiubld"},
+    **{(c, "l"): "i64(a)" for c in "iubl"},
+    ("f", "l"): "b_f2l(f64(a))",
+    ("d", "l"): "b_f2l(a)",
+    ("d", "f"): "f32(a)",
+    ("d", "i"): "i32(b_f2l(a))",
+    ("d", "u"): "u32(b_f2l(a))",
+    ("d", "b"): "select(0u, 1u, a != 0.0)",
+    ("l", "f"): "f32(a)",
+    ("l", "i"): "i32(a)",
+    ("l", "u"): "u32(a)",
+    ("l", "b"): "select(0u, 1u, a != 0li)",
+}
+
 _HELPER_RE = re.compile(r"\b(" + "|".join(sorted(HELPERS, key=len, reverse=True)) + r")\(")
 
 
@@ -128,29 +177,71 @@ def dclass(dtype: DType) -> str:
 
 
 def compute_type(dtype: DType) -> str:
-    return {"f": "f32", "i": "i32", "u": "u32", "b": "u32"}[dclass(dtype)]
+    return {"f": "f32", "i": "i32", "u": "u32", "b": "u32", "l": "i64", "d": "f64"}[dclass(dtype)]
+
+
+_FALLBACK = {"b": "u", "l": "i", "d": "f"}  # a class without its own entry uses this one's
 
 
 def lookup(table: dict[str, dict[str, _E]], op: str, cls: str) -> _E | None:
-    """The entry of ``op`` for dtype class ``cls``: its own, bool's fallback to ``"u"``, then ``"*"``."""
+    """The entry of ``op`` for dtype class ``cls``: its own, then its fallback class's (bool uses
+    ``"u"``, i64 ``"i"``, f64 ``"f"``), then ``"*"``."""
     entry = table[op]
-    for key in (cls, "u" if cls == "b" else cls, "*"):
+    for key in (cls, _FALLBACK.get(cls, cls), "*"):
         if key in entry:
             return entry[key]
     return None
+
+
+_OPERAND_RE = re.compile(r"\b([abc])\b")
+
+
+def _through_f32(expr: str, bool_result: bool) -> str:
+    """An f32 table expression over f64 operands: operands narrowed, the result widened back."""
+    narrowed = _OPERAND_RE.sub(r"f32(\1)", expr)
+    return narrowed if bool_result else f"f64({narrowed})"
+
+
+def _wide_expression(kind: str, op: str, cls: str, out: DType | None) -> tuple[str, bool]:
+    if kind == "cast":
+        assert out is not None, "a cast names its output dtype"
+        target = dclass(out)
+        if cls == "d" and out in NARROW:
+            return ("b_f2l(a)" if target == "i" else "bitcast<u32>(i32(b_f2l(a)))"), False
+        if cls == target:
+            return "a", False
+        return WIDE_CAST[(cls, target)], False
+    table = {"unary": UNARY, "binary": BINARY, "ternary": TERNARY}[kind]
+    if op not in table:
+        raise TypeError(f"{op}: not defined on the wgpu backend")
+    bool_result = op_def(op).bool_result
+    wide = WIDE_ENTRIES.get(kind, {}).get(op, {})
+    if cls in wide:
+        return wide[cls], bool_result
+    entry = table[op]
+    if cls == "l" and ("i" in entry or "*" in entry):
+        return entry.get("i", entry.get("*", "")), bool_result
+    if cls == "d" and "f" in entry:
+        return _through_f32(entry["f"], bool_result), bool_result
+    if "*" in entry:
+        return entry["*"], bool_result
+    name = {"l": "int64", "d": "float64"}[cls]
+    raise TypeError(f"{op}: not defined for dtype {name} on the wgpu backend")
 
 
 def expression(kind: str, op: str, dtype: DType, out: DType | None = None) -> tuple[str, bool]:
     """(WGSL expression, result-is-bool) for ``op`` on operands of ``dtype``; ``kind`` picks the
     table (``"unary"``, ``"binary"``, ``"ternary"``, ``"cast"``, ``"copy"``)."""
     cls = dclass(dtype)
+    if kind == "copy":
+        return "a", False
+    if cls in "ld" or (kind == "cast" and out is not None and dclass(out) in "ld"):
+        return _wide_expression(kind, op, cls, out)
     if kind == "cast":
         assert out is not None, "a cast names its output dtype"
         if cls == "f" and out in NARROW:
             return NARROW_FROM_F[dclass(out)], False
         return CAST[(cls, dclass(out))], False
-    if kind == "copy":
-        return "a", False
     table = {"unary": UNARY, "binary": BINARY, "ternary": TERNARY}[kind]
     expr = lookup(table, op, cls)
     if expr is None:

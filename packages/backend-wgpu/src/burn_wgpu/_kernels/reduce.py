@@ -25,11 +25,19 @@ CHUNK = WG * 16
 REDUCE: dict[str, dict[str, tuple[str, str]]] = {
     "sum": {"*": ("ACC(0)", "x + y")},
     "prod": {"*": ("ACC(1)", "x * y")},
-    "max": {"f": ("-inf()", "b_max(x, y)"), "i": ("-2147483647 - 1", "max(x, y)"), "u": ("0u", "max(x, y)")},
+    "max": {
+        "f": ("-inf()", "b_max(x, y)"),
+        "i": ("-2147483647 - 1", "max(x, y)"),
+        "u": ("0u", "max(x, y)"),
+        "d": ("-inf_d()", "b_max_d(x, y)"),
+        "l": ("-9223372036854775807li - 1li", "max(x, y)"),
+    },
     "min": {
         "f": ("inf()", "b_min(x, y)"),
         "i": ("2147483647", "min(x, y)"),
         "u": ("4294967295u", "min(x, y)"),
+        "d": ("inf_d()", "b_min_d(x, y)"),
+        "l": ("9223372036854775807li", "min(x, y)"),
     },
     "all": {"*": ("1u", "x & y")},
     "any": {"*": ("0u", "x | y")},
@@ -67,7 +75,9 @@ def _header(in_dt: DType, out_type: str, acc: str) -> list[str]:
         f"@group(0) @binding(1) var<storage, read_write> out: array<{out_type}>;",
         f"@group(0) @binding(2) var<storage, read> inp: array<{WGSL[in_dt]}>;",
         f"alias ACC = {acc};",
-        render_helpers(("b_max", "b_min", "inf")),
+        render_helpers(
+            ("b_max_d", "b_min_d", "inf_d") if dclass(in_dt) == "d" else ("b_max", "b_min", "inf")
+        ),
     ]
     return lines
 
@@ -127,10 +137,11 @@ def render_arg(op: str, in_dt: DType, per_thread: bool) -> Kernel:
     Metadata: rows, R, unused, unused, input offset."""
     acc = compute_type(in_dt)
     better = ">" if op == "argmax" else "<"
+    is_nan = {"f": "is_nan", "d": "is_nan_d"}.get(dclass(in_dt))
     nan_check = (
-        "let n1 = is_nan(v1); let n2 = is_nan(v2);\n"
+        f"let n1 = {is_nan}(v1); let n2 = {is_nan}(v2);\n"
         "    if (n1 || n2) { if (n1 && n2) { return i2 < i1; } return n2; }\n    "
-        if dclass(in_dt) == "f"
+        if is_nan
         else ""
     )
     lines = _header(in_dt, "i32", acc)

@@ -52,11 +52,12 @@ def render_init(dtype: DType) -> Kernel:
 @lru_cache(maxsize=32)
 def render_stage(dtype: DType, descending: bool) -> Kernel:
     """One compare-exchange step. Metadata: rows * P, P, L, k, j."""
-    is_float = dclass(dtype) == "f"
-    key_t = "f32" if is_float else WGSL[dtype]
+    is_float = dclass(dtype) in "fd"
+    key_t = "f32" if dclass(dtype) == "f" else WGSL[dtype]
+    is_nan = "is_nan_d" if dclass(dtype) == "d" else "is_nan"
     load = "f32(keys[{}])" if dtype is float16 else "keys[{}]"
     nan = (
-        "    let an = is_nan(ak); let bn = is_nan(bk);\n"
+        f"    let an = {is_nan}(ak); let bn = {is_nan}(bk);\n"
         "    if (an != bn) { return " + ("bn" if descending else "an") + "; }\n"
         "    if (an && bn) { return ai > bi; }\n"
         if is_float
@@ -69,7 +70,7 @@ def render_stage(dtype: DType, descending: bool) -> Kernel:
             "@group(0) @binding(0) var<storage, read> info: array<u32>;",
             f"@group(0) @binding(1) var<storage, read_write> keys: array<{WGSL[dtype]}>;",
             "@group(0) @binding(2) var<storage, read_write> idx: array<u32>;",
-            render_helpers(("is_nan",)) if is_float else "",
+            render_helpers((is_nan,)) if is_float else "",
             f"""// true when (ak, ai) must come after (bk, bi) in the sorted row
 fn after(ak: {key_t}, ai: u32, bk: {key_t}, bi: u32, n: u32) -> bool {{
     let ap = ai >= n; let bp = bi >= n;
