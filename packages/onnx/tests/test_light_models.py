@@ -69,3 +69,16 @@ def test_light_squeezenet_up_to_softmax_matches_onnxruntime() -> None:
     (want,) = reference(data, feeds)
     assert got.shape == want.shape == (1, 1000, 1, 1)
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_light_alexnet_with_a_weight_over_one_binding(device: burn.Device) -> None:
+    """AlexNet's fc6 weight (9216 x 4096 float32, 151 MB) is over lavapipe's 128 MiB storage binding:
+    wgpu binds it in windows and multiplies in blocks (burn_wgpu._windows); about a minute on lavapipe."""
+    if device.backend.name == "ndarray":
+        pytest.skip("cpu runs the light models above")
+    model = _load("bvlc_alexnet")
+    feeds = _feeds(model)
+    shipped = numpy_helper.to_array(onnx.load_tensor(str(LIGHT / "light_bvlc_alexnet_output_0.pb")))
+    (got,) = run_burn(model.SerializeToString(), feeds, device)
+    np.testing.assert_allclose(got, shipped, rtol=1e-3, atol=1e-7)

@@ -23,12 +23,15 @@ GPUDevice = Any
 _MIN_CLASS = 256  # bytes; also keeps every binding a multiple of 4 and >= 4
 
 
-def size_class(nbytes: int, limit: int) -> int:
-    """The power-of-two class of ``nbytes`` (at least 256 B), capped at the binding limit."""
+def size_class(nbytes: int, limit: int, max_buffer: int | None = None) -> int:
+    """The power-of-two class of ``nbytes`` (at least 256 B), capped at the binding limit; a size over
+    that limit (a tensor bound in windows, ``_windows``) capped at ``max_buffer``."""
     size = _MIN_CLASS
     while size < nbytes:
         size *= 2
-    return min(size, limit) if nbytes <= limit else size
+    if nbytes <= limit:
+        return min(size, limit)
+    return size if max_buffer is None else min(size, max(max_buffer, nbytes))
 
 
 class Storage:
@@ -51,6 +54,8 @@ class BufferPool:
         self._usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
         self.max_binding = max_binding
         self.max_buffer = max_buffer
+        # the largest tensor: a buffer's limit (kernels bind windows of a larger-than-binding buffer)
+        self.tensor_limit = max_buffer
         self._free: dict[int, list[GPUBuffer]] = {}
         self._pending: dict[int, list[GPUBuffer]] = {}
         self.stats = {"allocated": 0, "reused": 0, "bytes_allocated": 0}
@@ -59,11 +64,12 @@ class BufferPool:
         self.reserved = PeakTracker()
 
     def check_size(self, op: str, nbytes: int, shape: tuple[int, ...]) -> None:
-        limit = min(self.max_binding, self.max_buffer)
+        limit = self.tensor_limit
         if nbytes > limit:
+            what = "storage binding" if limit <= self.max_binding else "buffer size"
             raise ShapeError(
                 f"{op}: a tensor of shape {shape} needs {nbytes} bytes, over this wgpu device's "
-                f"max storage binding of {limit} bytes; split it (narrow/chunk) or use a backend "
+                f"max {what} of {limit} bytes; split it (narrow/chunk) or use a backend "
                 "without that limit"
             )
 
@@ -73,7 +79,7 @@ class BufferPool:
         """A Storage of at least ``nbytes`` bytes, reused from the pool when one is free.
         ``upload``: the buffer will be written from the host (only fully released buffers qualify)."""
         self.check_size(op, nbytes, shape)
-        cls = size_class(max(nbytes, 4), min(self.max_binding, self.max_buffer))
+        cls = size_class(max(nbytes, 4), min(self.max_binding, self.max_buffer), self.max_buffer)
         free = self._free.get(cls)
         if not upload and self._pending.get(cls):
             free = self._pending[cls]

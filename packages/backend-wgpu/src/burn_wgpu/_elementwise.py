@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from burn import DType
 
+from . import _windows as W
 from ._dtypes import ELEM_BYTES, WIDE, scalar_bits
 from ._kernels import elementwise as K
 from ._primitive import WgpuTensor, contiguous_strides, numel
@@ -65,6 +66,17 @@ def run(
     if n == 0:
         return out
     tensors = [x for x in operands if isinstance(x, WgpuTensor)]
+    limit = backend.pool.max_binding
+    if any(t.storage.nbytes > limit for t in (out, *tensors)):  # a buffer over one binding (``_windows``)
+        views = [W.broadcast_view(t, shape) for t in (out, *tensors)]
+        if not all(W.fits(v, limit) for v in views):
+            for region in W.regions(shape, views, limit):
+                parts = iter([W.sliced(v, region) for v in views[1:]])
+                sub = [next(parts) if isinstance(x, WgpuTensor) else x for x in operands]
+                target = W.sliced(views[0], region)
+                run(backend, kind, op, compute, out_dtype, sub, target.shape, target)
+            return out
+    bound = [W.window(t, limit) for t in (out, *tensors)]  # (buffer or window, element offset)
     strides = [broadcast_strides(out, shape)] + [broadcast_strides(t, shape) for t in tensors]
     cshape, cstrides = collapse(shape, strides)
     dense = contiguous_strides(cshape)
@@ -72,24 +84,24 @@ def run(
     nd = len(cshape)
     spec = tuple((x.dtype, True) if isinstance(x, WgpuTensor) else (compute, False) for x in operands)
     if contig and n % 4 == 0 and _vec4_ok([out, *tensors]):  # 16-byte loads and stores
-        vwords = [n // 4, *(t.offset // 4 for t in [out, *tensors])]
+        vwords = [n // 4, *(offset // 4 for _, offset in bound)]
         vwords += [scalar_bits(compute, x) for x in operands if not isinstance(x, WgpuTensor)]
         backend.ex.dispatch(
             K.render_vec4(expr, is_bool, out_dtype, spec),
-            [out.buffer] + [t.buffer for t in tensors],
+            [buffer for buffer, _ in bound],
             struct.pack(f"<{len(vwords)}I", *vwords),
             K.grid(n // 4),
         )
         return out
     kernel = K.render(expr, is_bool, out_dtype, spec, nd, contig)
     words = [n, *cshape]
-    for st, t in zip(cstrides, [out, *tensors]):
-        words += [*st, t.offset]
+    for st, (_, offset) in zip(cstrides, bound):
+        words += [*st, offset]
     for x in operands:
         if not isinstance(x, WgpuTensor):  # a scalar of the compute dtype (spec above)
             words.append(scalar_bits(compute, x))
     meta = struct.pack(f"<{len(words)}I", *words)
-    backend.ex.dispatch(kernel, [out.buffer] + [t.buffer for t in tensors], meta, K.grid(n))
+    backend.ex.dispatch(kernel, [buffer for buffer, _ in bound], meta, K.grid(n))
     return out
 
 

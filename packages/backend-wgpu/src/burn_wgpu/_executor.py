@@ -19,9 +19,11 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from burn import ShapeError
 from burn.autotune import AutotuneEvent, publish
 
 from ._buffer import GPUBuffer, GPUDevice
+from ._windows import BufferRange
 
 if TYPE_CHECKING:
     from ._buffer import BufferPool
@@ -50,6 +52,10 @@ def _native() -> tuple[Any, Any] | None:
         return lib, _ffi.ffi
     except (ImportError, AttributeError):
         return None
+
+
+def _buffer_key(b: GPUBuffer | BufferRange) -> Any:
+    return (id(b.buffer), b.offset, b.size) if isinstance(b, BufferRange) else id(b)
 
 
 class NotRecordable(RuntimeError):
@@ -177,7 +183,7 @@ class Executor:
         arena) at binding 0, its window placed by a dynamic offset. Cached by buffer identity: training
         loops replay the same pooled buffers."""
         arena = self._arena if arena is None else arena
-        key = (id(layout), id(arena), *map(id, buffers))
+        key = (id(layout), id(arena), *(_buffer_key(b) for b in buffers))
         bind_group = self._bind_groups.get(key)
         if bind_group is None:
             if len(self._bind_groups) >= _BIND_GROUP_CACHE:
@@ -188,10 +194,19 @@ class Executor:
     def new_bind_group(self, layout: Any, buffers: list[GPUBuffer], arena: GPUBuffer) -> Any:
         """A bind group (uncached): ``arena``'s metadata window at binding 0, ``buffers`` at 1..."""
         entries = [{"binding": 0, "resource": {"buffer": arena, "offset": 0, "size": _META_WINDOW}}]
-        entries += [
-            {"binding": i + 1, "resource": {"buffer": b, "offset": 0, "size": b.size}}
-            for i, b in enumerate(buffers)
-        ]
+        limit = self.pool.max_binding
+        for i, b in enumerate(buffers):
+            if isinstance(b, BufferRange):
+                resource = {"buffer": b.buffer, "offset": b.offset, "size": b.size}
+            elif b.size > limit:
+                raise ShapeError(
+                    f"a tensor's buffer of {b.size} bytes is over this wgpu device's max storage binding of "
+                    f"{limit} bytes: element-wise ops and matmul split such tensors, this op does not "
+                    "(narrow or chunk the tensor first)"
+                )
+            else:
+                resource = {"buffer": b, "offset": 0, "size": b.size}
+            entries.append({"binding": i + 1, "resource": resource})
         return self.device.create_bind_group(layout=layout, entries=entries)
 
     def replay(self, commands: list[tuple[Any, ...]]) -> None:

@@ -164,6 +164,9 @@ def fits_epilogue(backend: Any, a: WgpuTensor, b: WgpuTensor) -> tuple[KM.Block,
     None (the matmul then runs unfused)."""
     if a.dtype is not burn.float32 or not should_tune(a, b):
         return None
+    limit = backend.pool.max_binding
+    if a.storage.nbytes > limit or b.storage.nbytes > limit:  # multiplied in blocks (``_windows``)
+        return None
     m, n = a.shape[-2], b.shape[-1]
     count = numel(broadcast_shape(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
     if not 0 < count <= 65535 or m == 0 or n == 0 or a.shape[-1] == 0:

@@ -11,7 +11,7 @@ from burn.backend import Backend, matmul_shape, op_def
 
 from . import _attention, _conv, _matmul, _pool, _reduce
 from . import _elementwise as EW
-from ._dtypes import NARROW, WIDE, word_dtype
+from ._dtypes import ELEM_BYTES, NARROW, WIDE, word_dtype
 from ._kernels import index as KI
 from ._kernels import matmul as KM
 from ._kernels import quant as KQ
@@ -130,7 +130,12 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
     # ------------------------------------------------------------------ matmul
     def matmul(self, a: WgpuTensor, b: WgpuTensor) -> WgpuTensor:
         """Batched matmul through the tile shape the autotuner chose for this case; narrow ints as
-        their 32-bit words, the product wrapped into their dtype (NumPy's int8 @ int8 in int8)."""
+        their 32-bit words, the product wrapped into their dtype (NumPy's int8 @ int8 in int8).
+        Operands or a product over one storage binding multiply in blocks (``_matmul_blocks``)."""
+        limit = self.pool.max_binding  # type: ignore[attr-defined]
+        out_bytes = numel(matmul_shape(a.shape, b.shape)) * ELEM_BYTES[a.dtype]
+        if a.storage.nbytes > limit or b.storage.nbytes > limit or out_bytes > limit:
+            return self._matmul_blocks(a, b, limit)
         if a.dtype in NARROW:
             return self.cast(self.matmul(as_words(a), as_words(b)), a.dtype)
         if a.dtype in WIDE:  # 64-bit: the plain kernel, each output summing its K products in order
@@ -141,6 +146,40 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
         if KM.is_small(m, b.shape[-1], k):
             return self.matmul_tiled(a, b, 0, 0)
         return self.matmul_tiled(a, b, KM.TILE, KM.TK)
+
+    def _matmul_blocks(self, a: WgpuTensor, b: WgpuTensor, limit: int) -> WgpuTensor:
+        """a @ b where an operand or the product is larger than one binding (``_windows``): halved
+        along M, N or (for a single row or column) K until each block's dense copy fits, the blocks'
+        products concatenated (summed over K)."""
+        eb = ELEM_BYTES[a.dtype]
+        *_, m, k = a.shape
+        n = b.shape[-1]
+        shape = matmul_shape(a.shape, b.shape)
+
+        def cut(x: WgpuTensor, dim: int, start: int, stop: int) -> WgpuTensor:
+            rank = len(x.shape)
+            return self.slice(
+                x, tuple((start, stop, 1) if d == rank + dim else (0, s, 1) for d, s in enumerate(x.shape))
+            )
+
+        def halves(size: int) -> list[tuple[int, int]]:
+            return [(0, size // 2), (size // 2, size)]
+
+        too_big_a = a.numel * eb > limit
+        too_big_b = b.numel * eb > limit
+        if too_big_a and m > 1 or not (too_big_a or too_big_b) and numel(shape) * eb > limit and m > 1:
+            parts = [self.matmul(cut(a, -2, lo, hi), b) for lo, hi in halves(m)]
+            return self.cat(parts, len(shape) - 2)
+        if too_big_b and n > 1 or not (too_big_a or too_big_b) and numel(shape) * eb > limit:
+            parts = [self.matmul(a, cut(b, -1, lo, hi)) for lo, hi in halves(n)]
+            return self.cat(parts, len(shape) - 1)
+        if too_big_a or too_big_b:  # a single row of a, or column of b, over the limit: split K
+            lo_part, hi_part = (self.matmul(cut(a, -1, lo, hi), cut(b, -2, lo, hi)) for lo, hi in halves(k))
+            return self.binary("add", lo_part, hi_part)  # type: ignore[attr-defined,no-any-return]
+        # every block fits: dense copies out of the large buffers, then the usual kernels
+        a = a if a.storage.nbytes <= limit else self._copy(a)
+        b = b if b.storage.nbytes <= limit else self._copy(b)
+        return self.matmul(a, b)
 
     def quantized_matmul(self, a: WgpuTensor, w: WgpuTensor) -> WgpuTensor:
         """int8-valued a @ w with exact int32 accumulation (``_kernels.quant``: packed int8 tiles)."""

@@ -127,6 +127,7 @@ class OnnxModel(Module):
         device (int32 there) comes back int64, a uint16 one (int32 in burn) uint16. A value the
         declared type cannot hold raises ``OnnxRuntimeError`` naming the output.
 
+        >>> import numpy as np, burn_onnx
         >>> from onnx import helper, TensorProto as T
         >>> g = helper.make_graph([helper.make_node("ArgMax", ["x"], ["y"], axis=0)], "g",
         ...     [helper.make_tensor_value_info("x", T.FLOAT, [3])], [helper.make_tensor_value_info("y", T.INT64, [1])])

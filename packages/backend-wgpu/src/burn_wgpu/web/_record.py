@@ -81,6 +81,8 @@ class RecordingPool(BufferPool):
 
     def __init__(self, device: GPUDevice, max_binding: int, max_buffer: int) -> None:
         super().__init__(device, max_binding, max_buffer)
+        # a browser binds whole buffers: no tensor over one binding (``_windows`` is native only)
+        self.tensor_limit = min(max_binding, max_buffer)
         self.keep: list[GPUBuffer] = []
         self.ids: set[int] = set()
 
