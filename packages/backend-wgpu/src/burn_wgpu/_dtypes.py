@@ -8,10 +8,12 @@ adapter has ``shader-int64`` and ``shader-f64`` (wgpu-native's naga accepts both
 the device was created with those features; WebGPU has neither, so browser-portable mode leaves them
 out, and there the frontend maps float64/int64 data to float32/int32 as before). Their kernels use
 the expression-table classes ``"l"`` (i64) and ``"d"`` (f64): integer arithmetic, comparisons,
-min/max, rounding, sqrt, division and remainders are exact in 64 bits; the transcendental functions
-(exp, log, sin, tanh, erf, pow, ...) go through f32 (Vulkan's extended instructions are 32-bit only:
-lavapipe's f64 ``exp`` returns garbage), so a float64 ``exp`` is float32-accurate. 64-bit scalars
-travel as one-element tensors (metadata words are 32-bit).
+min/max, rounding, sqrt, division and remainders run on the device, exact in 64 bits (f64 trunc and
+round are built from floor/ceil: lavapipe's return values beyond 2^31 unchanged); the float64
+transcendental functions (exp, log, sin, tanh, erf, pow, ...) run on the host through the numpy
+reference backend (Vulkan's extended instructions are 32-bit only: lavapipe's f64 ``exp`` returns
+garbage, and f32 would lose float64's precision). 64-bit scalars travel as one-element tensors
+(metadata words are 32-bit).
 
 The narrow ints int8, uint8 and int16 (``NARROW``) are real dtypes stored widened, one element per
 32-bit word (i32 for the signed ones, u32 for uint8), so every kernel family reads them as it reads

@@ -57,6 +57,8 @@ def run(
 ) -> WgpuTensor:
     """Apply one table expression over ``operands`` (WgpuTensors or Python scalars of ``compute``'s
     kind) broadcast to ``shape``. ``out``: write into this view instead of a fresh tensor."""
+    if K.runs_on_host(kind, op, compute):
+        return _on_host(backend, kind, op, out_dtype, operands, shape, out)
     expr, is_bool = K.expression(kind, op, compute, out_dtype)
     if compute in WIDE:  # metadata words are 32-bit: a 64-bit scalar travels as a one-element tensor
         operands = [x if isinstance(x, WgpuTensor) else backend.scalar_tensor(x, compute) for x in operands]
@@ -103,6 +105,29 @@ def run(
     meta = struct.pack(f"<{len(words)}I", *words)
     backend.ex.dispatch(kernel, [buffer for buffer, _ in bound], meta, K.grid(n))
     return out
+
+
+def _on_host(
+    backend: WgpuBackend,
+    kind: str,
+    op: str,
+    out_dtype: DType,
+    operands: list[WgpuTensor | float | int | bool],
+    shape: tuple[int, ...],
+    out: WgpuTensor | None,
+) -> WgpuTensor:
+    """A float64 transcendental op computed by the numpy reference backend (one read, one upload):
+    exact to float64, where an f32 kernel would not be (``_kernels.elementwise.runs_on_host``)."""
+    import burn
+    import numpy as np
+
+    ref = burn.device("cpu").backend
+    host = [backend.to_numpy(x) if isinstance(x, WgpuTensor) else x for x in operands]
+    result = ref.unary(op, *host) if kind == "unary" else ref.binary(op, *host)  # no ternary is f32-only
+    value = backend.from_numpy(np.broadcast_to(np.asarray(result), shape), out_dtype)
+    if out is None:
+        return value
+    return run(backend, "copy", "copy", out_dtype, out_dtype, [value], shape, out)
 
 
 def _vec4_ok(tensors: list[WgpuTensor]) -> bool:

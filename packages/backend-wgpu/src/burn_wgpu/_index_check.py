@@ -90,7 +90,8 @@ class IndexChecker:
         check_id = self._next_id
         self._next_id = self._next_id + 1 if self._next_id < 0xFFFFFFFF else 1
         if index.dtype in WIDE:  # checked as int32, saturated so an out-of-range value stays out of range
-            index = b.cast(b.clamp(index, -(1 << 31), (1 << 31) - 1), burn.int32)
+            narrow = b.cast(b.clamp(index, -(1 << 31), (1 << 31) - 1), burn.int32)
+            return b.cast(self.check(narrow, size, negative, message), index.dtype)
         signed = index.dtype.kind == "i"  # uint8 and uint32 indices are unsigned words
         self._messages[check_id] = (message, signed)
         dense = b.contiguous(index)

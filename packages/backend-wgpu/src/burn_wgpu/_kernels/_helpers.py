@@ -336,23 +336,6 @@ HELPERS.update(
     if (!(abs(x) < 9.2233720368547758e18)) { return -9223372036854775807li - 1li; }
     return i64(x);
 }""",
-        # integral exponents up to 2^31 by squaring in f64; others through f32 (no 64-bit pow in Vulkan)
-        "b_pow_d": """fn b_pow_d(a: f64, b: f64) -> f64 {
-    if (is_nan_d(a) || is_nan_d(b) || b != floor(b) || abs(b) >= 2147483648.0) {
-        return f64(b_pow_f(f32(a), f32(b)));
-    }
-    var r = f64(1.0);
-    var base = a;
-    var e = u32(abs(b));
-    loop {
-        if (e == 0u) { break; }
-        if ((e & 1u) != 0u) { r = r * base; }
-        base = base * base;
-        e = e >> 1u;
-    }
-    if (b < 0.0) { return 1.0 / r; }
-    return r;
-}""",
         "b_div_l": "fn b_div_l(a: i64, b: i64) -> i64 { if (b == 0li) { return 0li; } return a / b; }",
         "b_fmod_l": "fn b_fmod_l(a: i64, b: i64) -> i64 { if (b == 0li) { return 0li; } return a - b * (a / b); }",
         "b_floordiv_l": """fn b_floordiv_l(a: i64, b: i64) -> i64 {
@@ -389,7 +372,6 @@ HELPERS.update(
 DEPENDS.update(
     {
         "is_nan_d": ("is_nan",),
-        "b_pow_d": ("is_nan_d", "b_pow_f"),
         "nan_d": ("nan",),
         "inf_d": ("inf",),
         **{

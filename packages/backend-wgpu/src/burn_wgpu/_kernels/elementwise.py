@@ -121,8 +121,9 @@ CAST: dict[tuple[str, str], str] = {
 NARROW_FROM_F = {"i": "b_f2iw(a)", "u": "bitcast<u32>(b_f2iw(a))"}
 
 # 64-bit classes ("l" i64, "d" f64): entries exact in 64 bits. An op of class "l" without one uses its
-# "i" entry (type-generic there), an op of class "d" without one its "f" entry computed in f32
-# (``_through_f32``: the transcendental functions, whose Vulkan instructions are 32-bit only)
+# "i" entry (type-generic there); an op of class "d" without one, but with an "f" entry (the
+# transcendental functions: Vulkan's extended instructions are 32-bit only), runs on the host
+# (``runs_on_host``)
 WIDE_ENTRIES: dict[str, dict[str, dict[str, str]]] = {
     "unary": {
         "neg": {"d": "-a"},
@@ -141,13 +142,14 @@ WIDE_ENTRIES: dict[str, dict[str, dict[str, str]]] = {
         "isnan": {"d": "is_nan_d(a)"},
         "isinf": {"d": "is_inf_d(a)"},
         "relu": {"d": "select(max(a, 0.0), a, is_nan_d(a))"},
+        "hard_sigmoid": {"d": "b_min_d(b_max_d(a / 6.0 + 0.5, 0.0), 1.0)"},
     },
     "binary": {
         "div": {"d": "a / b", "l": "b_div_l(a, b)"},
         "floor_div": {"d": "b_floordiv_d(a, b)", "l": "b_floordiv_l(a, b)"},
         "remainder": {"d": "b_rem_d(a, b)", "l": "b_rem_l(a, b)"},
         "fmod": {"d": "b_fmod_d(a, b)", "l": "b_fmod_l(a, b)"},
-        "pow": {"d": "b_pow_d(a, b)", "l": "b_pow_l(a, b)"},
+        "pow": {"l": "b_pow_l(a, b)"},
         "maximum": {"d": "b_max_d(a, b)"},
         "minimum": {"d": "b_min_d(a, b)"},
     },
@@ -193,13 +195,14 @@ def lookup(table: dict[str, dict[str, _E]], op: str, cls: str) -> _E | None:
     return None
 
 
-_OPERAND_RE = re.compile(r"\b([abc])\b")
-
-
-def _through_f32(expr: str, bool_result: bool) -> str:
-    """An f32 table expression over f64 operands: operands narrowed, the result widened back."""
-    narrowed = _OPERAND_RE.sub(r"f32(\1)", expr)
-    return narrowed if bool_result else f"f64({narrowed})"
+def runs_on_host(kind: str, op: str, dtype: DType) -> bool:
+    """Whether ``op`` on float64 runs on the host: its table entry is f32-only (exp, log, sin, tanh,
+    erf, pow, ...: Vulkan has no 64-bit transcendental instructions, and an f32 result would lose
+    float64's precision), and no f64 entry replaces it."""
+    if kind not in ("unary", "binary") or dclass(dtype) != "d":
+        return False
+    entry = {"unary": UNARY, "binary": BINARY, "ternary": TERNARY}[kind].get(op, {})
+    return "d" not in WIDE_ENTRIES[kind].get(op, {}) and "f" in entry
 
 
 def _wide_expression(kind: str, op: str, cls: str, out: DType | None) -> tuple[str, bool]:
@@ -207,7 +210,7 @@ def _wide_expression(kind: str, op: str, cls: str, out: DType | None) -> tuple[s
         assert out is not None, "a cast names its output dtype"
         target = dclass(out)
         if cls == "d" and out in NARROW:
-            return ("b_f2l(a)" if target == "i" else "bitcast<u32>(i32(b_f2l(a)))"), False
+            return ("i32(b_f2l(a))" if target == "i" else "bitcast<u32>(i32(b_f2l(a)))"), False
         if cls == target:
             return "a", False
         return WIDE_CAST[(cls, target)], False
@@ -221,8 +224,6 @@ def _wide_expression(kind: str, op: str, cls: str, out: DType | None) -> tuple[s
     entry = table[op]
     if cls == "l" and ("i" in entry or "*" in entry):
         return entry.get("i", entry.get("*", "")), bool_result
-    if cls == "d" and "f" in entry:
-        return _through_f32(entry["f"], bool_result), bool_result
     if "*" in entry:
         return entry["*"], bool_result
     name = {"l": "int64", "d": "float64"}[cls]
