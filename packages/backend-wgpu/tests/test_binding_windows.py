@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 
+import burn
 import numpy as np
 import pytest
-
-import burn
 
 LIMIT = 1 << 16
 

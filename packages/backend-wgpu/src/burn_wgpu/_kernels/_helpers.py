@@ -3,6 +3,8 @@
 Floats compute in f32 (float16 storage is widened on load), so one helper serves both. GPU drivers
 leave many edge cases undefined (log of a negative, pow of a negative base, NaN in max/min), so the
 helpers spell out NumPy's answers; NaN tests use the bit pattern, which no fast-math pass removes.
+float64 (``_d``) and int64 (``_l``) versions serve the 64-bit dtypes: the f64 ones are the f32 sources
+retyped (``_as_f64``), with trunc and round built from floor and ceil.
 """
 
 from __future__ import annotations
