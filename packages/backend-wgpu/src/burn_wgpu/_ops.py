@@ -175,7 +175,7 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
             return self.cat(parts, len(shape) - 1)
         if too_big_a or too_big_b:  # a single row of a, or column of b, over the limit: split K
             lo_part, hi_part = (self.matmul(cut(a, -1, lo, hi), cut(b, -2, lo, hi)) for lo, hi in halves(k))
-            return self.binary("add", lo_part, hi_part)  # type: ignore[attr-defined,no-any-return]
+            return self.binary("add", lo_part, hi_part)
         # every block fits: dense copies out of the large buffers, then the usual kernels
         a = a if a.storage.nbytes <= limit else self._copy(a)
         b = b if b.storage.nbytes <= limit else self._copy(b)
@@ -438,12 +438,12 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
 
         idx_view = WgpuTensor(index.storage, shape, index.dtype, idx_strides, idx_offset)
         src_view = WgpuTensor(src.storage, shape, src.dtype, EW.broadcast_strides(src, shape), src.offset)
-        host, idx, values = self.read_many([x, idx_view, src_view])  # type: ignore[attr-defined]
+        host, idx, values = self.read_many([x, idx_view, src_view])
         idx = np.where(idx < 0, idx + x.shape[dim], idx)
         coords = list(np.indices(shape, sparse=False))
         coords[dim] = idx
         np.add.at(host, tuple(coords), values)
-        return self.from_numpy(host, x.dtype)  # type: ignore[attr-defined,no-any-return]
+        return self.from_numpy(host, x.dtype)
 
     # ------------------------------------------------------------------ sort and scans
     def sort(self, x: WgpuTensor, dim: int, descending: bool) -> tuple[WgpuTensor, WgpuTensor]:
