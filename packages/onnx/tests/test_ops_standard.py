@@ -61,8 +61,13 @@ LEFT: dict[str, str] = {
     "test_dft_inverse_opset19": _FFT_NOISE,
 }
 # backend name -> case name -> why it does not pass there
+_FLASH_F16 = "cuDNN flash attention rounds P to float16 before P·V (2 float16 ulps on 1-2 elements)"
 LEFT_ON: dict[str, dict[str, str]] = {
     "wgpu": {"test_bitcast_float64_to_int64": _NO_64, "test_bitcast_int64_to_float64": _NO_64},
+    # cuDNN's flash attention (burn-cuda's float16 path where the cudnn extra is installed) rounds the
+    # softmax weights to float16 before P·V, as flash kernels do: 1-2 elements are 2 float16 ulps off
+    # (relative 1.0e-3 to 1.4e-3 against the runner's 1e-3)
+    "cuda": {"test_attention_4d_fp16": _FLASH_F16, "test_attention_4d_causal_fp16": _FLASH_F16},
 }
 
 _CASES: dict[str, list[Any]] = {}
