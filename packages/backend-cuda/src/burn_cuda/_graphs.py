@@ -10,11 +10,11 @@ runtime to capture the program (``CudaFusion.capture_program``); this module doe
   a forward graph wrote, read by the backward's graph), is read in place instead, and a launch where
   it changed is declined (the program then replays step by step and is captured again later);
 * an input that is a buffer the last launch lent (a training step's weights and moments: each step
-  reads what the step before wrote) is copied by a *feed* graph instead: one graph of device-to-device
-  copies, from the lent buffers into the input buffers, captured once the pairs are known (at the
-  first launches) and launched before the program's graph. A training step's dozens of copy calls
-  become one launch; an input that is not the buffer its pair names this time is copied on its own
-  after the feed;
+  reads what the step before wrote) is copied by a *feed* instead: one kernel copying every lent
+  buffer into its input buffer (``_multicopy``), built once the pairs are known (at the first
+  launches) and launched before the program's graph. A training step's hundreds of copies become one
+  launch at memory bandwidth; an input that is not the buffer its pair names this time is copied on
+  its own after the feed;
 * a fused kernel's scalars (a learning rate, Adam's bias corrections: they change from step to step)
   are read from small device tables instead of kernel arguments; the tables are rewritten from the
   stream's scalars before every launch;
@@ -51,6 +51,7 @@ from burn.fusion import LATER, FusedKernel
 from . import _cublas
 from ._bf16 import bits
 from ._dtypes import TO_NP, param_dtype
+from ._multicopy import MultiCopy
 
 if TYPE_CHECKING:
     from ._fusion import CudaFusion
@@ -184,21 +185,14 @@ class CudaGraphProgram:
             self.feeds += 1
         if self.feed is None:
             return set()
-        self.feed.launch(self.backend.stream)  # before the single copies: they may overwrite its inputs
+        self.feed.launch()  # before the single copies: they may overwrite its inputs
         return {k for k, p in self.feed_pairs if leaves[k].value is values[p]}
 
     def _capture_feed(self, pairs: tuple[tuple[int, int], ...]) -> Any:
-        """One graph of device-to-device copies: ``values[p]`` into ``inputs[k]`` for each pair."""
-        cp, s = self.backend._on(), self.backend.stream
-        s.begin_capture(getattr(cp.cuda.runtime, "streamCaptureModeRelaxed", _RELAXED))
-        try:
-            for k, p in pairs:
-                buf = self.inputs[k]
-                if buf.nbytes:
-                    buf.data.copy_from_device_async(self.values[p].data, buf.nbytes, s)
-        finally:
-            graph = s.end_capture()
-        return graph
+        """The device-to-device copies ``values[p]`` into ``inputs[k]`` for each pair, as one kernel
+        (``_multicopy``: hundreds of weights and moments in one launch, not one copy node each)."""
+        self.backend._on()
+        return MultiCopy(self.backend.xp, [(self.inputs[k], self.values[p]) for k, p in pairs])
 
     def _kernel(self, i: int, plan: FusedKernel, inputs: list[Any], sidx: tuple[int, ...]) -> list[Any]:
         return self.runtime.execute(_scalars_as_inputs(plan), inputs + self.views[i], [])
