@@ -13,10 +13,13 @@ that cannot run is reported at load time, all at once, in an ``UnsupportedOnnxEr
 (``out/net.py``) and its weights as a record (``out/net.safetensors``).
 ``export_web("model.onnx", "page/", shapes)`` (``burn web export``) writes a model as a static WebGPU page
 through burn-wgpu's web export (burn-wgpu loads only then).
+``conformance("cpu")`` (``burn onnx conformance --device cpu``) runs the ONNX backend conformance suite, the
+node cases of the installed onnx, judged as onnx's runner judges them.
 """
 
 from ._check import supported_ops
 from ._codegen import codegen
+from ._conformance import CaseResult, conformance
 from ._errors import OnnxError, OnnxLoadError, OnnxRuntimeError, UnsupportedNode, UnsupportedOnnxError
 from ._export import UnsupportedExportError, export
 from ._graph import ValueInfo
@@ -25,6 +28,7 @@ from ._version import __version__
 from ._web import export_web
 
 __all__ = [
+    "CaseResult",
     "OnnxError",
     "OnnxLoadError",
     "OnnxModel",
@@ -35,6 +39,7 @@ __all__ = [
     "ValueInfo",
     "__version__",
     "codegen",
+    "conformance",
     "export",
     "export_web",
     "load",

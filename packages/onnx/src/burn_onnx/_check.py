@@ -23,6 +23,7 @@ def unsupported(model: Model) -> list[UnsupportedNode]:
     newest = newest_opset()
     found: list[UnsupportedNode] = []
     opset = model.opset
+    foreign = _foreign_values(model.graph)
     for node in model.graph.all_nodes():
         spec = table.get(node.op_type) if node.domain == "" else None
         reason: str | None
@@ -39,7 +40,7 @@ def unsupported(model: Model) -> list[UnsupportedNode]:
         else:
             reason = spec.check(node) if spec.check is not None else None
             if reason is None:
-                reason = _bad_types(node)
+                reason = _bad_types(node) or _foreign_inputs(node, foreign)
         if reason:
             found.append(UnsupportedNode(node.op_type, node.domain, node.opset, node.name, reason))
     return found
@@ -50,6 +51,25 @@ def _bad_types(node: Any) -> str | None:
     for name, value in node.attrs.items():
         if hasattr(value, "dtype") and value.dtype.kind in "OSU":
             return f"attribute {name} holds strings, which burn tensors cannot hold"
+    return None
+
+
+_NO_DTYPE = {8: "string", 14: "complex64", 15: "complex128"}
+
+
+def _foreign_values(graph: Graph) -> dict[str, str]:
+    """Graph inputs and initializers of types burn tensors cannot hold (strings, complex): name -> type."""
+    found = {v.name: _NO_DTYPE[v.elem_type] for v in graph.inputs if v.elem_type in _NO_DTYPE}
+    for name, arr in graph.initializers.items():
+        if arr.dtype.kind in "OSUc":
+            found[name] = "string" if arr.dtype.kind in "OSU" else str(arr.dtype)
+    return found
+
+
+def _foreign_inputs(node: Any, foreign: dict[str, str]) -> str | None:
+    for name in node.inputs:
+        if name in foreign:
+            return f"input {name!r} is a {foreign[name]} tensor, which burn tensors cannot hold"
     return None
 
 

@@ -115,4 +115,35 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(f"-o {args.out}: cannot write into it: {exc.strerror or exc}") from None
         sys.stdout.write(f"wrote {path} and {path.with_suffix('.safetensors')}\n")
         return 0
+    if args.onnx_command == "conformance":
+        return _conformance(args)
     raise SystemExit(f"burn onnx: unknown subcommand {args.onnx_command!r}")
+
+
+def _conformance(args: argparse.Namespace) -> int:
+    import warnings
+
+    from burn.plugins import CommandError
+
+    from ._conformance import counts, run_suite, suite_cases
+
+    known = {c.name for c in suite_cases()}
+    unknown = sorted(set(args.case or ()) - known)
+    if unknown:
+        raise CommandError(f"--case {', '.join(unknown)}: not a case of onnx's node test suite")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = run_suite(args.device, names=args.case)
+    totals = counts(results)
+    if args.json:
+        cases = {n: {"status": r.status, "detail": r.detail} for n, r in results.items()}
+        sys.stdout.write(
+            json.dumps({"device": args.device, "counts": totals, "cases": cases}, indent=2) + "\n"
+        )
+    else:
+        for name, r in results.items():
+            if r.status != "pass":
+                sys.stdout.write(f"{r.status:<11}  {name}: {r.detail}\n")
+        line = ", ".join(f"{n} {s}" for s, n in totals.items())
+        sys.stdout.write(f"{args.device}: {len(results)} cases: {line}\n")
+    return 0 if totals["wrong"] == totals["crash"] == 0 else 1

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ._dtypes import ONNX_NAMES, ONNX_TO_BURN
+from ._dtypes import ONNX_NAMES, ONNX_TO_BURN, STORED_AS, WIDENED
 from ._errors import OnnxLoadError
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -71,6 +71,7 @@ class Graph:
     outputs: list[ValueInfo]
     initializers: dict[str, np.ndarray]
     overridable: list[str] = field(default_factory=list)
+    widened: dict[str, int] = field(default_factory=dict)  # initializer -> ONNX type held wider (int4...)
 
     def subgraphs(self) -> list[Graph]:
         """Every graph nested in this one's node attributes, depth first."""
@@ -177,10 +178,8 @@ def _array(tensor: Any, where: str) -> np.ndarray:
         return arr  # strings: kept, and reported by the op check where used
     if tensor.data_type == 16:  # bfloat16 arrives as its bit pattern or ml_dtypes; compute in float32
         arr = np.asarray(arr, dtype=np.float32)
-    elif tensor.data_type in (4,):  # uint16 -> int32
-        arr = arr.astype(np.int32)
-    elif tensor.data_type == 13:  # uint64 -> int64
-        arr = arr.astype(np.int64)
+    elif tensor.data_type in WIDENED:  # uint16 -> int32, uint64 -> int64, float8 -> float32, int4 -> int8
+        arr = arr.astype(ONNX_TO_BURN.get(tensor.data_type) or STORED_AS[tensor.data_type])
     return arr
 
 
@@ -190,9 +189,10 @@ def _value_info(vi: Any) -> ValueInfo:
     kind = {"tensor_type": "tensor", "sequence_type": "sequence", "optional_type": "optional"}.get(
         which or "", which or "tensor"
     )
-    t = tt.tensor_type if which == "tensor_type" else None
-    if which == "sequence_type" and tt.sequence_type.elem_type.HasField("tensor_type"):
-        t = tt.sequence_type.elem_type.tensor_type
+    inner = tt.optional_type.elem_type if which == "optional_type" else tt  # an optional's content
+    t = inner.tensor_type if inner.HasField("tensor_type") else None
+    if inner.HasField("sequence_type") and inner.sequence_type.elem_type.HasField("tensor_type"):
+        t = inner.sequence_type.elem_type.tensor_type
     elem = t.elem_type if t is not None else 0
     shape: tuple[int | str | None, ...] | None = None
     if t is not None and t.HasField("shape"):
@@ -257,6 +257,7 @@ def _graph(g: Any, opsets: dict[str, int], where: str) -> Graph:
         [_value_info(vi) for vi in g.output],
         initializers,
         overridable,
+        {t.name: t.data_type for t in g.initializer if t.data_type in WIDENED},
     )
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from burn.nn import Module, Param, RunningState
 
 from ._check import unsupported
-from ._dtypes import as_declared, on_backend, on_device_declared, warn_narrowed
+from ._dtypes import as_declared, on_backend, on_device_declared, stored, warn_narrowed
 from ._errors import UnsupportedOnnxError
 from ._graph import Graph, Model, ValueInfo, read_model
 from ._optimize import drop_passthrough, fuse
@@ -170,15 +170,18 @@ class OnnxModel(Module):
             if values[by_name[key]] is not None:
                 raise TypeError(f"{self._source}: input {key!r} given twice")
             values[by_name[key]] = value
-        missing = [info.name for info, v in zip(self.inputs, values) if v is None]
+        missing = [info.name for info, v in zip(self.inputs, values) if v is None and info.kind != "optional"]
         if missing:
             raise TypeError(f"{self._source}: missing input(s) {', '.join(map(repr, missing))}")
         dims: dict[str, tuple[int, str]] = {}
         out: list[Any] = []  # a tensor per input, a list of tensors per sequence input
         backend = device.backend
         for info, value in zip(self.inputs, values):
-            if info.kind == "sequence":
-                out.append([self._tensor(info, v, device, backend, dims) for v in value])
+            if value is None:  # an empty optional
+                out.append(None)
+            elif info.kind == "sequence" or info.kind == "optional" and isinstance(value, (list, tuple)):
+                # items may differ in shape: a sequence's symbolic dims bind per item, not across
+                out.append([self._tensor(info, v, device, backend, {}) for v in value])
             else:
                 out.append(self._tensor(info, value, device, backend, dims))
         return out
@@ -188,10 +191,10 @@ class OnnxModel(Module):
     ) -> burn.Tensor:
         want = burn.dtype(info.dtype) if info.dtype in _BURN_NAMES else None
         if not isinstance(value, burn.Tensor):
-            arr = np.asarray(value)
+            arr = stored(np.asarray(value))  # float8, int4, uint16 ... in the dtype burn holds them in
             if want is None:
                 want = burn.dtype(arr.dtype.name) if arr.dtype.kind != "b" else burn.bool_
-            self._check_kind(info, arr.dtype.kind, want)
+            self._check_kind(info, _kind(arr.dtype), want)
             value = burn.from_numpy(
                 np.asarray(arr, order="C"), device=device, dtype=on_backend(want, backend)
             )
@@ -268,6 +271,11 @@ def _declared_on_device(value: Any, elem_type: int) -> Any:
     if isinstance(value, burn.Tensor):
         return on_device_declared(value, elem_type)
     return value
+
+
+def _kind(dt: np.dtype) -> str:
+    """numpy's kind letter, with ml_dtypes' bfloat16 (kind 'V') as the float it is."""
+    return "f" if dt.name == "bfloat16" else dt.kind
 
 
 def _fmt(shape: tuple[Any, ...]) -> str:

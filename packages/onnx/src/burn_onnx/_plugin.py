@@ -31,6 +31,16 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     codegen.add_argument("model", help="path of the .onnx file")
     codegen.add_argument("-o", "--out", required=True, help="folder to write the module and record into")
     codegen.add_argument("--name", default="Net", help="class name (the files are its lower-case name)")
+    suite = sub.add_parser(
+        "conformance",
+        help="run the ONNX backend conformance suite (the installed onnx's node cases) on a device",
+        description="Run the node test cases the installed onnx generates through burn_onnx.load on DEVICE, "
+        "judged as onnx's backend test runner judges them, and print the counts per status (pass, "
+        "unsupported, wrong, crash) and each case that does not pass.",
+    )
+    suite.add_argument("--device", default="cpu", help="burn device to run on (cpu, wgpu, cuda)")
+    suite.add_argument("--case", action="append", help="run only this case (repeatable), e.g. test_abs")
+    suite.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -46,7 +56,7 @@ def burn_register_commands(register: Callable[[CommandSpec], None]) -> None:
             name="onnx",
             configure=_configure,
             run=_run,
-            help="ONNX tools: check a model, generate burn code (burn-onnx)",
+            help="ONNX tools: check a model, generate burn code, run the conformance suite (burn-onnx)",
             description="ONNX tools of burn-onnx.",
         )
     )

@@ -137,6 +137,18 @@ class Ctx:
                 return info.dtype
         return None
 
+    def declared_elem(self, i: int) -> int | None:
+        """The ONNX element type the model declares for input ``i`` when it is a graph input or an
+        initializer of a type burn holds widened (float8, int4, uint16 ... are held in a wider burn
+        dtype: this is how a converter tells them apart); None otherwise."""
+        name = self.node.input(i)
+        if name in self.runner.graph.widened:
+            return self.runner.graph.widened[name]
+        for info in self.runner.graph.inputs:
+            if info.name == name and info.kind == "tensor":
+                return info.elem_type or None
+        return None
+
     def to_device(self, t: burn.Tensor) -> burn.Tensor:
         return self.runner.place(t, self.device)
 

@@ -7,8 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 import burn
+import numpy as np
 from burn.nn import functional as F
 
+from .._dtypes import BURN_TO_ONNX, numpy_dtype
 from .._graph import Node
 from .._registry import attr_in, op
 from ._common import as_float, axis, same_dtype
@@ -64,7 +66,6 @@ UNARY: dict[str, Callable[[burn.Tensor], burn.Tensor]] = {
     "Softplus": lambda x: F.softplus(x),
     "Mish": lambda x: F.mish(x),
     "Identity": lambda x: x,
-    "BitwiseNot": lambda x: ~x,
 }
 
 
@@ -239,8 +240,27 @@ def mod(ctx: Any, node: Node, a: burn.Tensor, b: burn.Tensor) -> burn.Tensor:
 
 @op("BitShift", check=attr_in("direction", ("LEFT", "RIGHT"), None))
 def bit_shift(ctx: Any, node: Node, x: burn.Tensor, y: burn.Tensor) -> burn.Tensor:
-    factor = (burn.ones_like(y) * 2) ** y
-    return x * factor if node.attrs["direction"] == "LEFT" else x // factor
+    """A shift by a negative amount or by the width or more gives 0 to the left, and to the right the
+    sign (0 or -1) of ``x``, as ONNX defines. The width is the declared type's (uint16 is held in
+    int32); a right shift runs in int64 where the backend has it, so 2**(width-1) does not overflow."""
+    code = ctx.declared_elem(0) or BURN_TO_ONNX.get(ctx.declared_dtype(0) or x.dtype.name)
+    width = 8 * numpy_dtype(code).itemsize if code else 8 * np.dtype(x.dtype.name).itemsize
+    valid = (y >= 0).logical_and(y < width)
+    y = burn.where(valid, y, burn.zeros_like(y))
+    if node.attrs["direction"] == "LEFT":
+        out = x * (burn.ones_like(y) * 2) ** y
+        return burn.where(valid, out, burn.zeros_like(out))
+    wide = ctx.fit(burn.int64)
+    out = (x.cast(wide) // (burn.ones_like(y).cast(wide) * 2) ** y.cast(wide)).cast(x.dtype)
+    sign = burn.zeros_like(x) - (x < 0).cast(x.dtype)  # -1 where negative (never for unsigned)
+    return burn.where(valid, out, sign)
+
+
+@op("BitwiseNot")
+def bitwise_not(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
+    if ctx.declared_elem(0) == 4:  # uint16 held in int32: the complement of its 16 bits
+        return 65535 - x
+    return ~x
 
 
 def _variadic(

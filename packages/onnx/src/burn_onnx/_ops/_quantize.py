@@ -17,18 +17,31 @@ from typing import Any
 
 import burn
 
+from .._dtypes import BURN_TO_ONNX, on_grid
 from .._graph import Node
 from .._registry import op
 from ._common import axis, index_tensor
 
-_RANGES = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-32768, 32767), "int32": (-(2**31), 2**31 - 1)}
-_ONNX_RANGES = {2: (0, 255), 3: (-128, 127), 4: (0, 65535), 5: (-32768, 32767), 6: (-(2**31), 2**31 - 1)}
+# the integer types QuantizeLinear saturates to (ONNX element type -> range); the 8- and 4-bit float
+# types round to their own values instead
+_ONNX_RANGES = {
+    2: (0, 255),
+    3: (-128, 127),
+    4: (0, 65535),
+    5: (-32768, 32767),
+    6: (-(2**31), 2**31 - 1),
+    21: (0, 15),
+    22: (-8, 7),
+    25: (0, 3),
+    26: (-2, 1),
+}
+_FLOAT_CODES = frozenset({17, 18, 19, 20, 23})
 
 
 def _quant_check(node: Node) -> str | None:
     dt = node.attrs.get("output_dtype", 0)
-    if dt and dt not in _ONNX_RANGES:
-        return f"output_dtype {dt} (float8/4-bit) is not supported"
+    if dt and dt not in _ONNX_RANGES and dt not in _FLOAT_CODES:
+        return f"output_dtype {dt} is not supported"
     return None
 
 
@@ -46,20 +59,31 @@ def _broadcast(ctx: Any, node: Node, p: burn.Tensor, x: burn.Tensor) -> burn.Ten
     return p.reshape(*view)
 
 
+def _quantized_type(ctx: Any, node: Node, zp: Any) -> int:
+    """The ONNX type QuantizeLinear produces: the zero point's declared type (a device may hold int8
+    in int32, the host int4 in int8), else ``output_dtype``, else uint8."""
+    if zp is not None:
+        code = ctx.declared_elem(2) or BURN_TO_ONNX.get(ctx.declared_dtype(2) or zp.dtype.name)
+        if code:
+            return int(code)
+    return int(node.attrs.get("output_dtype", 0) or 2)
+
+
 @op("QuantizeLinear", check=_quant_check)
 def quantize_linear(ctx: Any, node: Node, x: burn.Tensor, scale: burn.Tensor, zp: Any = None) -> burn.Tensor:
-    if zp is not None:
-        # the declared type sets the range: a device narrows int8/uint8 to int32 (wgpu)
-        lo, hi = _RANGES.get(ctx.declared_dtype(2) or zp.dtype.name, (0, 255))
-        out_dt = zp.dtype
-    else:
-        code = int(node.attrs.get("output_dtype", 0) or 2)
-        lo, hi = _ONNX_RANGES[code]
-        out_dt = ctx.dtype(code)
+    code = _quantized_type(ctx, node, zp)
+    out_dt = ctx.dtype(code)
     s = _broadcast(ctx, node, scale, x)
-    q = (x.float() / s.float()).round()
+    q = x.float() / s.float()
+    if code in _FLOAT_CODES:  # round to the float8/float4 grid (on the host, through ml_dtypes)
+        if zp is not None:
+            q = q + _broadcast(ctx, node, zp, x).float()
+        grid = on_grid(q.numpy(), code, bool(node.attrs.get("saturate", 1)))
+        return ctx.tensor(grid, out_dt)
+    q = q.round()
     if zp is not None:
         q = q + _broadcast(ctx, node, zp, x).float()
+    lo, hi = _ONNX_RANGES.get(code, (0, 255))
     return q.clamp(float(lo), float(hi)).cast(out_dt)
 
 

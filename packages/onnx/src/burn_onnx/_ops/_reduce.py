@@ -6,10 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 import burn
+import numpy as np
 
 from .._graph import Node
 from .._registry import op, requires
-from ._common import as_float, axes_arg, axis, same_dtype
+from ._common import as_float, axes_arg, axis, full, same_dtype
 
 # opset from which each reduction takes its axes as an input instead of an attribute
 _AXES_INPUT_SINCE = {"ReduceSum": 13}
@@ -51,6 +52,25 @@ REDUCE: dict[str, Callable[[burn.Tensor, tuple[int, ...], bool], burn.Tensor]] =
 }
 
 
+def _extreme(dt: burn.DType, highest: bool) -> Any:
+    """The identity of max (``highest=False``) or min over an empty set in dtype ``dt``."""
+    if dt.is_bool:
+        return highest
+    if dt.is_float:
+        return float("inf") if highest else float("-inf")
+    info = np.iinfo(dt.name)
+    return int(info.max if highest else info.min)
+
+
+# reductions whose value over an empty set is their identity (the others reduce it themselves), and
+# those that give bool for bool data (the others count it as integers)
+_EMPTY: dict[str, Callable[[burn.DType], Any]] = {
+    "ReduceMax": lambda dt: _extreme(dt, False),
+    "ReduceMin": lambda dt: _extreme(dt, True),
+}
+_BOOL_OUT = frozenset({"ReduceMax", "ReduceMin"})
+
+
 def _reduce(name: str, fn: Callable[[burn.Tensor, tuple[int, ...], bool], burn.Tensor]) -> Callable[..., Any]:
     since = _AXES_INPUT_SINCE.get(name, 18)
 
@@ -63,9 +83,15 @@ def _reduce(name: str, fn: Callable[[burn.Tensor, tuple[int, ...], bool], burn.T
             dims = list(range(x.ndim))
         if x.ndim == 0:
             return fn(x.reshape(1), (0,), False)
-        if x.dtype.is_bool:
+        dims = sorted(set(dims))
+        if name in _EMPTY and any(x.shape[d] == 0 for d in dims):
+            shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape) if keep or i not in dims)
+            return full(ctx, shape, _EMPTY[name](x.dtype), x.dtype)
+        bool_in = x.dtype.is_bool
+        if bool_in:
             x = x.cast(burn.int64 if burn.int64 in x.device.backend.dtypes else burn.int32)
-        return fn(x, tuple(sorted(set(dims))), keep)
+        out = fn(x, tuple(dims), keep)
+        return out.bool() if bool_in and name in _BOOL_OUT else out
 
     return convert
 

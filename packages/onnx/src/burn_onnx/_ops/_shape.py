@@ -9,6 +9,7 @@ from typing import Any
 import burn
 import numpy as np
 
+from .._dtypes import BURN_TO_ONNX, ONNX_NAMES, ONNX_TO_BURN, STORED_AS, numpy_dtype, on_grid
 from .._graph import Node
 from .._registry import attr_in, checks, op, requires
 from ._common import axes_arg, axis, full, index_tensor
@@ -258,19 +259,19 @@ def depth_to_space(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
     return y.reshape(b, c // (bs * bs), h * bs, w * bs)
 
 
-@op("SpaceToDepth", check=requires("blocksize"))
+@op("SpaceToDepth", check=checks(attr_in("mode", ("DCR", "CRD"), "DCR"), requires("blocksize")))
 def space_to_depth(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
     bs = int(node.attrs["blocksize"])
     b, c, h, w = x.shape
-    y = x.reshape(b, c, h // bs, bs, w // bs, bs).permute(0, 3, 5, 1, 2, 4)
+    y = x.reshape(b, c, h // bs, bs, w // bs, bs)
+    # DCR: channel = (block row, block col, c); CRD: (c, block row, block col)
+    y = y.permute(0, 3, 5, 1, 2, 4) if node.attrs.get("mode", "DCR") == "DCR" else y.permute(0, 1, 3, 5, 2, 4)
     return y.reshape(b, c * bs * bs, h // bs, w // bs)
 
 
 def _cast_check(node: Node) -> str | None:
     to = node.attrs.get("to")
-    if to in (8, 14, 15) or (isinstance(to, int) and to > 16):
-        from .._dtypes import ONNX_NAMES
-
+    if to not in ONNX_TO_BURN and to not in STORED_AS:
         return f"cast to {ONNX_NAMES.get(to, to)} is not supported"
     return None
 
@@ -282,14 +283,37 @@ def _cast(x: burn.Tensor, dt: burn.DType) -> burn.Tensor:
     return x.cast(dt)
 
 
+def cast_to(
+    ctx: Any, x: burn.Tensor, elem_type: int, saturate: bool = True, round_mode: str = "up"
+) -> burn.Tensor:
+    """``x`` cast to ONNX element type ``elem_type``. Types burn holds widened (float8, float4, int4,
+    int2) are rounded to their values on the host through ml_dtypes, with ONNX's saturation."""
+    dt = ctx.dtype(elem_type)
+    if elem_type not in STORED_AS:
+        return _cast(x, dt)
+    arr = x.numpy()
+    if dt.is_float:
+        arr = on_grid(arr, elem_type, saturate, round_mode)
+    else:  # 4- and 2-bit integers keep the low bits, as a cast to int8 does (floats rounded first)
+        if arr.dtype.kind == "f":
+            arr = np.rint(np.nan_to_num(arr.astype(np.float64), posinf=0, neginf=0)).astype(np.int64)
+        arr = arr.astype(numpy_dtype(elem_type))
+    return ctx.tensor(np.asarray(arr).astype(dt.name), dt)
+
+
 @op("Cast", check=_cast_check)
 def cast(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
-    return _cast(x, ctx.dtype(int(node.attrs["to"])))
+    saturate = bool(node.attrs.get("saturate", 1))
+    return cast_to(ctx, x, int(node.attrs["to"]), saturate, str(node.attrs.get("round_mode", "up")))
 
 
 @op("CastLike")
 def cast_like(ctx: Any, node: Node, x: burn.Tensor, like: burn.Tensor) -> burn.Tensor:
-    return _cast(x, like.dtype)
+    code = ctx.declared_elem(1) or BURN_TO_ONNX.get(like.dtype.name)
+    if code is None:
+        return _cast(x, like.dtype)
+    saturate = bool(node.attrs.get("saturate", 1))
+    return cast_to(ctx, x, code, saturate, str(node.attrs.get("round_mode", "up")))
 
 
 def _dropout_check(node: Node) -> str | None:
@@ -300,7 +324,13 @@ def _dropout_check(node: Node) -> str | None:
 
 @op("Dropout", host=(1, 2), check=checks(_dropout_check))
 def dropout(ctx: Any, node: Node, x: burn.Tensor, ratio: Any = None, training: Any = None) -> Any:
-    """Inference semantics: the identity (and an all-true mask)."""
+    """Inference semantics: the identity (and an all-true mask). Training mode with a ratio above 0
+    draws a random mask no reference reproduces: refused as unsupported when it runs."""
+    if training is not None and bool(ctx.scalar(training)) and float(ctx.scalar(ratio, 0.5)) > 0:
+        raise NotImplementedError(
+            f"Dropout node {node.label!r}: training_mode=true draws random masks; burn-onnx runs "
+            "inference graphs (train the module with burn instead)"
+        )
     if len(node.outputs) > 1 and node.outputs[1]:
         return x, full(ctx, tuple(x.shape), True, burn.bool_)
     return x
