@@ -271,6 +271,8 @@ def space_to_depth(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
 
 def _cast_check(node: Node) -> str | None:
     to = node.attrs.get("to")
+    if to is None:
+        return "required attribute to missing (Cast has no default)"
     if to not in ONNX_TO_BURN and to not in STORED_AS:
         return f"cast to {ONNX_NAMES.get(to, to)} is not supported"
     return None
