@@ -263,6 +263,17 @@ def bitwise_not(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
     return ~x
 
 
+@op("Swish", since=24)
+def swish(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
+    v = x.float() if x.dtype.itemsize < 4 else x  # float16: one rounding at the end, as references do
+    return same_dtype(v * (v * float(node.attrs.get("alpha", 1.0))).sigmoid(), x)
+
+
+@op("SwiGLU", since=28)
+def swiglu(ctx: Any, node: Node, a: burn.Tensor, b: burn.Tensor) -> burn.Tensor:
+    return swish(ctx, node, a) * b
+
+
 def _variadic(
     fn: Callable[[burn.Tensor, burn.Tensor], burn.Tensor], mean: bool = False
 ) -> Callable[..., Any]:

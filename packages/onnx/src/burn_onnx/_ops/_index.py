@@ -1,4 +1,5 @@
-"""Indexing ops: Gather(Elements/ND), Scatter(Elements/ND), Where, OneHot, NonZero, Compress."""
+"""Indexing ops: Gather(Elements/ND), Scatter(Elements/ND), Where, OneHot, NonZero, Compress,
+ReverseSequence, Unique, TensorScatter."""
 
 from __future__ import annotations
 
@@ -89,6 +90,11 @@ def scatter_elements(
         return _scatter_host(ctx, data, tuple(grid), updates.numpy(), how)
     if how == "add":
         return data.scatter_add(a, idx, updates)
+    return _assign(data, a, idx, updates)
+
+
+def _assign(data: burn.Tensor, a: int, idx: burn.Tensor, updates: burn.Tensor) -> burn.Tensor:
+    """``data`` with ``updates`` written at ``idx`` along ``a`` (ScatterElements without reduction)."""
     hit = burn.zeros_like(data, dtype=_count_dtype(data)).scatter_add(
         a, idx, burn.ones_like(idx).cast(_count_dtype(data))
     )
@@ -161,3 +167,62 @@ def compress(ctx: Any, node: Node, x: burn.Tensor, cond: Any) -> burn.Tensor:
         a = axis(int(node.attrs["axis"]), x.ndim, node)
     keep = keep[keep < x.shape[a]]
     return x.select(a, index_tensor(keep, x.device)) if len(keep) else x.narrow(a, 0, 0)
+
+
+@op("ReverseSequence", since=10, host=(1,))
+def reverse_sequence(ctx: Any, node: Node, x: burn.Tensor, lens: Any) -> burn.Tensor:
+    """The first ``lens[b]`` steps of each batch entry reversed along the time axis, one gather."""
+    t = axis(int(node.attrs.get("time_axis", 0)), x.ndim, node)
+    b = axis(int(node.attrs.get("batch_axis", 1)), x.ndim, node)
+    n = np.asarray(ctx.ints(lens)).reshape(-1)
+    steps = np.arange(x.shape[t])
+    view = [1] * x.ndim
+    view[t], view[b] = x.shape[t], x.shape[b]
+    grid = steps[:, None] if t < b else steps[None, :]
+    count = n[None, :] if t < b else n[:, None]
+    idx = np.where(grid < count, count - 1 - grid, grid).reshape(view)
+    return x.gather(t, index_tensor(np.broadcast_to(idx, x.shape).copy(), x.device).reshape(*x.shape))
+
+
+@op("Unique", since=11, dynamic=True)
+def unique(ctx: Any, node: Node, x: burn.Tensor) -> tuple[burn.Tensor, ...]:
+    """On the host (numpy): the unique values or slices along ``axis``, sorted or in order of first
+    appearance, with first indices, inverse indices and counts (int64)."""
+    arr = x.numpy()
+    a = node.attrs.get("axis")
+    if a is None:
+        arr, a = arr.reshape(-1), 0
+    else:
+        a = axis(int(a), arr.ndim, node)
+    values, first, inverse, counts = np.unique(
+        arr, return_index=True, return_inverse=True, return_counts=True, axis=a
+    )
+    inverse = inverse.reshape(-1)
+    if not node.attrs.get("sorted", 1):
+        order = np.argsort(first, kind="stable")
+        values, first, counts = np.take(values, order, axis=a), first[order], counts[order]
+        inverse = np.argsort(order)[inverse]
+    i64 = ctx.fit(burn.int64)
+    return (
+        ctx.tensor(values, x.dtype),
+        ctx.tensor(first, i64),
+        ctx.tensor(inverse, i64),
+        ctx.tensor(counts, i64),
+    )
+
+
+@op("TensorScatter", since=24, host=(2,), check=attr_in("mode", ("linear", "circular"), "linear"))
+def tensor_scatter(ctx: Any, node: Node, past: burn.Tensor, update: burn.Tensor, write: Any = None) -> Any:
+    """A KV-cache write: batch entry ``b``'s ``update`` lands at positions ``write[b]`` onwards along
+    ``axis`` (modulo the cache length in circular mode); the rest of ``past`` is kept."""
+    a = axis(int(node.attrs.get("axis", -2)), past.ndim, node)
+    size = past.shape[a]
+    start = np.zeros(past.shape[0], np.int64) if write is None else np.asarray(ctx.ints(write))
+    steps = np.arange(update.shape[a])
+    view = [1] * past.ndim
+    view[0], view[a] = past.shape[0], update.shape[a]
+    pos = (start[:, None] + steps[None, :]) if a != 0 else start[:, None] * 0 + steps[None, :]
+    if node.attrs.get("mode", "linear") == "circular":
+        pos = pos % size
+    idx = np.broadcast_to(pos.reshape(view), update.shape).copy()
+    return _assign(past, a, index_tensor(idx, past.device).reshape(*update.shape), update.cast(past.dtype))

@@ -1,4 +1,5 @@
-"""Quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (per tensor, axis or block).
+"""Quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (per tensor, axis or block);
+integer MatMul/Conv and their QLinear forms.
 
 DequantizeLinear runs on ``burn.quantization`` (``QuantizedTensor.dequantize``, the backend's
 ``dequantize`` op) when its scale is per tensor or per axis: ONNX's ``(x - zero_point) * scale`` in the
@@ -130,3 +131,85 @@ def dynamic_quantize_linear(
     y = ((x / scale).round() + zp).clamp(0.0, 255.0)
     u8 = ctx.fit(burn.uint8)
     return y.cast(u8), scale, zp.cast(u8)
+
+
+# ------------------------------------------------------------------ integer matmul and conv
+# Integer products are computed in float64 where the backend has it (exact up to 2**53), else float32.
+
+
+def _shifted(ctx: Any, x: burn.Tensor, zp: Any, per_row: bool = False, kernel_rank: int = 0) -> burn.Tensor:
+    """``x - zero_point`` as floats: a per-row zero point (MatMul's A) or a per-output-channel one
+    (a conv weight of rank ``kernel_rank``) is shaped to broadcast."""
+    wide = ctx.fit(burn.float64)
+    v = x.cast(wide)
+    if zp is None:
+        return v
+    z = zp.cast(wide)
+    if z.numel() > 1 and per_row:
+        z = z.reshape(-1, 1)
+    elif z.numel() > 1 and kernel_rank:
+        z = z.reshape(-1, *([1] * (kernel_rank - 1)))
+    return v - z
+
+
+@op("MatMulInteger", since=10)
+def matmul_integer(
+    ctx: Any, node: Node, a: burn.Tensor, b: burn.Tensor, azp: Any = None, bzp: Any = None
+) -> Any:
+    out = _shifted(ctx, a, azp, per_row=True).matmul(_shifted(ctx, b, bzp))
+    return out.round().cast(ctx.fit(burn.int32))
+
+
+@op("ConvInteger", since=10)
+def conv_integer(
+    ctx: Any, node: Node, x: burn.Tensor, w: burn.Tensor, xzp: Any = None, wzp: Any = None
+) -> Any:
+    from ._nn import conv
+
+    out = conv(ctx, node, _shifted(ctx, x, xzp), _shifted(ctx, w, wzp, kernel_rank=w.ndim))
+    return out.round().cast(ctx.fit(burn.int32))
+
+
+def _requantize(ctx: Any, acc: burn.Tensor, scale: burn.Tensor, ys: Any, yzp: Any, code: int) -> burn.Tensor:
+    """``round(acc * scale / y_scale) + y_zero_point``, saturated to the output type."""
+    wide = acc.dtype
+    q = (acc * scale.cast(wide) / ys.cast(wide).reshape(())).round() + yzp.cast(wide).reshape(())
+    lo, hi = _ONNX_RANGES.get(code, (0, 255))
+    return q.clamp(float(lo), float(hi)).cast(ctx.dtype(code))
+
+
+@op("QLinearMatMul", since=10)
+def qlinear_matmul(
+    ctx: Any, node: Node, a: Any, a_s: Any, azp: Any, b: Any, b_s: Any, bzp: Any, ys: Any, yzp: Any
+) -> burn.Tensor:
+    acc = _shifted(ctx, a, azp, per_row=True).matmul(_shifted(ctx, b, bzp))
+    scale = a_s.reshape(-1, 1) if a_s.numel() > 1 else a_s.reshape(())
+    scale = scale.cast(acc.dtype) * (b_s.reshape(-1) if b_s.numel() > 1 else b_s.reshape(())).cast(acc.dtype)
+    code = ctx.declared_elem(7) or BURN_TO_ONNX.get(ctx.declared_dtype(7) or yzp.dtype.name) or 2
+    return _requantize(ctx, acc, scale, ys, yzp, int(code))
+
+
+@op("QLinearConv", since=10)
+def qlinear_conv(
+    ctx: Any,
+    node: Node,
+    x: Any,
+    xs: Any,
+    xzp: Any,
+    w: Any,
+    ws: Any,
+    wzp: Any,
+    ys: Any,
+    yzp: Any,
+    bias: Any = None,
+) -> burn.Tensor:
+    from ._nn import conv
+
+    acc = conv(ctx, node, _shifted(ctx, x, xzp), _shifted(ctx, w, wzp, kernel_rank=w.ndim))
+    channel = [1] * acc.ndim
+    channel[1] = -1
+    if bias is not None:
+        acc = acc + bias.cast(acc.dtype).reshape(*channel)
+    scale = xs.cast(acc.dtype).reshape(()) * ws.cast(acc.dtype).reshape(*channel if ws.numel() > 1 else ())
+    code = ctx.declared_elem(7) or BURN_TO_ONNX.get(ctx.declared_dtype(7) or yzp.dtype.name) or 2
+    return _requantize(ctx, acc, scale, ys, yzp, int(code))

@@ -1,4 +1,4 @@
-"""Reductions: Reduce*, ArgMax/ArgMin, CumSum, TopK."""
+"""Reductions: Reduce*, ArgMax/ArgMin, CumSum/CumProd, LpNormalization, Det, TopK."""
 
 from __future__ import annotations
 
@@ -119,15 +119,39 @@ op("ArgMax")(_arg("argmax"))
 op("ArgMin")(_arg("argmin"))
 
 
-@op("CumSum", host=(1,))
-def cumsum(ctx: Any, node: Node, x: burn.Tensor, ax: Any) -> burn.Tensor:
-    a = axis(int(ctx.scalar(ax)), x.ndim, node)
-    reverse, exclusive = node.attrs.get("reverse", 0), node.attrs.get("exclusive", 0)
-    y = x.flip([a]) if reverse else x
-    out = y.cumsum(a)
-    if exclusive:
-        out = out - y
-    return out.flip([a]) if reverse else out
+def _cumulative(method: str, identity: float) -> Callable[..., Any]:
+    """CumSum / CumProd: ``exclusive`` shifts the running values one step, starting from the identity."""
+
+    def convert(ctx: Any, node: Node, x: burn.Tensor, ax: Any) -> burn.Tensor:
+        a = axis(int(ctx.scalar(ax)), x.ndim, node)
+        reverse, exclusive = node.attrs.get("reverse", 0), node.attrs.get("exclusive", 0)
+        y = x.flip([a]) if reverse else x
+        out = getattr(y, method)(a)
+        if exclusive and x.shape[a]:
+            first = full(ctx, tuple(1 if i == a else n for i, n in enumerate(x.shape)), identity, x.dtype)
+            out = burn.cat([first.cast(out.dtype), out.narrow(a, 0, x.shape[a] - 1)], a)
+        return out.flip([a]) if reverse else out
+
+    return convert
+
+
+op("CumSum", host=(1,))(_cumulative("cumsum", 0))
+op("CumProd", host=(1,), since=26)(_cumulative("cumprod", 1))
+
+
+@op("LpNormalization")
+def lp_normalization(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
+    a = axis(int(node.attrs.get("axis", -1)), x.ndim, node)
+    p = int(node.attrs.get("p", 2))
+    norm = _l1(x, (a,), True) if p == 1 else _l2(x, (a,), True)
+    return x / burn.where(norm == 0, burn.ones_like(norm), norm)  # an all-zero slice stays zero
+
+
+@op("Det", since=11)
+def det(ctx: Any, node: Node, x: burn.Tensor) -> burn.Tensor:
+    """On the host (numpy's LU): the determinant of each trailing square matrix."""
+    arr = x.numpy()
+    return ctx.tensor(np.linalg.det(arr.astype(np.float64)).astype(arr.dtype), x.dtype)
 
 
 @op("TopK", host=(1,), check=requires("k", before=10))

@@ -1,4 +1,5 @@
-"""Sequence ops: a sequence value is a Python list of tensors."""
+"""Sequence and optional ops: a sequence value is a Python list of tensors; an optional value is its
+content (a tensor or a list), or None when empty."""
 
 from __future__ import annotations
 
@@ -81,3 +82,33 @@ def split_to_sequence(ctx: Any, node: Node, x: burn.Tensor, split: Any = None) -
         out.append(x.narrow(a, start, s))
         start += s
     return out
+
+
+@op("SequenceMap")
+def sequence_map(ctx: Any, node: Node, seq: list[burn.Tensor], *extra: Any) -> Any:
+    """The body once per item of ``seq``; additional sequence inputs give their item at the same
+    position, tensors are passed whole. Each body output becomes one output sequence."""
+    body = node.attrs["body"]
+    outputs: list[list[Any]] = [[] for _ in body.outputs]
+    for i in range(len(seq)):
+        feeds = [seq[i]] + [x[i] if isinstance(x, list) else x for x in extra]
+        for out, value in zip(outputs, ctx.run(body, feeds)):
+            out.append(value)
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+@op("Optional", since=15)
+def optional(ctx: Any, node: Node, x: Any = None) -> Any:
+    return x
+
+
+@op("OptionalHasElement", since=15)
+def optional_has_element(ctx: Any, node: Node, x: Any = None) -> burn.Tensor:
+    return ctx.tensor(np.array(x is not None))
+
+
+@op("OptionalGetElement", since=15)
+def optional_get_element(ctx: Any, node: Node, x: Any) -> Any:
+    if x is None:
+        raise ValueError(f"OptionalGetElement node {node.label!r}: the optional input is empty")
+    return x
