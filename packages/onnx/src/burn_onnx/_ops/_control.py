@@ -1,4 +1,4 @@
-"""Control flow: If and Loop run their subgraphs (which see the enclosing graph's values)."""
+"""Control flow: If, Loop and Scan run their subgraphs (which see the enclosing graph's values)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import burn
 import numpy as np
 
 from .._graph import Node
-from .._registry import op
+from .._registry import op, requires
+from ._common import axis
 
 
 def _outputs(values: list[Any]) -> Any:
@@ -52,4 +53,36 @@ def loop(ctx: Any, node: Node, trip: Any = None, cond: Any = None, *carried: Any
                 else burn.float32
             )
             stacked.append(burn.zeros(tuple(shape), dtype=ctx.fit(dt), device=ctx.device))
+    return _outputs(state + stacked)
+
+
+@op("Scan", since=9, dynamic=True, check=requires("body", "num_scan_inputs"))
+def scan(ctx: Any, node: Node, *inputs: Any) -> Any:
+    """The body once per step along each scan input's axis (backwards where its direction is 1),
+    carrying the state values; each scan output is the steps' slices stacked along its axis."""
+    body = node.attrs["body"]
+    m = int(node.attrs["num_scan_inputs"])
+    n = len(inputs) - m
+    state, xs = list(inputs[:n]), inputs[n:]
+    in_axes = [axis(int(a), x.ndim, node) for a, x in zip(node.attrs.get("scan_input_axes", [0] * m), xs)]
+    in_dirs = list(node.attrs.get("scan_input_directions", [0] * m))
+    k = len(body.outputs) - n
+    steps = xs[0].shape[in_axes[0]] if xs else 0
+    parts: list[list[Any]] = [[] for _ in range(k)]
+    for t in range(steps):
+        slices = [
+            x.narrow(a, steps - 1 - t if d else t, 1).squeeze([a]) for x, a, d in zip(xs, in_axes, in_dirs)
+        ]
+        outs = ctx.run(body, [*state, *slices])
+        state = list(outs[:n])
+        for j, v in enumerate(outs[n:]):
+            parts[j].append(v)
+    out_dirs = list(node.attrs.get("scan_output_directions", [0] * k))
+    out_axes = list(node.attrs.get("scan_output_axes", [0] * k))
+    stacked = []
+    for j, values in enumerate(parts):
+        if not values:
+            raise ValueError(f"Scan node {node.label!r}: no steps, so scan output {j} has no shape")
+        values = values[::-1] if out_dirs[j] else values
+        stacked.append(burn.stack(values, axis(int(out_axes[j]), values[0].ndim + 1, node)))
     return _outputs(state + stacked)
