@@ -48,6 +48,8 @@ def _entry(result: CaseResult, device: str) -> list[str]:
     if device != "cpu" and result.status == "wrong" and narrowed:
         got, want = narrowed.groups()
         note = f"{device} holds {want} as {got} (backend dtype narrowing): {note}"
+    elif device != "cpu" and "as this backend holds it" in note:
+        note = f"{device} holds the declared dtype narrower (backend dtype narrowing): {note}"
     return [result.status, note]
 
 
