@@ -18,6 +18,7 @@ from . import (
     _signal,
     _stateful,
     _transformer,
+    _vision,
 )
 
 FAMILIES = (
@@ -38,4 +39,5 @@ FAMILIES = (
     _bits,
     _detection,
     _stateful,
+    _vision,
 )
