@@ -6,8 +6,8 @@ the number of outputs, each output's shape and dtype exactly, the values with
 sequences item by item).
 
 Each case ends in one of four statuses: ``pass``; ``unsupported`` (burn-onnx refused the model cleanly,
-with an ``UnsupportedOnnxError`` at load time or a ``NotImplementedError`` while running: the reason is
-kept); ``wrong`` (it ran, the outputs differ: the first difference is kept) and ``crash`` (any other
+with an ``UnsupportedOnnxError`` at load time or a ``NotImplementedError`` while running; another engine
+raised ``NotImplementedError``: the reason is kept); ``wrong`` (it ran, the outputs differ: the first difference is kept) and ``crash`` (any other
 exception: its type and message are kept).
 """
 
@@ -120,10 +120,24 @@ def _unsupported_reason(exc: BaseException) -> str:
     return str(exc)
 
 
-def run_case(case: Any, device: Any) -> CaseResult:
-    """Run one conformance case through ``burn_onnx.load`` on ``device`` and judge it."""
-    from ._errors import UnsupportedOnnxError
+Engine = Callable[[Any, list[Any]], list[Any]]  # (onnx.ModelProto, inputs) -> outputs
+
+
+def burn_engine(device: Any) -> Engine:
+    """burn-onnx as an engine: ``load`` on ``device``, then ``OnnxModel.run`` (outputs as numpy arrays
+    in their declared types)."""
     from ._model import load
+
+    def run(model: Any, inputs: list[Any]) -> list[Any]:
+        return list(load(model, device=device).run(*inputs))
+
+    return run
+
+
+def run_case(case: Any, engine: Engine) -> CaseResult:
+    """Run one conformance case with ``engine`` and judge it. ``UnsupportedOnnxError``, or a
+    ``NotImplementedError`` anywhere in the exception's chain, is ``unsupported``."""
+    from ._errors import UnsupportedOnnxError
 
     inputs, expected = case.data_sets[0]
     inputs = [_array(v) for v in inputs]
@@ -131,11 +145,10 @@ def run_case(case: Any, device: Any) -> CaseResult:
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")  # narrowing warnings on backends without a dtype
-            model = load(case.model, device=device)
-            outs = list(model.run(*inputs))
+            outs = engine(case.model, inputs)
     except UnsupportedOnnxError as exc:
         return CaseResult(case.name, "unsupported", _one_line(_unsupported_reason(exc)))
-    except Exception as exc:  # a node that raised NotImplementedError at run time is a clean refusal
+    except Exception as exc:
         cause: BaseException | None = exc
         while cause is not None and not isinstance(cause, NotImplementedError):
             cause = cause.__cause__
@@ -149,23 +162,19 @@ def run_case(case: Any, device: Any) -> CaseResult:
 
 
 def run_suite(
-    device: Any = "cpu",
-    *,
-    names: Iterable[str] | None = None,
-    runner: Callable[[Any, Any], CaseResult] | None = None,
+    device: Any = "cpu", *, names: Iterable[str] | None = None, engine: Engine | None = None
 ) -> dict[str, CaseResult]:
-    """Run the suite (or the cases in ``names``) on ``device`` with ``runner`` (``run_case`` by
-    default: another engine's runner makes a side-by-side count); case name -> result."""
+    """Run the suite (or the cases in ``names``) through burn-onnx on ``device``, or through another
+    ``engine``; case name -> result."""
     import burn
 
-    if runner is None:
-        runner = run_case
-        device = burn.device(device) if isinstance(device, str) else device
+    if engine is None:
+        engine = burn_engine(burn.device(device) if isinstance(device, str) else device)
     wanted = None if names is None else set(names)
     results: dict[str, CaseResult] = {}
     for case in suite_cases():
         if wanted is None or case.name in wanted:
-            results[case.name] = runner(case, device)
+            results[case.name] = run_case(case, engine)
     return results
 
 
@@ -175,15 +184,19 @@ def counts(results: dict[str, CaseResult]) -> dict[str, int]:
     return {s: found.get(s, 0) for s in STATUSES}
 
 
-def conformance(device: Any = "cpu", *, names: Iterable[str] | None = None) -> dict[str, CaseResult]:
+def conformance(
+    device: Any = "cpu", *, names: Iterable[str] | None = None, engine: Engine | None = None
+) -> dict[str, CaseResult]:
     """Run the ONNX backend conformance suite (the node test cases of the installed ``onnx``) on
     ``device`` through ``burn_onnx.load``, judged as onnx's runner judges: case name -> ``CaseResult``
     (``status`` pass / unsupported / wrong / crash and a one-line ``detail``). ``names`` limits the run
-    to those cases. ``burn onnx conformance --device wgpu`` prints the counts.
+    to those cases. ``engine``, a callable ``(onnx.ModelProto, input arrays) -> output arrays`` that
+    raises ``NotImplementedError`` for what it cannot run, judges another runtime (onnxruntime) by the
+    same rules instead. ``burn onnx conformance --device wgpu`` prints the counts.
 
     >>> import burn_onnx
     >>> results = burn_onnx.conformance("cpu", names=["test_abs", "test_add"])
     >>> sorted((name, r.status) for name, r in results.items())
     [('test_abs', 'pass'), ('test_add', 'pass')]
     """
-    return run_suite(device, names=names)
+    return run_suite(device, names=names, engine=engine)
