@@ -44,12 +44,22 @@ HELPERS: dict[str, str] = {
     if (x < -1.0 || is_nan(x)) { return nan(); }
     if (x == -1.0) { return -inf(); }
     if (is_inf(x)) { return x; }
+    if (abs(x) < 0.5) {
+        // log1p(x) = 2 atanh(s), s = x / (2 + x), |s| <= 1/3: the series, not log(1 + x), whose
+        // absolute error near 1 (2^-21 allowed by Vulkan, seen on lavapipe) swamps a small result
+        let s = x / (2.0 + x);
+        let s2 = s * s;
+        let tail = 1.0 / 9.0 + s2 * (1.0 / 11.0 + s2 * (1.0 / 13.0 + s2 * (1.0 / 15.0)));
+        return 2.0 * s * (1.0 + s2 * (1.0 / 3.0 + s2 * (1.0 / 5.0 + s2 * (1.0 / 7.0 + s2 * tail))));
+    }
     let u = 1.0 + x;
-    if (u == 1.0) { return x; }
     return log(u) * x / (u - 1.0);
 }""",
     "b_tanh": """fn b_tanh(x: f32) -> f32 {
     if (is_nan(x)) { return x; }
+    // near 0 a driver's (e^2x - 1) / (e^2x + 1) loses x to cancellation (lavapipe: tanh(1e-7) =
+    // 1.19e-7): the series to x^5, exact to f32 rounding below 0.01
+    if (abs(x) < 0.01) { let x2 = x * x; return x * (1.0 - x2 * (1.0 / 3.0 - x2 * (2.0 / 15.0))); }
     return tanh(clamp(x, -15.0, 15.0));  // some drivers compute tanh as inf/inf for large |x|
 }""",
     # sin/cos/tan with our own range reduction and polynomials: Vulkan only promises 2^-11 absolute
