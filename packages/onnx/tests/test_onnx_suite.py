@@ -34,6 +34,15 @@ UPDATE = os.environ.get("BURN_UPDATE_ONNX_SUITE") == "1"
 _NARROWED = re.compile(r"dtype (\w+), expected (\w+)")
 
 
+# why a case is known to be wrong, kept in the file's entry ahead of the mismatch a refresh records
+NOTES = {
+    "test_dft_inverse": "the reference's imaginary parts hold float rounding noise (1.9e-7) where the "
+    "exact value is 0, beyond atol 1e-7; burn-onnx gives 0",
+    "test_dft_inverse_opset19": "the reference's imaginary parts hold float rounding noise (1.9e-7) where "
+    "the exact value is 0, beyond atol 1e-7; burn-onnx gives 0",
+}
+
+
 def _load() -> dict[str, Any]:
     if EXPECTATIONS.exists():
         return dict(json.loads(EXPECTATIONS.read_text()))
@@ -43,7 +52,7 @@ def _load() -> dict[str, Any]:
 def _entry(result: CaseResult, device: str) -> list[str]:
     if result.status == "pass":
         return ["pass"]
-    note = result.detail
+    note = result.detail if result.name not in NOTES else f"{NOTES[result.name]}: {result.detail}"
     narrowed = _NARROWED.search(note)
     if device != "cpu" and result.status == "wrong" and narrowed:
         got, want = narrowed.groups()

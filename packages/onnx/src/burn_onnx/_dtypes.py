@@ -202,8 +202,8 @@ def on_device_declared(t: burn.Tensor, elem_type: int) -> burn.Tensor:
 def as_declared(array: Any, elem_type: int, output: str, source: str, computed: str) -> Any:
     """A numpy array of an output as its declared ONNX element type. Integer values that the declared
     type cannot hold raise ``OnnxRuntimeError`` naming the output (never a silent wrap); the types burn
-    holds in a wider dtype (float8, float4, int4, int2: ``STORED_AS``) come back as their ml_dtypes
-    type; bfloat16 and strings as they are."""
+    holds in a wider dtype (float8, float4, int4, int2: ``STORED_AS``) and bfloat16 (float32 on wgpu)
+    come back as their ml_dtypes type; strings as they are."""
     import ml_dtypes
     import numpy as np
 
@@ -211,7 +211,7 @@ def as_declared(array: Any, elem_type: int, output: str, source: str, computed: 
 
     name = ONNX_TO_NUMPY.get(elem_type)
     arr = np.asarray(array)
-    if elem_type in STORED_AS:
+    if elem_type in STORED_AS or elem_type == 16:  # bfloat16 too, from a device computing it in float32
         want = numpy_dtype(elem_type)
     elif name is None or arr.dtype.name == name:
         return arr
