@@ -7,6 +7,7 @@ from typing import Any
 
 import burn
 import numpy as np
+from burn.backend import reduced_shape
 
 from .._graph import Node
 from .._registry import op, requires
@@ -85,7 +86,7 @@ def _reduce(name: str, fn: Callable[[burn.Tensor, tuple[int, ...], bool], burn.T
             return fn(x.reshape(1), (0,), False)
         dims = sorted(set(dims))
         if name in _EMPTY and any(x.shape[d] == 0 for d in dims):
-            shape = tuple(1 if i in dims else n for i, n in enumerate(x.shape) if keep or i not in dims)
+            shape = reduced_shape(x.shape, dims, bool(keep))
             return full(ctx, shape, _EMPTY[name](x.dtype), x.dtype)
         bool_in = x.dtype.is_bool
         if bool_in:
@@ -128,7 +129,7 @@ def _cumulative(method: str, identity: float) -> Callable[..., Any]:
         y = x.flip([a]) if reverse else x
         out = getattr(y, method)(a)
         if exclusive and x.shape[a]:
-            first = full(ctx, tuple(1 if i == a else n for i, n in enumerate(x.shape)), identity, x.dtype)
+            first = full(ctx, reduced_shape(x.shape, (a,), True), identity, x.dtype)
             out = burn.cat([first.cast(out.dtype), out.narrow(a, 0, x.shape[a] - 1)], a)
         return out.flip([a]) if reverse else out
 
