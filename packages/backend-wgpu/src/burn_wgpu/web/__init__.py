@@ -9,6 +9,10 @@
     const model = await load({ device /* optional */, baseUrl /* default: next to model.js */ });
     const out = await model.run({ input: { data: Float32Array, shape: [1, 4] } });
 
+``export_training(model, step_fn, optimizer, example_batch, out_dir)`` writes a whole training step
+(forward, backward, SGD/Adam/AdamW update) as ``OUT/trainer.js`` + ``weights.bin``: ``loadTrainer()``,
+``step(batch, { lr })``, ``evaluate(batch)``, ``saveRecord()`` in the page.
+
 ``NativeSchedule(out_dir)`` runs the same schedule natively through wgpu-py (tests, real-GPU figures).
 """
 
@@ -20,12 +24,15 @@ if TYPE_CHECKING:
     from ._export import WebExport, export
     from ._native import NativeSchedule
     from ._record import WebExportError
+    from ._train_export import TrainingExport, export_training
 
 _LAZY = {
     "WebExport": "._export",
     "export": "._export",
     "NativeSchedule": "._native",
     "WebExportError": "._record",
+    "TrainingExport": "._train_export",
+    "export_training": "._train_export",
 }
 
 
@@ -33,4 +40,4 @@ _LAZY = {
 __getattr__ = lazy_attributes(__name__, _LAZY, globals())
 
 
-__all__ = ["NativeSchedule", "WebExport", "WebExportError", "export"]
+__all__ = ["NativeSchedule", "TrainingExport", "WebExport", "WebExportError", "export", "export_training"]

@@ -1,0 +1,272 @@
+// trainer.js: a training step exported by burn-wgpu (`burn_wgpu.web.export_training`), run on WebGPU.
+//
+//   import { loadTrainer } from "./trainer.js";
+//   const t = await loadTrainer({ device, baseUrl, onProgress });      // all optional
+//   const { loss } = await t.step({ x: { data, shape }, y: { data, shape } }, { lr: 1e-3 });
+//   await t.step(batch, { read: false });   // no read back: steps pipeline on the queue
+//   const metrics = await t.evaluate(batch); // the forward only, on the current weights
+//   const bytes = await t.saveRecord();      // safetensors: burn.record.from_bytes(model, bytes) in Python
+//
+// The spec below holds two recorded schedules: "step" (forward, backward and the optimizer update as
+// one submission) and "evaluate" (the forward). Params and optimizer state live in persistent buffers
+// that both schedules bind; a step ends by copying the new values over them in the same submission.
+// The learning rate and Adam's bias corrections (1 - beta^t, t counted here) are fed each step.
+
+const TRAINER = /*TRAINER*/null/*END*/;
+
+export const spec = TRAINER;
+
+const STORAGE_ARRAY = { f32: Float32Array, i32: Int32Array, u32: Uint32Array };
+
+function numel(shape) {
+  return shape.reduce((n, d) => n * d, 1);
+}
+
+function toStorage(what, info, feed) {
+  const data = feed && feed.data !== undefined ? feed.data : undefined;
+  if (data === undefined || data === null || typeof data.length !== "number") {
+    throw new TypeError(`${what}: batch input '${info.name}' must be { data, shape } with a typed array or array`);
+  }
+  const shape = feed.shape === undefined ? null : Array.from(feed.shape);
+  if (shape && (shape.length !== info.shape.length || shape.some((d, i) => d !== info.shape[i]))) {
+    throw new RangeError(
+      `${what}: batch input '${info.name}' expects shape [${info.shape}] (fixed at export), got [${shape}]`);
+  }
+  const n = numel(info.shape);
+  if (data.length !== n) {
+    throw new RangeError(`${what}: batch input '${info.name}' expects ${n} values (shape [${info.shape}]), got ${data.length}`);
+  }
+  const out = new STORAGE_ARRAY[info.storage](n);
+  if (info.dtype === "bool") for (let i = 0; i < n; i++) out[i] = data[i] ? 1 : 0;
+  else if (typeof data[0] === "bigint") for (let i = 0; i < n; i++) out[i] = Number(data[i]);
+  else out.set(data);
+  return out;
+}
+
+async function fetchWeights(url, total, onProgress) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`loadTrainer: ${url}: HTTP ${response.status}`);
+  const blob = new Uint8Array(await response.arrayBuffer());
+  if (blob.length !== total) throw new Error(`loadTrainer: ${url} has ${blob.length} bytes, expected ${total}`);
+  if (onProgress) onProgress(total, total);
+  return blob;
+}
+
+// buffers, pipelines and bind groups of one schedule; param/state inputs bind the persistent buffers
+async function instantiate(device, S, blob, persistent) {
+  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+  const shared = new Map();
+  for (const info of S.inputs) if (persistent.has(info.name)) shared.set(info.buffer, persistent.get(info.name));
+  const own = [];
+  const buffers = S.buffers.map((b, i) => {
+    if (shared.has(i)) return shared.get(i);
+    const buf = device.createBuffer({ label: `${S.name}:${b.kind}${i}`, size: b.size, usage });
+    own.push(buf);
+    return buf;
+  });
+  const meta = device.createBuffer({ label: "meta", size: S.weights.meta, usage });
+  own.push(meta);
+  device.queue.writeBuffer(meta, 0, blob, S.base, S.weights.meta);
+  const reloads = [];
+  for (const c of S.constants) {
+    device.queue.writeBuffer(buffers[c.buffer], 0, blob, S.base + c.offset, c.size);
+    if (c.reload) reloads.push([buffers[c.buffer], blob.slice(S.base + c.offset, S.base + c.offset + c.size)]);
+  }
+  const layouts = new Map();
+  const layoutFor = (bindings) => {
+    const key = bindings.join(",");
+    if (!layouts.has(key)) {
+      const entries = ["read", ...bindings].map((a, i) => ({
+        binding: i,
+        visibility: GPUShaderStage.COMPUTE,
+        buffer: { type: a === "rw" ? "storage" : "read-only-storage" },
+      }));
+      layouts.set(key, device.createBindGroupLayout({ entries }));
+    }
+    return layouts.get(key);
+  };
+  const pipelines = await Promise.all(S.kernels.map((k) => {
+    const layout = layoutFor(k.bindings);
+    return device.createComputePipelineAsync({
+      label: k.name,
+      layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }),
+      compute: { module: device.createShaderModule({ label: k.name, code: k.source }), entryPoint: "main" },
+    }).then((pipeline) => ({ pipeline, layout }));
+  }));
+  const ops = S.ops.map((op) => {
+    if (op[0] === 0) {
+      const [, k, off, size, bufs, gx, gy, gz] = op;
+      const { pipeline, layout } = pipelines[k];
+      const entries = [{ binding: 0, resource: { buffer: meta, offset: off, size } }];
+      bufs.forEach((b, i) => entries.push({ binding: i + 1, resource: { buffer: buffers[b] } }));
+      return [0, pipeline, device.createBindGroup({ layout, entries }), gx, gy, gz];
+    }
+    const [, src, so, dst, d, size] = op;
+    return [1, buffers[src], so, buffers[dst], d, size];
+  });
+  const metrics = S.outputs.filter((o) => o.role === "metric");
+  const staging = device.createBuffer({
+    label: `${S.name}:metrics`, size: Math.max(8, metrics.length * 8), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+  });
+  own.push(staging);
+  return { S, buffers, ops, reloads, metrics, staging, own };
+}
+
+function encode(device, run, feeds, scalars, read) {
+  for (const info of run.S.inputs) {
+    if (info.role === "batch") device.queue.writeBuffer(run.buffers[info.buffer], 0, feeds[info.name]);
+    else if (info.role === "hyper") device.queue.writeBuffer(run.buffers[info.buffer], 0, Float32Array.of(scalars[info.name]));
+  }
+  for (const [buf, data] of run.reloads) device.queue.writeBuffer(buf, 0, data);
+  const encoder = device.createCommandEncoder();
+  let pass = null;
+  for (const op of run.ops) {
+    if (op[0] === 0) {
+      if (!pass) pass = encoder.beginComputePass();
+      pass.setPipeline(op[1]);
+      pass.setBindGroup(0, op[2]);
+      pass.dispatchWorkgroups(op[3], op[4], op[5]);
+    } else {
+      if (pass) { pass.end(); pass = null; }
+      encoder.copyBufferToBuffer(op[1], op[2], op[3], op[4], op[5]);
+    }
+  }
+  if (pass) pass.end();
+  return encoder;
+}
+
+async function readMetrics(device, run, encoder, read) {
+  if (read) run.metrics.forEach((o, i) => encoder.copyBufferToBuffer(run.buffers[o.buffer], o.offset, run.staging, i * 8, 4));
+  device.queue.submit([encoder.finish()]);
+  if (!read) return null;
+  await run.staging.mapAsync(GPUMapMode.READ);
+  const values = new Float32Array(run.staging.getMappedRange().slice(0));
+  run.staging.unmap();
+  const out = {};
+  run.metrics.forEach((o, i) => { out[o.name] = o.storage === "f32" ? values[i * 2] : new Int32Array(values.buffer)[i * 2]; });
+  return out;
+}
+
+export async function requestDevice() {
+  if (typeof navigator === "undefined" || !navigator.gpu) {
+    throw new Error("WebGPU is not available in this browser (navigator.gpu is missing; it needs a secure context: https or localhost)");
+  }
+  const adapter = await navigator.gpu.requestAdapter();
+  if (!adapter) throw new Error("WebGPU is available but no adapter was found (no usable GPU or software adapter)");
+  return { adapter, device: await adapter.requestDevice() };
+}
+
+export async function loadTrainer(options = {}) {
+  const T = TRAINER;
+  const baseUrl = options.baseUrl !== undefined ? options.baseUrl : new URL(".", import.meta.url).href;
+  let device = options.device;
+  let adapter = null;
+  if (!device) ({ adapter, device } = await requestDevice());
+  const base = baseUrl.endsWith("/") ? baseUrl : baseUrl + "/";
+  const blob = await fetchWeights(new URL(T.weights.file, base).href, T.weights.size, options.onProgress);
+
+  device.pushErrorScope("validation");
+  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+  const persistent = new Map();
+  for (const p of T.persistent) {
+    const buf = device.createBuffer({ label: p.name, size: p.size, usage });  // zeros: fresh optimizer state
+    if (p.role === "param") device.queue.writeBuffer(buf, 0, blob, p.offset, p.bytes);
+    persistent.set(p.name, buf);
+  }
+  const [train, evaluate] = await Promise.all([
+    instantiate(device, T.step, blob, persistent),
+    instantiate(device, T.evaluate, blob, persistent),
+  ]);
+  const loadError = await device.popErrorScope();
+  if (loadError) throw new Error(`loadTrainer: WebGPU validation error: ${loadError.message}`);
+
+  const batchInfo = T.step.inputs.filter((i) => i.role === "batch");
+  const opt = T.optimizer;
+  let stepCount = 0;
+  let queue = Promise.resolve();
+  let destroyed = false;
+  const serial = (fn) => {
+    const result = queue.then(fn);
+    queue = result.catch(() => {});
+    return result;
+  };
+  const feedsOf = (what, batch) => {
+    if (destroyed) throw new Error(`${what}: the trainer was destroyed`);
+    if (!batch || typeof batch !== "object") throw new TypeError(`${what}: expected { ${batchInfo.map((i) => i.name).join(", ")} }`);
+    for (const key of Object.keys(batch)) {
+      if (!batchInfo.some((i) => i.name === key)) {
+        throw new RangeError(`${what}: unknown batch input '${key}' (inputs: ${batchInfo.map((i) => i.name).join(", ")})`);
+      }
+    }
+    const feeds = {};
+    for (const info of batchInfo) {
+      if (!(info.name in batch)) throw new RangeError(`${what}: missing batch input '${info.name}'`);
+      feeds[info.name] = toStorage(what, info, batch[info.name]);
+    }
+    return feeds;
+  };
+
+  return {
+    name: T.name,
+    adapter,
+    device,
+    metrics: T.metrics.slice(),
+    inputs: batchInfo.map((i) => ({ name: i.name, shape: i.shape.slice(), dtype: i.dtype })),
+    counts: { step: Object.assign({}, T.step.counts), evaluate: Object.assign({}, T.evaluate.counts) },
+    get stepCount() { return stepCount; },
+    async step(batch, options = {}) {
+      // checked before anything is queued: a bad batch rejects and leaves the weights as they were
+      const feeds = feedsOf("step", batch);
+      const lr = options.lr === undefined ? opt.lr : options.lr;
+      if (typeof lr !== "number" || !Number.isFinite(lr) || lr < 0) throw new RangeError(`step: lr must be a finite number >= 0, got ${lr}`);
+      const read = options.read !== false;
+      return serial(async () => {
+        stepCount += 1;
+        const scalars = { lr, bias1: 1 - Math.pow(opt.beta1, stepCount), bias2: 1 - Math.pow(opt.beta2, stepCount) };
+        const encoder = encode(device, train, feeds, scalars, read);
+        for (const o of train.S.outputs) {
+          if (o.role !== "metric" && !o.same) encoder.copyBufferToBuffer(train.buffers[o.buffer], o.offset, persistent.get(o.name), 0, o.size);
+        }
+        return readMetrics(device, train, encoder, read);
+      });
+    },
+    async evaluate(batch) {
+      const feeds = feedsOf("evaluate", batch);
+      return serial(() => readMetrics(device, evaluate, encode(device, evaluate, feeds, {}, true), true));
+    },
+    saveRecord() {
+      // the current params as a burn record (safetensors, params in the module's order)
+      return serial(async () => {
+        const params = T.persistent.filter((p) => p.role === "param");
+        const total = params.reduce((n, p) => n + Math.ceil(p.bytes / 4) * 4, 0);
+        const staging = device.createBuffer({ size: Math.max(total, 4), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+        const encoder = device.createCommandEncoder();
+        let at = 0;
+        const header = { __metadata__: T.record.metadata };
+        for (const p of params) {
+          encoder.copyBufferToBuffer(persistent.get(p.name), 0, staging, at, p.bytes);
+          header[p.name.slice("param:".length)] = { dtype: "F32", shape: p.shape, data_offsets: [at, at + p.bytes] };
+          at += p.bytes;
+        }
+        device.queue.submit([encoder.finish()]);
+        await staging.mapAsync(GPUMapMode.READ);
+        const data = new Uint8Array(staging.getMappedRange().slice(0, at));
+        staging.unmap();
+        staging.destroy();
+        let json = JSON.stringify(header);
+        json += " ".repeat((8 - (new TextEncoder().encode(json).length % 8)) % 8);
+        const head = new TextEncoder().encode(json);
+        const out = new Uint8Array(8 + head.length + data.length);
+        new DataView(out.buffer).setBigUint64(0, BigInt(head.length), true);
+        out.set(head, 8);
+        out.set(data, 8 + head.length);
+        return out;
+      });
+    },
+    destroy() {
+      destroyed = true;
+      for (const run of [train, evaluate]) for (const b of run.own) b.destroy();
+      for (const b of persistent.values()) b.destroy();
+    },
+  };
+}

@@ -1,0 +1,152 @@
+"""Training in a page (issue 37): an MLP's step exported with SGD and with Adam, run in headless
+Chromium (SwiftShader's WebGPU adapter), against the same steps run natively by burn's numpy backend
+with burn.optim: the losses of 20 steps (different batches, a learning rate changing every step,
+some steps without read back) within 1e-4 relative; the page's saved record loads in Python into the
+same module and predicts as the natively trained model; evaluate() gives the loaded model's loss; a
+batch of the wrong shape rejects with a message naming the input and both shapes.
+
+Needs playwright and Debian's chromium-headless-shell, as the inference page tests; skips with the
+reason where either is missing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from burn_wgpu_tests import _browser  # registered by this folder's conftest
+
+pytestmark = pytest.mark.skipif(_browser.unavailable() is not None, reason=_browser.unavailable() or "")
+
+STEPS, BATCH, FEATURES, CLASSES = 20, 8, 6, 4
+RTOL = 1e-4
+
+
+@pytest.fixture(scope="module")
+def browser() -> Any:
+    pytest.importorskip("wgpu")
+    b = _browser.Browser()
+    yield b
+    b.close()
+
+
+def _model() -> Any:
+    import burn
+    from burn import nn
+
+    burn.seed(7)
+    return nn.Sequential(nn.LinearConfig(FEATURES, 16).init(), nn.Relu(), nn.LinearConfig(16, CLASSES).init())
+
+
+def _loss(model: Any, x: Any, y: Any) -> Any:
+    from burn.nn import functional as F
+
+    return F.cross_entropy(model(x), y)
+
+
+def _batches() -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(1)
+    return [
+        {
+            "x": rng.standard_normal((BATCH, FEATURES)).astype(np.float32),
+            "y": rng.integers(0, CLASSES, BATCH).astype(np.int32),
+        }
+        for _ in range(4)
+    ]
+
+
+def _lr(i: int) -> float:
+    return 2e-2 / (1 + 0.1 * i)
+
+
+def _native(opt_config: Any) -> tuple[list[float], Any]:
+    """The same steps in burn on the numpy backend (autodiff, burn.optim's own update)."""
+    import burn
+
+    dev = burn.device("cpu", autodiff=True)
+    model, opt = _model().to(dev), opt_config.init()
+    losses = []
+    for i in range(STEPS):
+        b = _batches()[i % 4]
+        loss = _loss(model, burn.tensor(b["x"], device=dev), burn.tensor(b["y"], device=dev))
+        model = opt.step(_lr(i), model, loss.backward())
+        losses.append(float(loss.item()))
+    return losses, model.valid()
+
+
+TRAIN_JS = """async ([batches, lrs, quiet]) => {
+  const { loadTrainer } = await import("./trainer.js");
+  const device = await (await navigator.gpu.requestAdapter()).requestDevice();
+  const warnings = [];
+  device.addEventListener("uncapturederror", (e) => warnings.push(e.error.message));
+  device.pushErrorScope("validation");
+  const t = await loadTrainer({ device });
+  const feed = (b) => ({ x: { data: Float32Array.from(b.x.data), shape: b.x.shape },
+                         y: { data: Int32Array.from(b.y.data), shape: b.y.shape } });
+  const losses = [];
+  for (let i = 0; i < lrs.length; i++) {
+    const out = await t.step(feed(batches[i % batches.length]), { lr: lrs[i], read: !quiet.includes(i) });
+    losses.push(out === null ? null : out.loss);
+  }
+  const evaluated = await t.evaluate(feed(batches[0]));
+  const record = Array.from(await t.saveRecord());
+  let badShape = null;
+  try {
+    await t.step({ x: { data: new Float32Array(12), shape: [2, 6] }, y: feed(batches[0]).y });
+  } catch (e) {
+    badShape = `${e.name}: ${e.message}`;
+  }
+  const validation = await device.popErrorScope();
+  const steps = t.stepCount;
+  t.destroy();
+  return { losses, evaluated, record, badShape, steps, counts: t.counts, warnings,
+           validation: validation ? validation.message : null };
+}"""
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_training_in_chromium_matches_burn(browser: Any, tmp_path: Any, optimizer: str) -> None:
+    import burn
+    import burn_wgpu.web
+
+    config = burn.optim.SgdConfig(momentum=0.9) if optimizer == "sgd" else burn.optim.AdamConfig()
+    want, trained = _native(config)
+    batches = _batches()
+    out = burn_wgpu.web.export_training(
+        _model(), _loss, config.init(), batches[0], tmp_path / "page", lr=_lr(0)
+    )
+    assert out.metrics == ["loss"] and out.counts["step"]["submits"] == 1
+    assert [b.name for b in out.batch] == ["x", "y"]
+
+    page, log = browser.open(tmp_path / "page")
+    page.wait_for_function("window.burnTrainer && window.burnTrainer.status !== 'loading'", timeout=60_000)
+    assert page.evaluate("window.burnTrainer.status") == "ready", page.evaluate("window.burnTrainer.error")
+    js_batches = [
+        {k: {"data": v.ravel().tolist(), "shape": list(v.shape)} for k, v in b.items()} for b in batches
+    ]
+    quiet = [3, 4, 11]  # steps that skip the read back still train
+    res = page.evaluate(TRAIN_JS, [js_batches, [_lr(i) for i in range(STEPS)], quiet])
+    page.close()
+    assert res["validation"] is None and not res["warnings"], (res["validation"], res["warnings"])
+    assert not log["errors"], log["errors"]
+    assert res["steps"] == STEPS  # the rejected step did not count
+
+    got = res["losses"]
+    assert [i for i, v in enumerate(got) if v is None] == quiet
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g is not None:
+            assert abs(g - w) <= RTOL * abs(w), (i, g, w)
+    assert want[-1] < want[0]  # it trains
+
+    # the page's record: a burn record of the same module, predicting as the natively trained model
+    loaded = burn.record.from_bytes(_model(), bytes(res["record"]))
+    x = burn.tensor(batches[0]["x"])
+    np.testing.assert_allclose(loaded(x).numpy(), trained(x).numpy(), rtol=1e-3, atol=1e-4)
+    want_eval = float(_loss(loaded, x, burn.tensor(batches[0]["y"])).item())
+    assert abs(res["evaluated"]["loss"] - want_eval) <= RTOL * abs(want_eval)
+
+    assert res["badShape"].startswith("RangeError: step: batch input 'x' expects shape [8,6]"), res[
+        "badShape"
+    ]
+    assert "got [2,6]" in res["badShape"]

@@ -1,0 +1,95 @@
+"""``export_training`` without a browser: the captured step (forward, backward, update, with the
+learning rate and bias corrections as inputs) replayed step after step on burn's numpy backend equals
+burn.optim's own AdamW with gradient clipping by norm; metrics beyond the loss; the files written;
+clear errors for what a page cannot train yet."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+burn = pytest.importorskip("burn")
+pytest.importorskip("wgpu")
+
+from burn import nn  # noqa: E402
+from burn.nn import functional as F  # noqa: E402
+
+
+def _model() -> Any:
+    burn.seed(3)
+    return nn.Sequential(nn.LinearConfig(5, 12).init(), nn.Relu(), nn.LinearConfig(12, 3).init())
+
+
+def _step(model: Any, x: Any, y: Any) -> Any:
+    logits = model(x)
+    accuracy = (logits.argmax(1).reshape(y.shape) == y).float().mean()
+    return {"loss": F.cross_entropy(logits, y), "accuracy": accuracy}
+
+
+def _batch(seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {
+        "x": rng.standard_normal((6, 5)).astype(np.float32) * 3,
+        "y": rng.integers(0, 3, 6).astype(np.int32),
+    }
+
+
+def test_captured_adamw_step_with_clipping_equals_burn_optim(tmp_path: Any) -> None:
+    import burn_wgpu.web
+
+    config = burn.optim.AdamWConfig(weight_decay=0.05, grad_clipping=burn.optim.GradientClipping.norm(0.5))
+    out = burn_wgpu.web.export_training(_model(), _step, config.init(), _batch(0), tmp_path, lr=0.01)
+    assert out.metrics == ["loss", "accuracy"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index.html", "trainer.js", "weights.bin"]
+    assert out.counts["step"]["submits"] == 1 and out.counts["evaluate"]["dispatches"] > 0
+    names = list(out.graph.inputs)
+    assert names[:5] == ["x", "y", "lr", "bias1", "bias2"]
+
+    dev = burn.device("cpu", autodiff=True)
+    model, opt = _model().to(dev), config.init()
+    params = [p.value.numpy() for _, p in _model().named_params()]
+    states = [np.zeros_like(p) for p in params for _ in range(2)]
+    for t in range(1, 6):
+        b, lr = _batch(t), 0.01 / t
+        want = _step(model, burn.tensor(b["x"], device=dev), burn.tensor(b["y"], device=dev))
+        model = opt.step(lr, model, want["loss"].backward())
+        hyper = [np.array([v], np.float32) for v in (lr, 1 - 0.9**t, 1 - 0.999**t)]
+        got = burn.ir.replay(out.graph, [b["x"], b["y"], *hyper, *params, *states], device="cpu", check=False)
+        got = [g.numpy() for g in got]
+        np.testing.assert_allclose(got[0], want["loss"].item(), rtol=1e-5)
+        assert float(got[1]) == float(want["accuracy"].item())
+        params, states = got[2 : 2 + len(params)], got[2 + len(params) :]
+        for g, (_, p) in zip(params, model.named_params()):
+            np.testing.assert_allclose(g, p.value.numpy(), rtol=1e-5, atol=1e-6)
+    assert out.max_abs_diff["loss"] < 1e-4
+
+
+@pytest.mark.parametrize(
+    ("model", "step", "optimizer", "message"),
+    [
+        (_model, _step, lambda: burn.optim.AdaGradConfig().init(), "optimizer AdaGrad cannot run in a page"),
+        (
+            lambda: nn.Sequential(nn.LinearConfig(5, 3).init(), nn.BatchNormConfig(3).init()),
+            _step,
+            lambda: burn.optim.AdamConfig().init(),
+            "running statistics",
+        ),
+        (
+            _model,
+            lambda m, x, y: {"accuracy": m(x).sum()},
+            lambda: burn.optim.SgdConfig().init(),
+            "without 'loss'",
+        ),
+        (_model, lambda m, x, y: m(x), lambda: burn.optim.SgdConfig().init(), "one-element tensor"),
+    ],
+)
+def test_export_training_refuses_what_a_page_cannot_train(
+    tmp_path: Any, model: Any, step: Any, optimizer: Any, message: str
+) -> None:
+    import burn_wgpu.web
+
+    with pytest.raises(burn_wgpu.web.WebExportError, match=message):
+        burn_wgpu.web.export_training(model(), step, optimizer(), _batch(0), tmp_path)
+    assert not list(tmp_path.iterdir())  # nothing written
