@@ -1,4 +1,5 @@
-"""Training in a page (issue 37): an MLP's step exported with SGD and with Adam, run in headless
+"""Training in a page (issue 37): an MLP's step exported with SGD and with Adam, and a small CNN
+(the digits example's layers) with Adam, run in headless
 Chromium (SwiftShader's WebGPU adapter), against the same steps run natively by burn's numpy backend
 with burn.optim: the losses of 20 steps (different batches, a learning rate changing every step,
 some steps without read back) within 1e-4 relative; the page's saved record loads in Python into the
@@ -19,7 +20,7 @@ from burn_wgpu_tests import _browser  # registered by this folder's conftest
 
 pytestmark = pytest.mark.skipif(_browser.unavailable() is not None, reason=_browser.unavailable() or "")
 
-STEPS, BATCH, FEATURES, CLASSES = 20, 8, 6, 4
+STEPS, BATCH, CLASSES = 20, 8, 4
 RTOL = 1e-4
 
 
@@ -31,12 +32,37 @@ def browser() -> Any:
     b.close()
 
 
-def _model() -> Any:
+def _mlp() -> Any:
     import burn
     from burn import nn
 
     burn.seed(7)
-    return nn.Sequential(nn.LinearConfig(FEATURES, 16).init(), nn.Relu(), nn.LinearConfig(16, CLASSES).init())
+    return nn.Sequential(nn.LinearConfig(6, 16).init(), nn.Relu(), nn.LinearConfig(16, CLASSES).init())
+
+
+def _cnn() -> Any:
+    """The digits example's CNN (conv, relu, max-pool twice, then a linear layer) on 8x8 images."""
+    import burn
+    from burn import nn
+    from burn.nn import functional as F
+
+    class Cnn(nn.Module):
+        def __init__(self) -> None:
+            self.conv1 = nn.Conv2dConfig((1, 8), 3, padding=1).init()
+            self.conv2 = nn.Conv2dConfig((8, 16), 3, padding=1).init()
+            self.pool = nn.MaxPool2dConfig(2, stride=2).init()
+            self.fc = nn.LinearConfig(16 * 2 * 2, CLASSES).init()
+
+        def forward(self, x: Any) -> Any:
+            h = self.pool(F.relu(self.conv1(x)))
+            h = self.pool(F.relu(self.conv2(h)))
+            return self.fc(h.flatten(1, 3))
+
+    burn.seed(7)
+    return Cnn()
+
+
+MODELS = {"mlp": (_mlp, (BATCH, 6)), "cnn": (_cnn, (BATCH, 1, 8, 8))}
 
 
 def _loss(model: Any, x: Any, y: Any) -> Any:
@@ -45,11 +71,11 @@ def _loss(model: Any, x: Any, y: Any) -> Any:
     return F.cross_entropy(model(x), y)
 
 
-def _batches() -> list[dict[str, np.ndarray]]:
+def _batches(x_shape: tuple[int, ...]) -> list[dict[str, np.ndarray]]:
     rng = np.random.default_rng(1)
     return [
         {
-            "x": rng.standard_normal((BATCH, FEATURES)).astype(np.float32),
+            "x": rng.standard_normal(x_shape).astype(np.float32),
             "y": rng.integers(0, CLASSES, BATCH).astype(np.int32),
         }
         for _ in range(4)
@@ -60,15 +86,15 @@ def _lr(i: int) -> float:
     return 2e-2 / (1 + 0.1 * i)
 
 
-def _native(opt_config: Any) -> tuple[list[float], Any]:
+def _native(make: Any, batches: list[dict[str, np.ndarray]], opt_config: Any) -> tuple[list[float], Any]:
     """The same steps in burn on the numpy backend (autodiff, burn.optim's own update)."""
     import burn
 
     dev = burn.device("cpu", autodiff=True)
-    model, opt = _model().to(dev), opt_config.init()
+    model, opt = make().to(dev), opt_config.init()
     losses = []
     for i in range(STEPS):
-        b = _batches()[i % 4]
+        b = batches[i % 4]
         loss = _loss(model, burn.tensor(b["x"], device=dev), burn.tensor(b["y"], device=dev))
         model = opt.step(_lr(i), model, loss.backward())
         losses.append(float(loss.item()))
@@ -93,7 +119,8 @@ TRAIN_JS = """async ([batches, lrs, quiet]) => {
   const record = Array.from(await t.saveRecord());
   let badShape = null;
   try {
-    await t.step({ x: { data: new Float32Array(12), shape: [2, 6] }, y: feed(batches[0]).y });
+    const x = batches[0].x.shape.slice(1);
+    await t.step({ x: { data: new Float32Array(2 * x.reduce((a, b) => a * b)), shape: [2, ...x] }, y: feed(batches[0]).y });
   } catch (e) {
     badShape = `${e.name}: ${e.message}`;
   }
@@ -105,16 +132,17 @@ TRAIN_JS = """async ([batches, lrs, quiet]) => {
 }"""
 
 
-@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
-def test_training_in_chromium_matches_burn(browser: Any, tmp_path: Any, optimizer: str) -> None:
+@pytest.mark.parametrize(("model", "optimizer"), [("mlp", "sgd"), ("mlp", "adam"), ("cnn", "adam")])
+def test_training_in_chromium_matches_burn(browser: Any, tmp_path: Any, model: str, optimizer: str) -> None:
     import burn
     import burn_wgpu.web
 
     config = burn.optim.SgdConfig(momentum=0.9) if optimizer == "sgd" else burn.optim.AdamConfig()
-    want, trained = _native(config)
-    batches = _batches()
+    make, x_shape = MODELS[model]
+    batches = _batches(x_shape)
+    want, trained = _native(make, batches, config)
     out = burn_wgpu.web.export_training(
-        _model(), _loss, config.init(), batches[0], tmp_path / "page", lr=_lr(0)
+        make(), _loss, config.init(), batches[0], tmp_path / "page", lr=_lr(0)
     )
     assert out.metrics == ["loss"] and out.counts["step"]["submits"] == 1
     assert [b.name for b in out.batch] == ["x", "y"]
@@ -140,13 +168,13 @@ def test_training_in_chromium_matches_burn(browser: Any, tmp_path: Any, optimize
     assert want[-1] < want[0]  # it trains
 
     # the page's record: a burn record of the same module, predicting as the natively trained model
-    loaded = burn.record.from_bytes(_model(), bytes(res["record"]))
+    loaded = burn.record.from_bytes(make(), bytes(res["record"]))
     x = burn.tensor(batches[0]["x"])
     np.testing.assert_allclose(loaded(x).numpy(), trained(x).numpy(), rtol=1e-3, atol=1e-4)
     want_eval = float(_loss(loaded, x, burn.tensor(batches[0]["y"])).item())
     assert abs(res["evaluated"]["loss"] - want_eval) <= RTOL * abs(want_eval)
 
-    assert res["badShape"].startswith("RangeError: step: batch input 'x' expects shape [8,6]"), res[
-        "badShape"
-    ]
-    assert "got [2,6]" in res["badShape"]
+    shape, bad = ",".join(map(str, x_shape)), ",".join(map(str, (2, *x_shape[1:])))
+    assert res["badShape"] == (
+        f"RangeError: step: batch input 'x' expects shape [{shape}] (fixed at export), got [{bad}]"
+    )
