@@ -178,3 +178,71 @@ def test_training_in_chromium_matches_burn(browser: Any, tmp_path: Any, model: s
     assert res["badShape"] == (
         f"RangeError: step: batch input 'x' expects shape [{shape}] (fixed at export), got [{bad}]"
     )
+
+
+RESUME_JS = """async ([batches, lrs, half]) => {
+  const { loadTrainer } = await import("./trainer.js");
+  const device = await (await navigator.gpu.requestAdapter()).requestDevice();
+  device.pushErrorScope("validation");
+  const feed = (b) => ({ x: { data: Float32Array.from(b.x.data), shape: b.x.shape },
+                         y: { data: Int32Array.from(b.y.data), shape: b.y.shape } });
+  const first = await loadTrainer({ device });
+  for (let i = 0; i < half; i++) await first.step(feed(batches[i % batches.length]), { lr: lrs[i], read: false });
+  const record = await first.saveRecord();
+  const state = await first.saveState();
+  first.destroy();
+  const second = await loadTrainer({ device });
+  let wrongFile = null;
+  try { await second.loadRecord(state); } catch (e) { wrongFile = e.message; }
+  await second.loadRecord(record);
+  await second.loadState(state);
+  const steps = second.stepCount;
+  const losses = [];
+  for (let i = half; i < lrs.length; i++) losses.push((await second.step(feed(batches[i % batches.length]), { lr: lrs[i] })).loss);
+  const validation = await device.popErrorScope();
+  second.destroy();
+  return { losses, steps, wrongFile, state: Array.from(state), validation: validation ? validation.message : null };
+}"""
+
+
+def test_resume_from_saved_record_and_state_in_chromium(browser: Any, tmp_path: Any) -> None:
+    """Weights and Adam state saved after 10 steps and loaded into a fresh trainer: the next 10 steps
+    equal 20 uninterrupted steps in burn; the saved state holds burn.optim's moments."""
+    import burn
+    import burn_wgpu.web
+    from safetensors.numpy import load as st_load
+
+    make, x_shape = MODELS["mlp"]
+    batches = _batches(x_shape)
+    want, _ = _native(make, batches, burn.optim.AdamConfig())
+    half = STEPS // 2
+    dev = burn.device("cpu", autodiff=True)
+    model, opt = make().to(dev), burn.optim.AdamConfig().init()
+    for i in range(half):
+        b = batches[i % 4]
+        loss = _loss(model, burn.tensor(b["x"], device=dev), burn.tensor(b["y"], device=dev))
+        model = opt.step(_lr(i), model, loss.backward())
+    burn_wgpu.web.export_training(
+        make(), _loss, burn.optim.AdamConfig().init(), batches[0], tmp_path / "page"
+    )
+
+    page, log = browser.open(tmp_path / "page")
+    page.wait_for_function("window.burnTrainer && window.burnTrainer.status !== 'loading'", timeout=60_000)
+    js_batches = [
+        {k: {"data": v.ravel().tolist(), "shape": list(v.shape)} for k, v in b.items()} for b in batches
+    ]
+    res = page.evaluate(RESUME_JS, [js_batches, [_lr(i) for i in range(STEPS)], half])
+    page.close()
+    assert res["validation"] is None and not log["errors"], (res["validation"], log["errors"])
+    assert res["steps"] == half
+    assert res["wrongFile"].startswith("loadRecord: the file does not match this trainer"), res["wrongFile"]
+    assert "missing: layers.0.weight" in res["wrongFile"]
+    for i, (g, w) in enumerate(zip(res["losses"], want[half:])):
+        assert abs(g - w) <= RTOL * abs(w), (half + i, g, w)
+
+    saved = st_load(bytes(res["state"]))
+    states = opt.record()["states"]
+    for name, p in model.named_params():
+        assert states[p.id]["time"] == half
+        for key in ("moment_1", "moment_2"):
+            np.testing.assert_allclose(saved[f"{name}.{key}"], states[p.id][key], rtol=1e-3, atol=1e-7)

@@ -181,6 +181,8 @@ def export_training(
         await t.step(batch, { read: false });                        // no read back
         const metrics = await t.evaluate(batch);                     // forward only
         const bytes = await t.saveRecord();                          // burn.record.from_bytes reads it
+        await t.loadRecord(bytes);                                   // weights back
+        const state = await t.saveState();                           // t.loadState(state) resumes
 
     >>> import tempfile, burn_wgpu.web
     >>> from burn.nn import functional as F

@@ -6,6 +6,8 @@
 //   await t.step(batch, { read: false });   // no read back: steps pipeline on the queue
 //   const metrics = await t.evaluate(batch); // the forward only, on the current weights
 //   const bytes = await t.saveRecord();      // safetensors: burn.record.from_bytes(model, bytes) in Python
+//   await t.loadRecord(bytes);               // weights back (a record of the same module)
+//   const state = await t.saveState();       // optimizer state and step count; t.loadState(state) resumes
 //
 // The spec below holds two recorded schedules: "step" (forward, backward and the optimizer update as
 // one submission) and "evaluate" (the forward). Params and optimizer state live in persistent buffers
@@ -147,6 +149,67 @@ async function readMetrics(device, run, encoder, read) {
   return out;
 }
 
+// "param:fc.weight" -> "fc.weight"; "state:fc.weight:moment_1" -> "fc.weight.moment_1"
+function tensorName(p) {
+  const [, ...rest] = p.name.split(":");
+  return rest.join(".");
+}
+
+// safetensors bytes of the persistent buffers `entries`, with `metadata` (string values)
+async function saveTensors(device, persistent, entries, metadata) {
+  const sizes = entries.map((p) => numel(p.shape) * 4);
+  const total = sizes.reduce((a, b) => a + b, 0);
+  const staging = device.createBuffer({ size: Math.max(total, 4), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const encoder = device.createCommandEncoder();
+  const header = { __metadata__: metadata };
+  let at = 0;
+  entries.forEach((p, i) => {
+    if (sizes[i]) encoder.copyBufferToBuffer(persistent.get(p.name), 0, staging, at, sizes[i]);
+    header[tensorName(p)] = { dtype: "F32", shape: p.shape, data_offsets: [at, at + sizes[i]] };
+    at += sizes[i];
+  });
+  device.queue.submit([encoder.finish()]);
+  await staging.mapAsync(GPUMapMode.READ);
+  const data = new Uint8Array(staging.getMappedRange().slice(0, total));
+  staging.unmap();
+  staging.destroy();
+  let json = JSON.stringify(header);
+  json += " ".repeat((8 - (new TextEncoder().encode(json).length % 8)) % 8);
+  const head = new TextEncoder().encode(json);
+  const out = new Uint8Array(8 + head.length + data.length);
+  new DataView(out.buffer).setBigUint64(0, BigInt(head.length), true);
+  out.set(head, 8);
+  out.set(data, 8 + head.length);
+  return out;
+}
+
+// safetensors bytes into the persistent buffers `entries`, every name, dtype and shape checked first;
+// `checkMeta(metadata)` may refuse the file before anything is written
+async function loadTensors(device, persistent, entries, bytes, what, checkMeta = () => {}) {
+  const data = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  if (data.length < 8) throw new RangeError(`${what}: ${data.length} bytes is too short for a safetensors file`);
+  const n = Number(new DataView(data.buffer, data.byteOffset, 8).getBigUint64(0, true));
+  if (8 + n > data.length) throw new RangeError(`${what}: the safetensors header runs past the end of the data`);
+  const header = JSON.parse(new TextDecoder().decode(data.subarray(8, 8 + n)));
+  const problems = [];
+  const writes = [];
+  for (const p of entries) {
+    const t = header[tensorName(p)];
+    if (!t) { problems.push(`missing: ${tensorName(p)}`); continue; }
+    const [a, b] = t.data_offsets;
+    if (t.dtype !== "F32") problems.push(`${tensorName(p)}: dtype ${t.dtype}, expected F32`);
+    else if (t.shape.length !== p.shape.length || t.shape.some((d, i) => d !== p.shape[i])) {
+      problems.push(`${tensorName(p)}: shape [${t.shape}], expected [${p.shape}]`);
+    } else if (b - a !== numel(p.shape) * 4 || 8 + n + b > data.length) problems.push(`${tensorName(p)}: bad data offsets`);
+    else writes.push([persistent.get(p.name), data.slice(8 + n + a, 8 + n + b)]);
+  }
+  const known = new Set(entries.map(tensorName));
+  for (const key of Object.keys(header)) if (key !== "__metadata__" && !known.has(key)) problems.push(`unexpected: ${key}`);
+  if (problems.length) throw new RangeError(`${what}: the file does not match this trainer (${problems.length} problem(s)): ${problems.join("; ")}`);
+  checkMeta(header.__metadata__ || {});
+  for (const [buf, bytesOf] of writes) if (bytesOf.length) device.queue.writeBuffer(buf, 0, bytesOf);
+}
+
 export async function requestDevice() {
   if (typeof navigator === "undefined" || !navigator.gpu) {
     throw new Error("WebGPU is not available in this browser (navigator.gpu is missing; it needs a secure context: https or localhost)");
@@ -236,31 +299,28 @@ export async function loadTrainer(options = {}) {
     },
     saveRecord() {
       // the current params as a burn record (safetensors, params in the module's order)
+      return serial(() => saveTensors(device, persistent, T.persistent.filter((p) => p.role === "param"), T.record.metadata));
+    },
+    loadRecord(bytes) {
+      // params from a burn record of the same module (saveRecord's output, or burn.record.to_bytes)
+      return serial(() => loadTensors(device, persistent, T.persistent.filter((p) => p.role === "param"), bytes, "loadRecord"));
+    },
+    saveState() {
+      // the optimizer state (one tensor per param and key, named "<param>.<key>") and the step count
+      const meta = { format: "burn-web-optimizer-state", optimizer: opt.name, step: String(stepCount) };
+      return serial(() => saveTensors(device, persistent, T.persistent.filter((p) => p.role === "state"), meta));
+    },
+    loadState(bytes) {
+      let step = 0;
+      const check = (meta) => {
+        if (meta.optimizer !== opt.name) throw new RangeError(`loadState: the state is for optimizer ${meta.optimizer}, this trainer runs ${opt.name}`);
+        step = Number(meta.step);
+        if (!Number.isInteger(step) || step < 0) throw new RangeError(`loadState: bad step count ${meta.step}`);
+      };
+      const states = T.persistent.filter((p) => p.role === "state");
       return serial(async () => {
-        const params = T.persistent.filter((p) => p.role === "param");
-        const total = params.reduce((n, p) => n + Math.ceil(p.bytes / 4) * 4, 0);
-        const staging = device.createBuffer({ size: Math.max(total, 4), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-        const encoder = device.createCommandEncoder();
-        let at = 0;
-        const header = { __metadata__: T.record.metadata };
-        for (const p of params) {
-          encoder.copyBufferToBuffer(persistent.get(p.name), 0, staging, at, p.bytes);
-          header[p.name.slice("param:".length)] = { dtype: "F32", shape: p.shape, data_offsets: [at, at + p.bytes] };
-          at += p.bytes;
-        }
-        device.queue.submit([encoder.finish()]);
-        await staging.mapAsync(GPUMapMode.READ);
-        const data = new Uint8Array(staging.getMappedRange().slice(0, at));
-        staging.unmap();
-        staging.destroy();
-        let json = JSON.stringify(header);
-        json += " ".repeat((8 - (new TextEncoder().encode(json).length % 8)) % 8);
-        const head = new TextEncoder().encode(json);
-        const out = new Uint8Array(8 + head.length + data.length);
-        new DataView(out.buffer).setBigUint64(0, BigInt(head.length), true);
-        out.set(head, 8);
-        out.set(data, 8 + head.length);
-        return out;
+        await loadTensors(device, persistent, states, bytes, "loadState", check);
+        stepCount = step;
       });
     },
     destroy() {
