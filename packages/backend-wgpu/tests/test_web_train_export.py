@@ -93,3 +93,23 @@ def test_export_training_refuses_what_a_page_cannot_train(
     with pytest.raises(burn_wgpu.web.WebExportError, match=message):
         burn_wgpu.web.export_training(model(), step, optimizer(), _batch(0), tmp_path)
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_export_training_checks_its_schedule_natively(tmp_path: Any, monkeypatch: Any) -> None:
+    """The written step runs natively through wgpu-py before anything is written: a schedule whose
+    results drift from burn's numpy backend is refused, naming the output and the step."""
+    import burn_wgpu.web
+    from burn_wgpu.web import _native
+
+    run = _native.NativeSchedule.run
+
+    def drifting(self: Any, feeds: Any) -> Any:
+        out = run(self, feeds)
+        if "param:layers.2.bias" in out:
+            out["param:layers.2.bias"] = out["param:layers.2.bias"] + 0.01
+        return out
+
+    monkeypatch.setattr(_native.NativeSchedule, "run", drifting)
+    with pytest.raises(burn_wgpu.web.WebExportError, match=r"param:layers.2.bias .* step 1\) differs"):
+        burn_wgpu.web.export_training(_model(), _step, burn.optim.AdamConfig().init(), _batch(0), tmp_path)
+    assert not list(tmp_path.iterdir())

@@ -26,14 +26,25 @@ class NativeSchedule:
     """
 
     def __init__(self, out_dir: str | Path, index: int = 0) -> None:
+        folder = Path(out_dir)
+        schedule = _read_schedule(folder / "model.js")
+        self._setup(schedule, (folder / schedule["weights"]["file"]).read_bytes(), index)
+
+    @classmethod
+    def _from_schedule(cls, schedule: dict[str, Any], blob: bytes, index: int = 0) -> NativeSchedule:
+        """A schedule given as its JSON-ready dict and its blob (a training export's step, before
+        anything is written)."""
+        self = cls.__new__(cls)
+        self._setup(schedule, blob, index)
+        return self
+
+    def _setup(self, schedule: dict[str, Any], blob: bytes, index: int) -> None:
         import wgpu
 
         from ._record import portable_context
 
-        folder = Path(out_dir)
-        self.schedule: dict[str, Any] = _read_schedule(folder / "model.js")
-        sch = self.schedule
-        blob = (folder / sch["weights"]["file"]).read_bytes()
+        self.schedule: dict[str, Any] = schedule
+        sch = schedule
         ctx = portable_context(index)
         self.device = dev = ctx.device
         self.adapter = ctx.label  # the adapter's name, backend and type

@@ -2,9 +2,10 @@
 
 The path, stage by stage: trace the step (``_train_graph``: forward, autodiff backward and the
 optimizer update as one ``burn.ir`` graph whose params and optimizer state are inputs), and the
-forward alone for ``evaluate``; record each on the browser-portable wgpu device (``_record``); check
-the recorded step against burn's numpy backend replaying the same graph; build each schedule
-(``_schedule``); write ``trainer.js`` (the trainer runtime with both schedules, the params' layout
+forward alone for ``evaluate``; record each on the browser-portable wgpu device (``_record``); build
+each schedule (``_schedule``); run it natively through wgpu-py exactly as the page will (the step
+twice in a row, the second reading what the first wrote) against burn's numpy backend replaying the
+same graph (``_check``); only then write ``trainer.js`` (the trainer runtime with both schedules, the params' layout
 and the record metadata inlined), ``weights.bin`` (both schedules' blobs, then the initial params)
 and ``index.html``.
 """
@@ -20,11 +21,12 @@ from typing import Any
 import burn
 
 from ._export import _STORAGE, _as_numpy, _html_escape, _like, _np_storage, _wgpu_dtype
-from ._record import Recorded, WebExportError, record
+from ._record import WebExportError, record
 from ._schedule import WEIGHT_ALIGN, TensorInfo, build, to_json
 from ._train_graph import StepSpec, rule_for, step_function
 
-_RTOL, _ATOL = 1e-3, 1e-4  # the recorded step against burn's numpy backend (float32, other orders)
+_RTOL, _ATOL = 1e-3, 1e-4  # the exported step against burn's numpy backend (float32, other orders)
+_CHECK_STEPS = 2  # steps the export's self-check runs in a row (the second reads what the first wrote)
 
 
 @dataclass
@@ -96,23 +98,50 @@ def _capture(fn: Callable[..., Any], spec: dict[str, Any], index: int) -> Any:
         ) from exc
 
 
-def _check_step(graph: Any, feeds: list[Any], rec: Recorded, names: list[str]) -> dict[str, float]:
-    """The recorded step (run natively on the portable device) against burn's numpy backend."""
+def _check(
+    graph: Any,
+    sched: dict[str, Any],
+    blob: bytes,
+    feeds: list[Any],
+    hyper: Callable[[int], dict[str, Any]],
+    steps: int,
+    index: int,
+) -> dict[str, float]:
+    """Run the written schedule natively through wgpu-py as the page runs it, ``steps`` steps in a row
+    (each step's new params and state fed to the next, ``hyper(t)`` the run-time scalars of step t),
+    against burn's numpy backend replaying the
+    graph the same way; ``WebExportError`` naming the first output that differs, before anything is
+    written. Returns the largest difference per output."""
     import numpy as np
 
-    ref = burn.ir.replay(graph, feeds, device="cpu", check=False)
-    ref = ref if isinstance(ref, tuple) else (ref,)
-    diffs = {}
-    for name, want, got in zip(names, ref, rec.values):
-        w = np.asarray(want.numpy(), np.float64)
-        g = np.asarray(got, np.float64).reshape(w.shape)
-        diffs[name] = float(np.max(np.abs(g - w))) if w.size else 0.0
-        top = float(np.max(np.abs(w))) if w.size else 0.0
-        if not np.allclose(g, w, rtol=_RTOL, atol=_ATOL * max(1.0, top)):
-            raise WebExportError(
-                f"export_training: {name} of the recorded step differs from burn's numpy backend by up to "
-                f"{diffs[name]:.3g}; nothing was written"
-            )
+    from ._native import NativeSchedule
+
+    native = NativeSchedule._from_schedule(sched, blob, index)
+    names = [e["name"] for e in sched["inputs"]]
+    outs = [e["name"] for e in sched["outputs"]]
+    got_feeds, want_feeds = list(feeds), list(feeds)
+    diffs: dict[str, float] = {}
+    carried = {n: i for i, n in enumerate(names)}
+    for step in range(steps):
+        for key, value in hyper(step + 1).items():
+            got_feeds[carried[key]] = want_feeds[carried[key]] = value
+        got = native.run(dict(zip(names, got_feeds)))
+        want = burn.ir.replay(graph, want_feeds, device="cpu", check=False)
+        want = [np.asarray(w.numpy()) for w in (want if isinstance(want, tuple) else (want,))]
+        for name, w in zip(outs, want):
+            g = np.asarray(got[name], np.float64).reshape(w.shape)
+            diff = float(np.max(np.abs(g - w))) if w.size else 0.0
+            diffs[name] = max(diff, diffs.get(name, 0.0))
+            top = float(np.max(np.abs(w))) if w.size else 0.0
+            if not np.allclose(g, w, rtol=_RTOL, atol=_ATOL * max(1.0, top)):
+                raise WebExportError(
+                    f"export_training: {name} of the exported schedule (run natively as the page runs it, "
+                    f"step {step + 1}) differs from burn's numpy backend by up to {diff:.3g}; nothing was written"
+                )
+        for name, g, w in zip(outs, [got[n] for n in outs], want):
+            if name in carried:  # a new param or state: the next step's input
+                got_feeds[carried[name]] = np.asarray(g, np.float32)
+                want_feeds[carried[name]] = np.asarray(w, np.float32)
     return diffs
 
 
@@ -124,7 +153,7 @@ def _schedule(
     title: str,
     index: int,
     fusion: bool,
-) -> tuple[dict[str, Any], bytes, Recorded]:
+) -> tuple[dict[str, Any], bytes]:
     """Record ``graph`` and build its schedule; inputs/outputs carry a ``role`` (batch, hyper, param,
     state, metric) and their page name. A kernel writing a param or state input in place is refused:
     those buffers persist across steps."""
@@ -148,7 +177,7 @@ def _schedule(
         entry["role"] = role
         # a value the step leaves as it was (a param without gradient) is already in its buffer
         entry["same"] = role != "metric" and in_buffer.get(entry["name"]) == entry["buffer"]
-    return sched, blob, rec
+    return sched, blob
 
 
 def export_training(
@@ -222,8 +251,16 @@ def export_training(
     )
 
     batch_feeds = [np.asarray(a).astype(_np_storage(dt)) for a, dt in zip(arrays, dtypes)]
-    hyper_vals = {"lr": lr, "bias1": 1.0 - getattr(c, "beta1", 0.0), "bias2": 1.0 - getattr(c, "beta2", 0.0)}
-    hyper_feeds = [np.array([hyper_vals[h]], np.float32) for h in spec.hyper]
+
+    def hyper_at(t: int) -> dict[str, Any]:  # the run-time scalars of step t, as trainer.js feeds them
+        values = {
+            "lr": lr,
+            "bias1": 1.0 - getattr(c, "beta1", 0.0) ** t,
+            "bias2": 1.0 - getattr(c, "beta2", 0.0) ** t,
+        }
+        return {h: np.array([values[h]], np.float32) for h in spec.hyper}
+
+    hyper_feeds = list(hyper_at(1).values())
     param_feeds = [np.ascontiguousarray(p.value.numpy(), np.float32) for _, p in params]
     state_feeds = [np.zeros(dict(params)[n].shape, np.float32) for n, _ in spec.states]
 
@@ -239,18 +276,14 @@ def export_training(
         + [("state", f"state:{n}:{k}") for n, k in spec.states]
     )
     step_feeds = [*batch_feeds, *hyper_feeds, *param_feeds, *state_feeds]
-    step_s, step_blob, rec = _schedule(step_graph, step_feeds, roles, out_roles, title, index, fusion)
-    diffs = _check_step(step_graph, step_feeds, rec, [name for _, name in out_roles])
+    step_s, step_blob = _schedule(step_graph, step_feeds, roles, out_roles, title, index, fusion)
+    diffs = _check(step_graph, step_s, step_blob, step_feeds, hyper_at, _CHECK_STEPS, index)
     eval_roles = [r for r in roles if r[0] in ("batch", "param")]
-    eval_s, eval_blob, _ = _schedule(
-        eval_graph,
-        [*batch_feeds, *param_feeds],
-        eval_roles,
-        [("metric", m) for m in spec.metrics],
-        title,
-        index,
-        fusion,
+    eval_feeds = [*batch_feeds, *param_feeds]
+    eval_s, eval_blob = _schedule(
+        eval_graph, eval_feeds, eval_roles, [("metric", m) for m in spec.metrics], title, index, fusion
     )
+    _check(eval_graph, eval_s, eval_blob, eval_feeds, lambda t: {}, 1, index)
 
     blob = bytearray()
     for sched, part in ((step_s, step_blob), (eval_s, eval_blob)):
