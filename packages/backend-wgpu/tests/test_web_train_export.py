@@ -83,6 +83,12 @@ def test_captured_adamw_step_with_clipping_equals_burn_optim(tmp_path: Any) -> N
             "without 'loss'",
         ),
         (_model, lambda m, x, y: m(x), lambda: burn.optim.SgdConfig().init(), "one-element tensor"),
+        (
+            lambda: nn.Sequential(nn.LinearConfig(5, 3).init(), nn.DropoutConfig(0.5).init()),
+            _step,
+            lambda: burn.optim.SgdConfig().init(),
+            r"draws random numbers \(random_bernoulli; dropout\?\)",
+        ),
     ],
 )
 def test_export_training_refuses_what_a_page_cannot_train(

@@ -98,6 +98,17 @@ def _capture(fn: Callable[..., Any], spec: dict[str, Any], index: int) -> Any:
         ) from exc
 
 
+def _refuse_random(graph: Any) -> None:
+    """A random draw in the step (dropout) would be recorded with its seed fixed: the page would
+    replay the same draws every step. Refused until the page feeds a seed per step."""
+    drawn = sorted({str(op.kind) for op in graph.ops if burn.ir.op_def(op.kind).family == "random"})
+    if drawn:
+        raise WebExportError(
+            f"export_training: the step draws random numbers ({', '.join(drawn)}; dropout?), which a page "
+            "cannot train with yet (the same draws would repeat every step): use dropout 0 for the export"
+        )
+
+
 def _check(
     graph: Any,
     sched: dict[str, Any],
@@ -246,6 +257,7 @@ def export_training(
         {**batch_in, **hyper_in, **param_in, **state_in},
         index,
     )
+    _refuse_random(step_graph)
     eval_graph = _capture(
         step_function(model, step_fn, optimizer, spec, clipping, False), {**batch_in, **param_in}, index
     )
