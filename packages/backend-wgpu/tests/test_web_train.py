@@ -1,7 +1,7 @@
 """Training in a page (issue 37): an MLP's step exported with SGD and with Adam, and a small CNN
 (the digits example's layers) with Adam, run in headless
 Chromium (SwiftShader's WebGPU adapter), against the same steps run natively by burn's numpy backend
-with burn.optim: the losses of 20 steps (different batches, a learning rate changing every step,
+with burn.optim: the losses (and accuracy metric) of 20 steps (different batches, a learning rate changing every step,
 some steps without read back) within 1e-4 relative; the page's saved record loads in Python into the
 same module and predicts as the natively trained model; evaluate() gives the loaded model's loss; a
 batch of the wrong shape rejects with a message naming the input and both shapes.
@@ -71,6 +71,16 @@ def _loss(model: Any, x: Any, y: Any) -> Any:
     return F.cross_entropy(model(x), y)
 
 
+def _with_accuracy(model: Any, x: Any, y: Any) -> dict[str, Any]:
+    from burn.nn import functional as F
+
+    logits = model(x)
+    return {
+        "loss": F.cross_entropy(logits, y),
+        "accuracy": (logits.argmax(1).reshape(y.shape) == y).float().mean(),
+    }
+
+
 def _batches(x_shape: tuple[int, ...]) -> list[dict[str, np.ndarray]]:
     rng = np.random.default_rng(1)
     return [
@@ -86,8 +96,11 @@ def _lr(i: int) -> float:
     return 2e-2 / (1 + 0.1 * i)
 
 
-def _native(make: Any, batches: list[dict[str, np.ndarray]], opt_config: Any) -> tuple[list[float], Any]:
-    """The same steps in burn on the numpy backend (autodiff, burn.optim's own update)."""
+def _native(
+    make: Any, batches: list[dict[str, np.ndarray]], opt_config: Any, accuracies: list[float] | None = None
+) -> tuple[list[float], Any]:
+    """The same steps in burn on the numpy backend (autodiff, burn.optim's own update): the losses
+    (and each step's accuracy into ``accuracies``) and the trained model."""
     import burn
 
     dev = burn.device("cpu", autodiff=True)
@@ -95,9 +108,11 @@ def _native(make: Any, batches: list[dict[str, np.ndarray]], opt_config: Any) ->
     losses = []
     for i in range(STEPS):
         b = batches[i % 4]
-        loss = _loss(model, burn.tensor(b["x"], device=dev), burn.tensor(b["y"], device=dev))
-        model = opt.step(_lr(i), model, loss.backward())
-        losses.append(float(loss.item()))
+        out = _with_accuracy(model, burn.tensor(b["x"], device=dev), burn.tensor(b["y"], device=dev))
+        model = opt.step(_lr(i), model, out["loss"].backward())
+        losses.append(float(out["loss"].item()))
+        if accuracies is not None:
+            accuracies.append(float(out["accuracy"].item()))
     return losses, model.valid()
 
 
@@ -113,7 +128,7 @@ TRAIN_JS = """async ([batches, lrs, quiet]) => {
   const losses = [];
   for (let i = 0; i < lrs.length; i++) {
     const out = await t.step(feed(batches[i % batches.length]), { lr: lrs[i], read: !quiet.includes(i) });
-    losses.push(out === null ? null : out.loss);
+    losses.push(out);
   }
   const evaluated = await t.evaluate(feed(batches[0]));
   const record = Array.from(await t.saveRecord());
@@ -140,11 +155,12 @@ def test_training_in_chromium_matches_burn(browser: Any, tmp_path: Any, model: s
     config = burn.optim.SgdConfig(momentum=0.9) if optimizer == "sgd" else burn.optim.AdamConfig()
     make, x_shape = MODELS[model]
     batches = _batches(x_shape)
-    want, trained = _native(make, batches, config)
+    accuracies: list[float] = []
+    want, trained = _native(make, batches, config, accuracies)
     out = burn_wgpu.web.export_training(
-        make(), _loss, config.init(), batches[0], tmp_path / "page", lr=_lr(0)
+        make(), _with_accuracy, config.init(), batches[0], tmp_path / "page", lr=_lr(0)
     )
-    assert out.metrics == ["loss"] and out.counts["step"]["submits"] == 1
+    assert out.metrics == ["loss", "accuracy"] and out.counts["step"]["submits"] == 1
     assert [b.name for b in out.batch] == ["x", "y"]
 
     page, log = browser.open(tmp_path / "page")
@@ -162,17 +178,19 @@ def test_training_in_chromium_matches_burn(browser: Any, tmp_path: Any, model: s
 
     got = res["losses"]
     assert [i for i, v in enumerate(got) if v is None] == quiet
-    for i, (g, w) in enumerate(zip(got, want)):
+    for i, (g, w, acc) in enumerate(zip(got, want, accuracies)):
         if g is not None:
-            assert abs(g - w) <= RTOL * abs(w), (i, g, w)
+            assert abs(g["loss"] - w) <= RTOL * abs(w), (i, g, w)
+            assert g["accuracy"] == pytest.approx(acc, abs=1e-6), (i, g, acc)
     assert want[-1] < want[0]  # it trains
 
     # the page's record: a burn record of the same module, predicting as the natively trained model
     loaded = burn.record.from_bytes(make(), bytes(res["record"]))
     x = burn.tensor(batches[0]["x"])
     np.testing.assert_allclose(loaded(x).numpy(), trained(x).numpy(), rtol=1e-3, atol=1e-4)
-    want_eval = float(_loss(loaded, x, burn.tensor(batches[0]["y"])).item())
-    assert abs(res["evaluated"]["loss"] - want_eval) <= RTOL * abs(want_eval)
+    want_eval = _with_accuracy(loaded, x, burn.tensor(batches[0]["y"]))
+    assert abs(res["evaluated"]["loss"] - want_eval["loss"].item()) <= RTOL * abs(want_eval["loss"].item())
+    assert res["evaluated"]["accuracy"] == pytest.approx(want_eval["accuracy"].item(), abs=1e-6)
 
     shape, bad = ",".join(map(str, x_shape)), ",".join(map(str, (2, *x_shape[1:])))
     assert res["badShape"] == (
