@@ -1,10 +1,11 @@
 """Training in a page (issue 37): an MLP's step exported with SGD and with Adam, and a small CNN
-(the digits example's layers) with Adam, run in headless
-Chromium (SwiftShader's WebGPU adapter), against the same steps run natively by burn's numpy backend
-with burn.optim: the losses (and accuracy metric) of 20 steps (different batches, a learning rate changing every step,
-some steps without read back) within 1e-4 relative; the page's saved record loads in Python into the
-same module and predicts as the natively trained model; evaluate() gives the loaded model's loss; a
-batch of the wrong shape rejects with a message naming the input and both shapes.
+(the digits example's layers) with Adam, run in headless Chromium (SwiftShader's WebGPU adapter),
+against the same steps run natively by burn's numpy backend with burn.optim: the losses and the
+accuracy metric of 20 steps (different batches, a learning rate changing every step, some steps
+without read back) within 1e-4 relative; the page's saved record loads in Python into the same module
+and predicts as the natively trained model; evaluate() gives the loaded model's metrics; a batch of
+the wrong shape rejects with a message naming the input and both shapes; a trainer resumed from the
+saved record and optimizer state continues exactly.
 
 Needs playwright and Debian's chromium-headless-shell, as the inference page tests; skips with the
 reason where either is missing.
