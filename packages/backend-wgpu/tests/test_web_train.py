@@ -1,6 +1,6 @@
 """Training in a page (issue 37): an MLP's step exported with SGD and with Adam, and a small CNN
 (the digits example's layers) with Adam, run in headless Chromium (SwiftShader's WebGPU adapter),
-against the same steps run natively by burn's numpy backend with burn.optim: the losses and the
+against the same steps run natively by burn with burn.optim on numpy and on wgpu: the losses and the
 accuracy metric of 20 steps (different batches, a learning rate changing every step, some steps
 without read back) within 1e-4 relative; the page's saved record loads in Python into the same module
 and predicts as the natively trained model; evaluate() gives the loaded model's metrics; a batch of
@@ -98,13 +98,17 @@ def _lr(i: int) -> float:
 
 
 def _native(
-    make: Any, batches: list[dict[str, np.ndarray]], opt_config: Any, accuracies: list[float] | None = None
+    make: Any,
+    batches: list[dict[str, np.ndarray]],
+    opt_config: Any,
+    accuracies: list[float] | None = None,
+    device: str = "cpu",
 ) -> tuple[list[float], Any]:
-    """The same steps in burn on the numpy backend (autodiff, burn.optim's own update): the losses
-    (and each step's accuracy into ``accuracies``) and the trained model."""
+    """The same steps in burn on ``device`` (autodiff, burn.optim's own update): the losses (and each
+    step's accuracy into ``accuracies``) and the trained model."""
     import burn
 
-    dev = burn.device("cpu", autodiff=True)
+    dev = burn.device(device, autodiff=True)
     model, opt = make().to(dev), opt_config.init()
     losses = []
     for i in range(STEPS):
@@ -158,6 +162,7 @@ def test_training_in_chromium_matches_burn(browser: Any, tmp_path: Any, model: s
     batches = _batches(x_shape)
     accuracies: list[float] = []
     want, trained = _native(make, batches, config, accuracies)
+    on_wgpu, _ = _native(make, batches, config, device="wgpu")  # burn-wgpu's own kernels, natively
     out = burn_wgpu.web.export_training(
         make(), _with_accuracy, config.init(), batches[0], tmp_path / "page", lr=_lr(0)
     )
@@ -182,6 +187,7 @@ def test_training_in_chromium_matches_burn(browser: Any, tmp_path: Any, model: s
     for i, (g, w, acc) in enumerate(zip(got, want, accuracies)):
         if g is not None:
             assert abs(g["loss"] - w) <= RTOL * abs(w), (i, g, w)
+            assert abs(g["loss"] - on_wgpu[i]) <= RTOL * abs(w), (i, g, on_wgpu[i])
             assert g["accuracy"] == pytest.approx(acc, abs=1e-6), (i, g, acc)
     assert want[-1] < want[0]  # it trains
 

@@ -104,7 +104,12 @@ class _AutodiffCaptureDevice(burn.Device):
     def __init__(self, inner: Any) -> None:
         super().__init__("capture", autodiff=True)
         object.__setattr__(self, "_inner_device", inner)
-        factory = burn.plugins.registry().decorator("autodiff").factory
+        try:
+            factory = burn.plugins.registry().decorator("autodiff").factory
+        except KeyError:
+            raise WebExportError(
+                "export_training: the backward needs burn-autodiff (pip install 'burn-core[autodiff]')"
+            ) from None
         object.__setattr__(self, "_ad_backend", factory(inner.backend, self))
 
     @property
