@@ -307,9 +307,42 @@ def test_a_process_that_ends_mid_tuning_leaves_its_progress_to_the_next(cache):
         autotune.tune_pending(0.0)
         units += 1
     assert units == 2 * 3 - 1  # only the timings left; no check runs again
-    # no check ran again: 5 timings of 4 calls each (1 warm-up, 3 timed), the picked "slow" serving 5
-    # steps, then "fast" the last one
-    assert calls == Counter(reference=4, slow=5 + 2 * 4, fast=2 * 4 + 1)
+    # no check ran again: 5 timings of 4 calls each (1 warm-up, 3 timed), each first timing after
+    # another's also one probe run (``_slower_than_best``), the picked "slow" serving 5 steps, then
+    # "fast" the last one
+    assert calls == Counter(reference=4, slow=5 + 2 * 4 + 1, fast=2 * 4 + 1 + 1)
     assert second.cache.get("double|n=5")["best"] == "fast" and "partial" not in second.cache.get(
         "double|n=5"
     )
+
+
+def test_a_candidate_far_slower_than_the_best_is_not_timed_in_full(cache):
+    """One run of a candidate that takes over 3x the best timing and over 50 ms is its figure: no
+    warm-up and repeated runs (a slow conv candidate on a software adapter took seconds per timing,
+    far past a step's budget), and it does not win."""
+    calls = Counter()
+
+    def make(name: str, seconds: float):
+        def fn(x):
+            calls[name] += 1
+            time.sleep(seconds)
+            return np.asarray(x) * 2
+
+        return Candidate(name, fn)
+
+    fam = Family(
+        name="crawl",
+        candidates=(make("reference", 0.0), make("crawl", 0.08)),
+        key=lambda x: f"n={x.size}",
+        reference="reference",
+    )
+    tuner = _tuner()
+    tuner.run(fam, np.arange(4.0))
+    longest = 0.0
+    while autotune.pending():
+        start = time.perf_counter()
+        autotune.tune_pending(0.0)
+        longest = max(longest, time.perf_counter() - start)
+    assert calls["crawl"] == 2  # its check and the one run that showed it slower: never timed in full
+    assert longest < 0.3  # a full timing (a warm-up and 3 runs) would take 0.32 s
+    assert tuner.cache.get("crawl|n=4")["best"] == "reference"

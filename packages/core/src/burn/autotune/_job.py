@@ -1,5 +1,7 @@
 """One key's tuning as a job of small units: the reference run once, each candidate checked against it,
-then every checked candidate timed (twice over), the winner stored in the device's ``TuneCache``.
+then every checked candidate timed (twice over; one that a single run shows to be several times slower
+than the best so far, and slow in itself, is timed no further), the winner stored in the device's
+``TuneCache``.
 
 ``TuneJob.units`` is a generator that yields after each unit (one candidate's check or one timing), so
 the same work runs all at once when tuning blocks (``Autotuner._tune`` exhausts it) and a unit at a time
@@ -26,6 +28,10 @@ if TYPE_CHECKING:
     from ._tuner import Autotuner, Candidate, Family
 
 _TIMING_PASSES = 2  # timings of each checked candidate (its fastest kept): see ``TuneJob.units``
+# a candidate whose one run takes longer than this many times the best timing so far, and longer than
+# _PRUNE_FLOOR_S, cannot win: that run is its figure, and it is timed no further
+_PRUNE_RATIO = 3.0
+_PRUNE_FLOOR_S = 0.05
 _UNSET: Any = object()
 
 
@@ -118,6 +124,25 @@ class TuneJob:
             "mode": self.mode,
         }
 
+    def _slower_than_best(self, cand: Candidate) -> bool:
+        """Whether one run of ``cand`` (its output read back, so the device finished it) already takes
+        longer than ``_PRUNE_RATIO`` times the best timing so far and longer than ``_PRUNE_FLOOR_S``:
+        such a candidate cannot win, and its full timing (a warm-up and several runs) would cost many
+        times the tuning budget of a step (a slow convolution candidate on a software adapter took
+        seconds per timing). Its figure is then that run."""
+        best = min(
+            (t for n, t in self.times.items() if n != cand.name and n not in self.dropped), default=None
+        )
+        if best is None:
+            return False
+        start = time.perf_counter()
+        self.tuner._read(cand.fn(*self._args()))
+        took = time.perf_counter() - start
+        if took > max(_PRUNE_RATIO * best, _PRUNE_FLOOR_S):
+            self.times[cand.name] = took
+            return True
+        return False
+
     def _units(self) -> Generator[None, None, str]:
         family, total = self.family, len(self.runnable)
         ref_candidate = family.by_name[family.reference]
@@ -160,6 +185,9 @@ class TuneJob:
                     yield
                 self.progressed = True
                 try:
+                    if timing == 0 and self._slower_than_best(cand):
+                        self.timed[cand.name] = _TIMING_PASSES  # its one run is its figure: no more
+                        continue
                     took = self.tuner.timer(functools.partial(cand.fn, *self._args()))
                 except Exception as exc:
                     self.dropped[cand.name] = f"{type(exc).__name__}: {exc}"
