@@ -285,7 +285,10 @@ def test_mark_step_and_the_optimizers_run_the_queued_tuning(cache, monkeypatch):
     assert autotune.pending() == 0
 
 
-def test_a_process_that_ends_mid_tuning_leaves_its_progress_to_the_next(cache):
+def test_a_process_that_ends_mid_tuning_leaves_its_progress_to_the_next(cache, capsys):
+    import json
+
+    from burn._cli import main
     from burn.autotune import _background
 
     calls = Counter()
@@ -297,6 +300,11 @@ def test_a_process_that_ends_mid_tuning_leaves_its_progress_to_the_next(cache):
     entry = first.cache.get("double|n=5")
     assert entry["partial"] and entry["checked"] == ["fast", "reference", "slow"] and len(entry["timed"]) == 1
     assert _background.discard() == 1  # the process ends with the job unfinished
+    assert main(["autotune", "status", "--json"]) == 0  # the command line sees what is left
+    (device,) = json.loads(capsys.readouterr().out)["devices"]
+    assert device["tuned"] == 0 and device["tuning"] == {
+        "double|n=5": {"checked": 3, "dropped": 0, "timed": 1}
+    }
     calls.clear()
     second = _tuner()  # the next process: the same cache file
     units = 0

@@ -240,6 +240,8 @@ def test_cli_show_and_clear(cache, capsys):
     assert main(["autotune", "show", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["caches"][0]["entries"]["double|n=4"]["best"] == "quick"
+    assert main(["autotune", "status"]) == 0
+    assert "1 key(s) tuned, 0 still tuning in the background" in capsys.readouterr().out
     assert main(["autotune", "clear"]) == 0
     assert "removed 1 autotune cache file(s)" in capsys.readouterr().out
     assert main(["autotune", "show"]) == 0 and "nothing tuned yet" in capsys.readouterr().out

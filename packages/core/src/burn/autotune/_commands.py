@@ -1,8 +1,11 @@
-"""``burn autotune show|clear``: the autotune cache from the command line (a burn-core command plugin).
+"""``burn autotune show|status|clear``: the autotune cache from the command line (a burn-core command
+plugin).
 
 ``show`` lists every cache file (one per device fingerprint) with its tuned keys, the winner and the
-timing that chose it; ``--json`` prints the same as JSON. ``clear`` deletes them all, so the next run
-tunes again.
+timing that chose it; ``--json`` prints the same as JSON. ``status`` sums each device up: how many keys
+are tuned, and which are still tuning in the background (a process ended before their job did: the
+next process that calls them goes on from the candidates checked and timed so far), with what is left
+of each. ``clear`` deletes them all, so the next run tunes again.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ def _configure(parser: argparse.ArgumentParser) -> None:
         "show", help="list the tuned kernels of every device (the cache under BURN_CACHE_DIR)"
     )
     show.add_argument("--json", action="store_true", help="print JSON instead of text")
+    status = sub.add_parser(
+        "status", help="per device: keys tuned, and keys still tuning in the background with their progress"
+    )
+    status.add_argument("--json", action="store_true", help="print JSON instead of text")
     sub.add_parser("clear", help="delete the autotune cache: kernels are tuned again on next use")
 
 
@@ -32,6 +39,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"removed {removed} autotune cache file(s) from {autotune_dir()}")
         return 0
     caches = list_caches()
+    if args.autotune_command == "status":
+        return _status(caches, args.json)
     if args.json:
         json.dump({"folder": str(autotune_dir()), "caches": caches}, sys.stdout, indent=2)
         print()
@@ -46,6 +55,53 @@ def _run(args: argparse.Namespace) -> int:
         for key, entry in sorted(cache["entries"].items()):
             print(f"  {key}: {_describe(entry)}")
     return 0
+
+
+def _progress(entry: dict[str, Any]) -> dict[str, Any]:
+    """What a partial entry has done: candidates checked and dropped, timings made."""
+    return {
+        "checked": len(entry.get("checked", ())),
+        "dropped": len(entry.get("dropped", {})),
+        "timed": len(entry.get("timed", {})),
+    }
+
+
+def _status(caches: list[dict[str, Any]], as_json: bool) -> int:
+    rows = []
+    for cache in caches:
+        entries = cache.get("entries", {})
+        tuning = {k: _progress(e) for k, e in sorted(entries.items()) if e.get("partial")}
+        rows.append(
+            {
+                "fingerprint": cache["fingerprint"],
+                "path": cache["path"],
+                "tuned": sum(1 for e in entries.values() if not e.get("partial")),
+                "tuning": tuning,
+                **({"error": cache["error"]} if "error" in cache else {}),
+            }
+        )
+    if as_json:
+        json.dump({"folder": str(_folder()), "devices": rows}, sys.stdout, indent=2)
+        print()
+        return 0
+    print(f"autotune cache: {_folder()}")
+    if not rows:
+        print("  (empty: nothing tuned yet)")
+    for row in rows:
+        print(f"\n{row['fingerprint']}")
+        if "error" in row:
+            print(f"  unreadable: {row['error']}")
+            continue
+        print(f"  {row['tuned']} key(s) tuned, {len(row['tuning'])} still tuning in the background")
+        for key, p in row["tuning"].items():
+            print(f"  {key}: {p['checked']} checked, {p['dropped']} dropped, {p['timed']} timed so far")
+    return 0
+
+
+def _folder() -> Any:
+    from . import autotune_dir
+
+    return autotune_dir()
 
 
 def _describe(entry: dict[str, Any]) -> str:
@@ -73,6 +129,6 @@ def burn_register_commands(register: Any) -> None:
             name="autotune",
             configure=_configure,
             run=_run,
-            help="list or clear the tuned kernels (the autotune cache)",
+            help="list, sum up or clear the tuned kernels (the autotune cache)",
         )
     )
