@@ -237,13 +237,22 @@ def _stats(dev):
     return dev.backend.inner.stats  # autodiff over fusion
 
 
+def _assert_same_losses(got, ref, dev):
+    """The reference runtime runs the same numpy ops: equal, not close. Compiled cpu kernels
+    (``burn._native``, where a C compiler is present) compute the same within float32 rounding."""
+    if type(dev.backend.inner.runtime) is burn.fusion.ReferenceRuntime:
+        assert got == ref
+    else:
+        np.testing.assert_allclose(got, ref, rtol=2e-6)
+
+
 @pytest.mark.parametrize("read_every", [1, 3, 0])
 def test_a_repeated_training_step_is_planned_once_and_replayed(read_every):
     ref = _training_losses(burn.device("cpu", autodiff=True), 10, read_every)
     dev = burn.device("cpu", autodiff=True, fusion=True)
     before = dict(_stats(dev))
     got = _training_losses(dev, 10, read_every)
-    assert got == ref  # the reference runtime runs the same numpy ops: equal, not close
+    _assert_same_losses(got, ref, dev)
     stats = {k: v - before[k] for k, v in _stats(dev).items()}
     # one stream per step, even when nothing is read (the step ends where the same step ended before)
     assert stats["flushes"] == 10
@@ -254,8 +263,8 @@ def test_changed_shapes_plan_anew_and_dropout_draws_fresh_masks():
     batches = [5, 5, 5, 7, 7, 5, 5, 7]
     for dropout in (0.0, 0.5):
         ref = _training_losses(burn.device("cpu", autodiff=True), 8, 1, dropout, batches)
-        got = _training_losses(burn.device("cpu", autodiff=True, fusion=True), 8, 1, dropout, batches)
-        assert got == ref
+        dev = burn.device("cpu", autodiff=True, fusion=True)
+        _assert_same_losses(_training_losses(dev, 8, 1, dropout, batches), ref, dev)
 
 
 def test_a_program_is_not_replayed_when_a_register_value_is_held():

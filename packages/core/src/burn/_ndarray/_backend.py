@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -71,6 +71,13 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
 
     def reset_peak_memory(self) -> None:
         self._peak_since_reset = process_memory()[0]
+
+    def fusion_runtime(self) -> Any:
+        """Compiled C kernels for fused plans where a C compiler is present (``burn._native``), else
+        None (fusion runs its plans op by op on numpy)."""
+        from .. import _native
+
+        return _native.runtime_for(self)
 
     # ---- data
     def from_numpy(self, array: npt.ArrayLike, dtype: D.DType) -> Prim:
