@@ -210,3 +210,15 @@ def test_the_disk_cache_serves_a_second_process(tmp_path: Path) -> None:
     assert len(libraries) == 1
     assert run() == 0  # the second finds the flags and the library on disk: no compiler run
     assert sorted((tmp_path / "native").glob("*.so")) == libraries
+
+
+def test_burn_info_says_how_cpu_kernels_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from burn._cli import _cpu_kernels, _cpu_kernels_line
+
+    row = _cpu_kernels()
+    assert row["native"] == TC.available
+    if TC.available:
+        assert _cpu_kernels_line(row).startswith(f"  compiled C: {TC.path}")
+    monkeypatch.setenv("BURN_CPU_NATIVE", "0")
+    line = _cpu_kernels_line(_cpu_kernels())
+    assert line == "  numpy (no compiled kernels: BURN_CPU_NATIVE=0)"

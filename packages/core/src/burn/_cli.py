@@ -154,6 +154,26 @@ def _collectors(reg: plugins.Registry, timeout: float) -> list[dict[str, Any]]:
     return rows
 
 
+def _cpu_kernels() -> dict[str, Any]:
+    """How the cpu device's fused kernels run: compiled C (``burn._native``) or numpy, and why."""
+    from . import _native
+
+    try:
+        return _native.describe()
+    except Exception as e:  # a report must not fail on a broken toolchain
+        return {"native": False, "compiler": "", "flags": [], "openmp": False, "reason": repr(e), "cache": ""}
+
+
+def _cpu_kernels_line(row: dict[str, Any]) -> str:
+    if not row["native"]:
+        return f"  numpy (no compiled kernels: {row['reason']})"
+    extras = ", ".join(x for x, on in (("OpenMP", row["openmp"]), ("libmvec", row.get("mvec"))) if on)
+    flags = " ".join(f for f in row["flags"] if not f.startswith("-D"))
+    return (
+        f"  compiled C: {row['compiler']} {flags}{f' ({extras})' if extras else ''}, cached in {row['cache']}"
+    )
+
+
 def collect_info(timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
     """Everything ``burn info`` reports, as plain JSON-ready data."""
     reg, load_error = _load_registry()
@@ -168,6 +188,7 @@ def collect_info(timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
             for p in reg.plugins
         ],
         "backends": _backends(reg, timeout),
+        "cpu_kernels": _cpu_kernels(),
         "decorators": _decorators(reg),
         "collectors": _collectors(reg, timeout),
         "renderers": sorted(reg.renderers),
@@ -254,6 +275,9 @@ def render_text(info: dict[str, Any], verbose: bool = False) -> str:
         ]
         + _missing_rows(info, "backend")
     )
+    if "cpu_kernels" in info:
+        lines += ["", "CPU fused kernels (cpu+fusion; BURN_CPU_NATIVE=0 turns compiling off):"]
+        lines.append(_cpu_kernels_line(info["cpu_kernels"]))
     lines += ["", "Decorators:"]
     lines += _table(
         [

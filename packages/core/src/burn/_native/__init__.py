@@ -31,6 +31,7 @@ def describe() -> dict[str, Any]:
         "compiler": tc.path,
         "flags": list(tc.flags),
         "openmp": tc.openmp,
+        "mvec": tc.mvec,
         "reason": tc.reason,
         "cache": str(native_dir()),
     }

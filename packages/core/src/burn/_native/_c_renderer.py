@@ -25,7 +25,7 @@ from .. import _dtype as D
 from ..fusion import Apply, FusedOp, Load, Renderer, ScalarLoad, Skeleton, Store
 from ._toolchain import MVEC_DECLARATIONS
 
-PARALLEL_MIN = 1 << 15  # elements from which a kernel's loop runs on OpenMP threads
+PARALLEL_MIN = 1 << 17  # elements from which a kernel's loop runs on OpenMP threads
 FLOATS = frozenset({D.float32, D.float64})
 # the C type of each dtype in memory (and in registers: no dtype here is widened to compute)
 C_TYPE = {

@@ -229,5 +229,10 @@ def build(tc: Toolchain, source: str) -> ctypes.CDLL:
         finally:
             if os.path.exists(scratch):
                 os.unlink(scratch)
+    if tc.openmp:
+        # idle OpenMP threads sleep rather than spin (libgomp spins for a while by default), so they
+        # leave the cores to numpy's BLAS threads between kernels; read when libgomp loads, which
+        # the first kernel library does (a setting of the user's own is kept)
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     lib = _libraries[key] = ctypes.CDLL(key)
     return lib

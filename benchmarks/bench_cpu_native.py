@@ -1,0 +1,186 @@
+"""Compiled cpu kernels (``burn._native``) against numpy and PyTorch CPU, in one run; prints one JSON object.
+
+Workloads: an element-wise chain over a (1024, 1024) float32 tensor with a broadcast row
+(``gelu(x * w + b) * sigmoid(x) - 0.5``, forward only), and bench_fusion's training steps (the MLP
+784-1024-1024-10, batch 256, and the small CNN, batch 64; Adam, cross-entropy, fp32). Each runs on:
+
+- ``numpy``: ``burn.device("cpu")``, today's default (one numpy call per op);
+- ``fusion_numpy``: ``cpu`` with the fusion decorator, plans run op by op on numpy (``BURN_CPU_NATIVE=0``);
+- ``fusion_native``: the same with compiled C kernels (where a C compiler works);
+- ``torch``: PyTorch eager on the CPU, the same threads (all cores: numpy's BLAS, OpenMP and PyTorch
+  each use every core by default).
+
+The two fused variants are one device whose compiled kernels are switched off and on (``_switch``);
+the variants take turns, several rounds, and each figure is the median.
+``ratios``: ``native_vs_fusion_numpy``, ``native_vs_numpy`` and ``*_vs_torch`` are time over time
+(below 1: the first is faster).
+
+    python benchmarks/bench_cpu_native.py [--quick] [--out results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from _common import emit_json, time_for
+
+VARIANTS = ("numpy", "fusion_numpy", "fusion_native", "torch")
+WORKLOADS = ("chain", "mlp", "cnn")
+WARMUP = 24  # past the runs a plan waits before it is compiled (BURN_CPU_NATIVE_AFTER)
+
+
+def _burn_fn(variant: str, workload: str) -> tuple[Any, Any]:
+    import burn
+    import numpy as np
+    from burn.nn import functional as F
+
+    fusion = variant != "numpy"  # "numpy": the plain device; else the fused one
+    if workload == "chain":
+        dev = burn.device("cpu", fusion=fusion)
+        rng = np.random.default_rng(0)
+        x = burn.from_numpy(rng.standard_normal((1024, 1024), dtype=np.float32), device=dev)
+        w = burn.from_numpy(rng.standard_normal((1, 1024), dtype=np.float32), device=dev)
+        b = burn.from_numpy(rng.standard_normal((1, 1024), dtype=np.float32), device=dev)
+
+        def chain() -> None:
+            (F.gelu(x * w + b) * F.sigmoid(x) - 0.5).numpy()
+
+        return chain, dev.backend.sync
+    from bench_cuda import _burn_models, _data
+
+    dev = burn.device("cpu", autodiff=True, fusion=fusion)
+    burn.seed(0)
+    model = _burn_models(dev)[workload]()
+    opt = burn.optim.AdamConfig().init()
+    x_np, y_np = _data(workload)
+    x, y = burn.from_numpy(x_np, device=dev), burn.from_numpy(y_np, device=dev)
+    state: dict[str, Any] = {"model": model}
+
+    def step() -> None:
+        loss = F.cross_entropy(state["model"](x), y)
+        state["model"] = opt.step(1e-3, state["model"], loss.backward())
+        loss.item()
+
+    return step, dev.backend.sync
+
+
+def _torch_fn(workload: str) -> tuple[Any, Any]:
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    if workload == "chain":
+        rng = np.random.default_rng(0)
+        x = torch.from_numpy(rng.standard_normal((1024, 1024), dtype=np.float32))
+        w = torch.from_numpy(rng.standard_normal((1, 1024), dtype=np.float32))
+        b = torch.from_numpy(rng.standard_normal((1, 1024), dtype=np.float32))
+
+        def chain() -> None:
+            (torch.nn.functional.gelu(x * w + b) * torch.sigmoid(x) - 0.5).numpy()
+
+        return chain, lambda: None
+    from bench_cuda import _data, _torch_models
+
+    torch.manual_seed(0)
+    model = _torch_models(torch)[workload]()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x_np, y_np = _data(workload)
+    x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        loss.item()
+
+    return step, lambda: None
+
+
+def _runtime(dev: Any) -> Any:
+    """The fusion runtime under ``dev``'s decorators."""
+    b = dev.backend
+    while not hasattr(b, "runtime"):
+        b = b.inner
+    return b.runtime
+
+
+def _switch(fn: Any, runtime: Any, native: bool) -> Any:
+    """``fn`` with the compiled kernels on or off: off raises the runs a plan waits before it is compiled
+    past reach, so every plan runs op by op on numpy (``BURN_CPU_NATIVE=0``'s path) on the same device."""
+    after = getattr(runtime, "after", None)
+
+    def run() -> None:
+        if after is not None:
+            runtime.after = after if native else 1 << 60
+        fn()
+
+    return run
+
+
+def bench_workload(workload: str, rounds: int, min_time: float) -> dict[str, Any]:
+    """Milliseconds per call of ``workload`` on each variant: the median of ``rounds`` rounds, the
+    variants taking turns in each (on a shared, noisy host they then see the same load)."""
+    import burn
+
+    fns: dict[str, Any] = {}
+    fn, sync = _burn_fn("numpy", workload)
+    fns["numpy"] = (fn, sync)
+    fn, sync = _burn_fn("fusion", workload)
+    dev = burn.device("cpu", autodiff=workload != "chain", fusion=True)
+    rt = _runtime(dev)
+    if hasattr(rt, "after"):
+        fns["fusion_numpy"] = (_switch(fn, rt, False), sync)
+        fns["fusion_native"] = (_switch(fn, rt, True), sync)
+    else:  # no compiler here: the fused device runs on numpy only
+        fns["fusion_numpy"] = (fn, sync)
+    try:
+        fns["torch"] = _torch_fn(workload)
+    except ImportError:
+        pass
+    times: dict[str, list[float]] = {v: [] for v in fns}
+    for _ in range(rounds):
+        for v, (f, s) in fns.items():
+            times[v].append(time_for(f, s, min_time, warmup=WARMUP))
+    out = {v: round(sorted(t)[len(t) // 2] * 1e3, 3) for v, t in times.items()}
+    if hasattr(rt, "compiled"):
+        out["compiled_kernels"] = rt.compiled
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="3 rounds of 0.5 s per figure (default 5 of 1.5 s)")
+    ap.add_argument("--out", help="also write the JSON here")
+    args = ap.parse_args()
+    rounds, min_time = (3, 0.5) if args.quick else (5, 1.5)
+    import burn._native
+
+    result: dict[str, Any] = {"threads": os.cpu_count(), "cpu_kernels": burn._native.describe()}
+    try:
+        import torch
+
+        result["torch"] = torch.__version__
+    except ImportError:
+        result["torch"] = None
+    figures = {w: bench_workload(w, rounds, min_time) for w in WORKLOADS}
+    result["ms"] = figures
+    ratios: dict[str, Any] = {}
+    for w, row in figures.items():
+        plain, off, nat, tor = (row.get(v) for v in VARIANTS)
+        r = ratios[w] = {}
+        if nat and off:
+            r["native_vs_fusion_numpy"] = round(nat / off, 3)
+        if nat and plain:
+            r["native_vs_numpy"] = round(nat / plain, 3)
+        for name, value in (("fusion_native", nat), ("fusion_numpy", off), ("numpy", plain)):
+            if value and tor:
+                r[f"{name}_vs_torch"] = round(value / tor, 3)
+    result["ratios"] = ratios
+    emit_json(result, args.out)
+
+
+if __name__ == "__main__":
+    main()
