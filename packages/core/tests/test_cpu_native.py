@@ -27,8 +27,15 @@ from burn._device import _backends
 from burn._native import _toolchain
 from burn._native._c_renderer import FLOAT_EXPR
 from burn._native._runtime import NativeRuntime
-from burn.fusion import FusedKernel, FusedOp, Fusion, ReferenceRuntime
-from burn.testing._random_graphs import RandomGraph, Step, check_calls_and_replay, ci_settings, graphs
+from burn.fusion import FusedKernel, FusedOp, FusedReduce, Fusion, ReferenceRuntime
+from burn.testing._random_graphs import (
+    RandomGraph,
+    Step,
+    check_calls_and_replay,
+    ci_settings,
+    fixed_graph_calls,
+    graphs,
+)
 from hypothesis import given
 
 TC = _native.toolchain()
@@ -64,15 +71,16 @@ def test_random_graphs_on_compiled_kernels(native_device: Any, graph: RandomGrap
 
 @needs_cc
 def test_the_graphs_reach_compiled_kernels(native_device: Any) -> None:
+    """A fixed graph of the kind above runs element-wise and reduce kernels compiled (not numpy)."""
     steps = [
         Step("block", (2, True, "gelu")),
         Step("scalar", ("mul", 2.0)),
         Step("reduce", ("mean", -1, True)),
     ]
-    graph = RandomGraph(steps, [(3, 4, 8)], seed=3)
-    check_calls_and_replay(graph, native_device, "cpu native", 2)
+    fixed_graph_calls(native_device, steps, 2, "cpu native")
     rt = native_device.backend.runtime
-    assert rt.native_runs > 0 and rt.compiled > 0 and not rt.failures
+    assert rt.native_runs > 0 and not rt.failures
+    assert {key[1] for key in rt._kernels} == {"native", "native_reduce"}  # (plan key, kind, layout...)
 
 
 def _plan(kind: str, name: str, n_in: int, shape: tuple[int, ...]) -> FusedKernel:
@@ -142,6 +150,37 @@ def test_strided_broadcast_and_scalar_inputs() -> None:
     for g, w in zip(got, want):
         assert g.shape == w.shape and g.dtype == w.dtype and g.flags.c_contiguous
         np.testing.assert_allclose(g, w, rtol=3e-6, atol=1e-7)
+
+
+@needs_cc
+@pytest.mark.parametrize(
+    ("op", "dims", "keepdim"), [("mean", (2,), True), ("sum", (1, 2), False), ("max", (0, 1, 2), False)]
+)
+def test_reduce_kernels_with_epilogues(op: str, dims: tuple[int, ...], keepdim: bool) -> None:
+    """A reduce kernel compiled whole: the chain ``(x - m)^2`` over a transposed input and a broadcast
+    one, the reduction, then the epilogue ``rsqrt(r + eps) * w`` reading an input at the result's
+    position; against numpy op by op. NaN in a max propagates."""
+    rng = np.random.default_rng(2)
+    x = np.ascontiguousarray(rng.standard_normal((3, 4, 5)).astype(np.float32)).transpose(2, 1, 0)
+    m = rng.standard_normal((1, 1, 3)).astype(np.float32)
+    if op == "max":
+        x = x.copy()
+        x[1, 2, 0] = np.nan
+    red_shape = FusedReduce(op, dims, keepdim).shape(x.shape)
+    w = np.abs(rng.standard_normal(red_shape)).astype(np.float32) + 0.5
+    f = F32
+    ops = (FusedOp("binary", "sub", f, f, (0, 1)), FusedOp("unary", "square", f, f, (4,)))
+    post = (
+        FusedOp("binary", "add", f, f, (6, 3)),
+        FusedOp("unary", "rsqrt", f, f, (7,)),
+        FusedOp("binary", "mul", f, f, (8, 2)),
+    )
+    red = FusedReduce(op, dims, keepdim, post, (6, 9))
+    plan = FusedKernel(x.shape, (f, f, f), (f,), ops, (5,), reduce=red)
+    got, want = _both(plan, [x, m, w], (1e-3,))
+    for g, v in zip(got, want):
+        assert g.shape == v.shape
+        np.testing.assert_allclose(g, v, rtol=2e-5, atol=1e-6, equal_nan=True)
 
 
 def test_numpy_alone_without_a_compiler(monkeypatch: pytest.MonkeyPatch) -> None:

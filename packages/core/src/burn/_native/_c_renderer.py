@@ -254,3 +254,83 @@ class CRenderer(Renderer):
         lines.append("}" * (depth + 1))
         lines.append("}")
         return PREAMBLE + "\n".join(lines) + "\n"
+
+    def reduce(self, sk: Skeleton, ro: int, ri: int, rr: int) -> str:
+        """The kernel of reduce plan ``sk``: one result per row, rows split over OpenMP threads. ``ro``
+        and ``ri``: the collapsed ranks of the kept (outer) and reduced (inner) dims; ``rr``: the
+        result's rank, over which the epilogue's inputs are read. ``shape``: outer, inner, result
+        dims; ``strides``: per input its outer and inner strides, then per input the epilogue reads its
+        strides over the result. Sums accumulate in double; max and min propagate NaN as numpy's."""
+        plan, main, red = sk.plan, sk.main, sk.reduce
+        assert red is not None
+        post = red.post
+        nout = len(post.stores)
+        width = ro + ri
+        reads = [s.value for s in post.loads]
+        post_at = {k: len(plan.inputs) * width + j * rr for j, k in enumerate(reads)}
+        acc_t = "double" if red.op in ("sum", "mean") else C_TYPE[red.dtype]
+        combine = {
+            "sum": "acc += (double)x;",
+            "mean": "acc += (double)x;",
+            "max": "acc = (acc >= x || acc != acc) ? acc : x;",
+            "min": "acc = (acc <= x || acc != acc) ? acc : x;",
+        }[red.op]
+        inner_n = " * ".join(f"sh[{ro + d}]" for d in range(ri)) or "1"
+        lines = [
+            "void burn_kernel(const int64_t* restrict sh, const int64_t* restrict st, void* const* p, "
+            "const double* sc) {",
+            *[
+                f"{C_TYPE[s.dtype]}* restrict t{s.output} = ({C_TYPE[s.dtype]}*)p[{s.output}];"
+                for s in post.stores
+            ],
+            *[
+                f"const {C_TYPE[dt]}* t{nout + k} = (const {C_TYPE[dt]}*)p[{nout + k}];"
+                for k, dt in enumerate(plan.inputs)
+            ],
+            *self.lines(main.scalars, scalar_at=lambda j: f"sc[{j}]"),
+            f"const int64_t rows = {' * '.join(f'sh[{d}]' for d in range(ro)) or '1'};",
+            f"const int64_t n = {inner_n};",
+            f"#pragma omp parallel for if(rows * n >= {PARALLEL_MIN})",
+            "for (int64_t g = 0; g < rows; g++) {",
+            "  int64_t q = g;",
+        ]
+        pre = [s.value for s in main.loads]
+        lines += [f"  int64_t a{k} = 0;" for k in pre]
+        for d in reversed(range(ro)):
+            lines.append(f"  {{ const int64_t c = q % sh[{d}]; q /= sh[{d}];")
+            lines += [f"    a{k} += c * st[{k * width + d}];" for k in pre]
+            lines.append("  }")
+        lines.append(f"  {acc_t} acc = {self.literal(red.identity, red.dtype)};")
+        depth = 0
+        for d in range(ri):
+            lines.append(f"  for (int64_t c{d} = 0; c{d} < sh[{ro + d}]; c{d}++) {{")
+            depth += 1
+
+        def element(k: int) -> str:
+            terms = "".join(f" + c{d} * st[{k * width + ro + d}]" for d in range(ri))
+            return f"t{nout + k}[a{k}{terms}]"
+
+        body = [
+            *self.lines(main.loads, load_at=element),
+            *self.lines(main.ops),
+            f"{{ const {C_TYPE[red.dtype]} x = v{red.value}; {combine} }}",
+        ]
+        lines += [f"    {line}" for line in body]
+        lines.append("  " + "}" * depth)
+        result = "acc / (double)n" if red.op == "mean" else "acc"
+        lines.append(f"  const {C_TYPE[red.dtype]} v{red.reduced} = ({C_TYPE[red.dtype]})({result});")
+        if post.loads:  # the epilogue's inputs at the result's position
+            lines.append("  q = g;")
+            lines += [f"  int64_t e{k} = 0;" for k in reads]
+            for d in reversed(range(rr)):
+                lines.append(f"  {{ const int64_t c = q % sh[{width + d}]; q /= sh[{width + d}];")
+                lines += [f"    e{k} += c * st[{post_at[k] + d}];" for k in reads]
+                lines.append("  }")
+        tail = [
+            *self.lines(post.loads, load_at=lambda k: f"t{nout + k}[e{k}]"),
+            *self.lines(post.ops),
+            *self.lines(post.stores, store_at=lambda j: f"t{j}[g]"),
+        ]
+        lines += [f"  {line}" for line in tail]
+        lines += ["}", "}"]
+        return PREAMBLE + "\n".join(lines) + "\n"

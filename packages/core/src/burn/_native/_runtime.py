@@ -1,8 +1,9 @@
 """``NativeRuntime``: the cpu device's fusion runtime where a C compiler is present. Element-wise plans run
 as C kernels (``_c_renderer``) built by the system compiler (``_toolchain``) and called through ctypes
 on the numpy buffers themselves: inputs are read in place through their strides (broadcast dims stride
-0), outputs are new dense arrays. Reduce kernels and matmul epilogues run their chains the same way
-and their reductions and products on numpy (the reference runtime's path).
+0), outputs are new dense arrays. A reduce kernel (sum, mean, max, min over trailing dims, with its
+epilogue) is one kernel too, a row per result; a matmul epilogue runs its product on numpy's BLAS and
+its chain as an element-wise kernel.
 
 A plan is compiled once it has run ``after`` times (``BURN_CPU_NATIVE_AFTER``, default 16): a build
 costs a tenth of a second, which a training step's plans repay within a few steps and a plan that
@@ -21,7 +22,7 @@ import numpy as np
 from .. import _dtype as D
 from ..backend import NUMPY_DTYPES, Backend
 from ..fusion import FusedKernel, ReferenceRuntime, skeleton
-from ._c_renderer import C_TYPE, CRenderer, has_op
+from ._c_renderer import C_TYPE, FLOATS, CRenderer, has_op
 from ._toolchain import Toolchain, build
 
 DEFAULT_AFTER = 16
@@ -58,7 +59,11 @@ class NativeRuntime(ReferenceRuntime):
         return has_op(kind, name, compute, out)
 
     def execute(self, plan: FusedKernel, inputs: list[Any], scalars: list[Any]) -> list[Any]:
-        if plan.reduce is not None:  # the chain compiled, the reduction on numpy
+        if plan.reduce is not None:
+            done = self._reduce(plan, inputs, scalars)
+            if done is not None:
+                return done
+            # not compiled (yet): the chain as an element-wise kernel, the reduction on numpy
             red = plan.reduce
             chain = _reduce_chain(plan)
             value = plan.outputs[0]
@@ -95,7 +100,9 @@ class NativeRuntime(ReferenceRuntime):
         spec = ("native", len(cshape), inner)
         fn = cache.get(spec)
         if fn is None:
-            fn = cache[spec] = self._kernel(plan, len(cshape), inner)
+            fn = cache[spec] = self._kernel(
+                plan, spec, lambda: CRenderer().elementwise(skeleton(plan), len(cshape), inner)
+            )
         if fn is _FAILED:
             return super().execute(plan, inputs, scalars)
         meta = np.array([*cshape, *(x for s in cstrides for x in s)], np.int64)
@@ -111,12 +118,60 @@ class NativeRuntime(ReferenceRuntime):
         self.native_runs += 1
         return outs
 
-    def _kernel(self, plan: FusedKernel, nd: int, inner: str) -> Any:
-        """The compiled kernel of ``plan`` for a layout (kept by plan key), or ``_FAILED``."""
-        key = (plan.key, nd, inner)
+    def _reduce(self, plan: FusedKernel, inputs: list[Any], scalars: list[Any]) -> list[Any] | None:
+        """A reduce kernel as one compiled kernel (chain, reduction and epilogue per row), or None where
+        it is not compiled (yet): too few runs, an op or layout the C kernel lacks, a failed build."""
+        cache, red = plan.cache, plan.reduce
+        assert red is not None
+        runs = cache.get("native_reduce_runs", 0)
+        if runs < self.after or not _renderable_reduce(plan):
+            cache["native_reduce_runs"] = runs + 1
+            return None
+        shape = plan.shape
+        rows, n = red.rows(shape)
+        k = len(shape) - len(red.dims)
+        rshape = red.shape(shape)
+        if rows == 0 or n == 0 or red.dims != tuple(range(k, len(shape))):
+            return None
+        arrays = [np.asarray(x) for x in inputs]
+        pre = red.pre_reads(plan)
+        strides = [_strides(a, shape) if i in pre else [0] * len(shape) for i, a in enumerate(arrays)]
+        reads = [i for i in range(len(arrays)) if i in red.post_reads()]
+        if any(arrays[i].ndim > len(rshape) for i in reads):
+            return None
+        post = [_strides(arrays[i], rshape) for i in reads]
+        if any(s is None for s in (*strides, *post)):
+            return None
+        oshape, ostrides = _collapse(shape[:k], [s[:k] for s in strides])  # type: ignore[index]
+        ishape, istrides = _collapse(shape[k:], [s[k:] for s in strides])  # type: ignore[index]
+        spec = ("native_reduce", len(oshape), len(ishape), len(rshape))
+        fn = cache.get(spec)
+        if fn is None:
+            fn = cache[spec] = self._kernel(plan, spec, lambda: CRenderer().reduce(skeleton(plan), *spec[1:]))
+        if fn is _FAILED:
+            return None
+        outs = [np.empty(rshape, NUMPY_DTYPES[dt]) for dt in red.store_dtypes(plan)]
+        words = [*oshape, *ishape, *rshape]
+        for o, i in zip(ostrides, istrides):
+            words += [*o, *i]
+        for s in post:
+            words += s  # type: ignore[arg-type]
+        meta = np.array(words, np.int64)
+        ptrs = np.array([t.__array_interface__["data"][0] for t in (*outs, *arrays)], np.uintp)
+        sc = np.array(scalars, np.float64) if scalars else _NO_SCALARS
+        addr = meta.__array_interface__["data"][0]
+        width = len(oshape) + len(ishape) + len(rshape)
+        fn(addr, addr + 8 * width, ptrs.__array_interface__["data"][0], sc.__array_interface__["data"][0])
+        self.native_runs += 1
+        return outs
+
+    def _kernel(self, plan: FusedKernel, spec: tuple[Any, ...], source: Any) -> Any:
+        """The compiled kernel of ``plan`` for a layout ``spec`` (kept by plan key), made from
+        ``source()`` where it is not built yet, or ``_FAILED``."""
+        key = (plan.key, *spec)
         fn = self._kernels.get(key)
         if fn is None:
-            source = CRenderer().elementwise(skeleton(plan), nd, inner)
+            source = source()
             try:
                 lib = build(self.toolchain, source)
             except (RuntimeError, OSError) as e:
@@ -144,6 +199,25 @@ def _renderable(plan: FusedKernel) -> bool:
         ok = plan.cache["native_ok"] = bool(plan.ops) and (
             all(has_op(op.kind, op.name, op.compute, op.out) for op in plan.ops)
             and all(dt in C_TYPE for dt in (*plan.inputs, *plan.scalars))
+        )
+    return bool(ok)
+
+
+REDUCE_OPS = frozenset({"sum", "mean", "max", "min"})
+
+
+def _renderable_reduce(plan: FusedKernel) -> bool:
+    """Whether the C renderer spells reduce plan ``plan`` whole (kept in ``cache``)."""
+    ok = plan.cache.get("native_reduce_ok")
+    if ok is None:
+        red = plan.reduce
+        assert red is not None
+        ops = (*plan.ops, *red.post)
+        ok = plan.cache["native_reduce_ok"] = (
+            red.op in REDUCE_OPS
+            and plan.out_dtypes()[0] in FLOATS
+            and all(has_op(op.kind, op.name, op.compute, op.out) for op in ops)
+            and all(dt in C_TYPE for dt in (*plan.inputs, *plan.scalars, *red.store_dtypes(plan)))
         )
     return bool(ok)
 
