@@ -255,10 +255,11 @@ class CRenderer(Renderer):
         lines.append("}")
         return PREAMBLE + "\n".join(lines) + "\n"
 
-    def reduce(self, sk: Skeleton, ro: int, ri: int, rr: int) -> str:
+    def reduce(self, sk: Skeleton, ro: int, ri: int, rr: int, inner: str) -> str:
         """The kernel of reduce plan ``sk``: one result per row, rows split over OpenMP threads. ``ro``
         and ``ri``: the collapsed ranks of the kept (outer) and reduced (inner) dims; ``rr``: the
-        result's rank, over which the epilogue's inputs are read. ``shape``: outer, inner, result
+        result's rank, over which the epilogue's inputs are read; ``inner``: per input its innermost
+        reduced dim, ``d`` dense, ``b`` broadcast, ``s`` strided (as ``elementwise``'s). ``shape``: outer, inner, result
         dims; ``strides``: per input its outer and inner strides, then per input the epilogue reads its
         strides over the result. Sums accumulate in double; max and min propagate NaN as numpy's."""
         plan, main, red = sk.plan, sk.main, sk.reduce
@@ -303,12 +304,17 @@ class CRenderer(Renderer):
         lines.append(f"  {acc_t} acc = {self.literal(red.identity, red.dtype)};")
         depth = 0
         for d in range(ri):
+            if d == ri - 1 and red.op in ("sum", "mean"):  # lanes of partial sums, as numpy's pairwise sum
+                lines.append("  #pragma omp simd reduction(+:acc)")
             lines.append(f"  for (int64_t c{d} = 0; c{d} < sh[{ro + d}]; c{d}++) {{")
             depth += 1
 
         def element(k: int) -> str:
-            terms = "".join(f" + c{d} * st[{k * width + ro + d}]" for d in range(ri))
-            return f"t{nout + k}[a{k}{terms}]"
+            terms = "".join(f" + c{d} * st[{k * width + ro + d}]" for d in range(ri - 1))
+            last = {"d": f" + c{ri - 1}", "b": "", "s": f" + c{ri - 1} * st[{k * width + width - 1}]"}[
+                inner[k]
+            ]
+            return f"t{nout + k}[a{k}{terms}{last}]"
 
         body = [
             *self.lines(main.loads, load_at=element),

@@ -144,7 +144,8 @@ class NativeRuntime(ReferenceRuntime):
             return None
         oshape, ostrides = _collapse(shape[:k], [s[:k] for s in strides])  # type: ignore[index]
         ishape, istrides = _collapse(shape[k:], [s[k:] for s in strides])  # type: ignore[index]
-        spec = ("native_reduce", len(oshape), len(ishape), len(rshape))
+        inner = "".join("d" if s[-1] == 1 else "b" if s[-1] == 0 else "s" for s in istrides)
+        spec = ("native_reduce", len(oshape), len(ishape), len(rshape), inner)
         fn = cache.get(spec)
         if fn is None:
             fn = cache[spec] = self._kernel(plan, spec, lambda: CRenderer().reduce(skeleton(plan), *spec[1:]))
