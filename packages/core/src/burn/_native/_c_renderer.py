@@ -25,7 +25,10 @@ from .. import _dtype as D
 from ..fusion import Apply, FusedOp, Load, Renderer, ScalarLoad, Skeleton, Store
 from ._toolchain import MVEC_DECLARATIONS
 
-PARALLEL_MIN = 1 << 17  # elements from which a kernel's loop runs on OpenMP threads
+# elements from which a kernel's loop runs on OpenMP threads: below it, waking the threads costs more
+# than they save next to numpy's BLAS threads (an MLP training step on two shared cores ran 1.2x slower
+# at 2^17); a (1024, 1024) chain still gains from them
+PARALLEL_MIN = 1 << 20
 FLOATS = frozenset({D.float32, D.float64})
 # the C type of each dtype in memory (and in registers: no dtype here is widened to compute)
 C_TYPE = {
