@@ -317,6 +317,17 @@ case(
 # queries, S=4 keys, E=4, Ev=3; causal, a broadcast bool mask with a fully masked row (zero gradients),
 # a float mask with 3-d inputs and k/v broadcast over the batch
 _SDPA = burn.nn.functional.scaled_dot_product_attention
+# a burn.custom op: its user backward (two inputs, an attribute) against finite differences
+_CUSTOM = burn.custom.op(
+    "gradcheck_tanh_mix",
+    kernels={"cpu": lambda x, y, a: np.tanh(a * x) * y},
+    compose=lambda x, y, a: (x * a).tanh() * y,
+    backward=lambda ctx, g: [
+        g * ctx.inputs[1] * ctx.attrs["a"] * (1 - (ctx.inputs[0] * ctx.attrs["a"]).tanh() ** 2),
+        g * (ctx.inputs[0] * ctx.attrs["a"]).tanh(),
+    ],
+)
+case("custom", lambda x, y: _CUSTOM(x, y, a=0.7), R(3, 4), R(3, 4))
 _ATT_FLOAT = R(3, 4).tolist()  # a float mask is a constant: it gets no gradient
 _ATT_MASK = [[[[True, False, True, True], [False, False, False, False], [True, True, False, True]]]]
 case("attention", lambda q, k, v: _SDPA(q, k, v, is_causal=True), R(2, 2, 3, 4), R(2, 2, 4, 4), R(2, 2, 4, 3))
