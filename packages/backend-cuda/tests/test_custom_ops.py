@@ -65,30 +65,15 @@ def test_gradients_match_numpy(cuda, ex):
         np.testing.assert_allclose(t.grad(grads).numpy(), ref, rtol=1e-4, atol=1e-4)
 
 
-def _train(ex, d, steps: int) -> list[float]:
-    burn.seed(0)
-    rng = np.random.default_rng(0)
-    model = ex.Mlp(8, 16, 3, d)
-    opt = burn.optim.AdamConfig().init()
-    x = burn.tensor(rng.standard_normal((12, 8)).astype(np.float32), device=d)
-    y = burn.tensor(rng.standard_normal((12, 3)).astype(np.float32), device=d)
-    losses = []
-    for _ in range(steps):
-        loss = burn.nn.functional.mse_loss(model(x), y)
-        model = opt.step(1e-2, model, loss.backward())
-        losses.append(loss.item())
-    return losses
-
-
 def test_training_through_the_op_is_captured_as_cuda_graphs(cuda, ex, monkeypatch):
     monkeypatch.setenv("BURN_AUTOTUNE_BLOCKING", "1")  # a program calling a key still tuning is not captured
     steps = 8
-    plain = _train(ex, burn.device(cuda, fusion=False, autodiff=True), steps)
+    plain = ex.train_mlp(burn.device(cuda, fusion=False, autodiff=True), steps)
     adev = burn.device(cuda, autodiff=True)
     fb = adev.backend.inner
     fresh_programs(fb, monkeypatch)
     before = dict(fb.stats)
-    got = _train(ex, adev, steps)
+    got = ex.train_mlp(adev, steps)
     np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-6)
     grew = {k: fb.stats[k] - before[k] for k in ("calls", "replays", "graphs", "graph_launches")}
     assert grew["calls"] >= 2 * steps and grew["replays"] >= steps - 3, grew

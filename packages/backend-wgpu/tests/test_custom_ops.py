@@ -73,29 +73,14 @@ def test_other_dtypes_fall_back_to_the_composition(dev, ex):
     assert ex.fused_linear_relu(x, w, b).tolist() == [[1, 0], [3, 5]]
 
 
-def _train(ex, d, steps: int) -> list[float]:
-    burn.seed(0)
-    rng = np.random.default_rng(0)
-    model = ex.Mlp(8, 16, 3, d)
-    opt = burn.optim.AdamConfig().init()
-    x = burn.tensor(rng.standard_normal((12, 8)).astype(np.float32), device=d)
-    y = burn.tensor(rng.standard_normal((12, 3)).astype(np.float32), device=d)
-    losses = []
-    for _ in range(steps):
-        loss = burn.nn.functional.mse_loss(model(x), y)
-        model = opt.step(1e-2, model, loss.backward())
-        losses.append(loss.item())
-    return losses
-
-
 def test_training_through_the_op_replays_and_records_its_stream(dev, raw_dev, ex, monkeypatch):
     steps = 8
-    plain = _train(ex, burn.device(raw_dev, autodiff=True), steps)
+    plain = ex.train_mlp(burn.device(raw_dev, autodiff=True), steps)
     adev = burn.device(dev, autodiff=True)
     fb = adev.backend.inner
     fresh_programs(fb, monkeypatch)
     before = dict(fb.stats)
-    got = _train(ex, adev, steps)
+    got = ex.train_mlp(adev, steps)
     np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-6)
     assert got[-1] < got[0]
     grew = {k: fb.stats[k] - before[k] for k in ("calls", "replays", "graphs", "graph_launches")}
