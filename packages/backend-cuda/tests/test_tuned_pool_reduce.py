@@ -255,11 +255,11 @@ def test_pool_and_reduce_tune_and_cache(cuda, ref, tmp_path, monkeypatch):
 @pytest.mark.parametrize("op", ["sum", "mean"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("keepdim", [False, True])
-def test_reductions_over_leading_dims_by_matmul(raw, ref, shape, dims, op, dtype, keepdim):
-    """sum/mean over dims that are not all trailing go through ``reduce_by_matmul`` (trailing run by
-    the tree kernels, the rest as one GEMM with ones, strict fp32) and equal the numpy backend."""
+def test_reductions_over_leading_dims_by_column_sums(raw, ref, shape, dims, op, dtype, keepdim):
+    """sum/mean over dims that are not all trailing go through ``reduce_columns`` (trailing run by
+    the tree kernels, the rest by the column-sum kernel) and equal the numpy backend."""
     x = RNG.standard_normal(shape).astype(dtype)
-    assert _reduce.reduce_by_matmul(raw, op, raw.from_numpy(x, BURN[dtype]), dims, keepdim) is not None
+    assert _reduce.reduce_columns(raw, op, raw.from_numpy(x, BURN[dtype]), dims, keepdim) is not None
     got = raw.to_numpy(raw.reduce(op, raw.from_numpy(x, BURN[dtype]), dims, keepdim))
     want = ref.to_numpy(ref.reduce(op, ref.from_numpy(x.astype(np.float64), burn.float64), dims, keepdim))
     assert got.dtype == dtype and got.shape == want.shape
@@ -270,8 +270,8 @@ def test_reductions_over_leading_dims_by_matmul(raw, ref, shape, dims, op, dtype
     assert np.all(np.abs(got.astype(np.float64) - want) <= tol * scale + tol)
 
 
-def test_reduce_by_matmul_ignores_strict_fp32_mode_changes(raw, ref):
-    """A column sum stays exact fp32 under TF32 matmul precision (the GEMM forces fp32 compute)."""
+def test_column_sums_ignore_the_matmul_precision(raw, ref):
+    """A column sum stays exact fp32 under TF32 matmul precision (no GEMM is involved)."""
     import burn_cuda
 
     x = (RNG.standard_normal((2048, 512)) + 100.0).astype(np.float32)  # TF32 would lose ~3 digits
@@ -279,3 +279,35 @@ def test_reduce_by_matmul_ignores_strict_fp32_mode_changes(raw, ref):
     with burn_cuda.matmul_precision("tf32"):
         got = raw.to_numpy(raw.reduce("sum", raw.from_numpy(x, burn.float32), (0,), False))
     assert np.max(np.abs(got - want) / np.abs(want)) < 1e-5
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(4096, 768), (4096, 3072), (1, 5), (7, 33), (300, 1), (3, 1000, 70), (64, 9, 2), (100000, 3)],
+)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_column_sums_kernel(raw, shape, dtype):
+    """``_colsum.column_sums`` against float64 numpy: one block per column tile and row splits with a
+    second pass (``splits_for``), odd widths, a single row or column, a leading batch dim; the same
+    result twice (a fixed summation order)."""
+    from burn_cuda import _colsum
+
+    x = RNG.standard_normal(shape).astype(dtype)
+    dx = raw.from_numpy(x, BURN[dtype])
+    got = raw.to_numpy(_colsum.column_sums(raw.xp, dx, 0.5))
+    want = 0.5 * x.astype(np.float64).sum(axis=-2)
+    assert got.dtype == dtype and got.shape == want.shape
+    scale = 0.5 * np.abs(x.astype(np.float64)).sum(axis=-2)
+    tol = {np.float16: 2e-3, np.float32: 1e-5, np.float64: 1e-12}[dtype]
+    assert np.all(np.abs(got.astype(np.float64) - want) <= tol * scale + tol)
+    again = raw.to_numpy(_colsum.column_sums(raw.xp, dx, 0.5))
+    assert np.array_equal(got.view(np.uint8), again.view(np.uint8))
+
+
+def test_column_sums_rejects_bad_input(raw):
+    from burn_cuda import _colsum
+
+    with pytest.raises(TypeError, match="float16, float32 or float64"):
+        _colsum.column_sums(raw.xp, raw.xp.zeros((4, 4), dtype=np.int32))
+    with pytest.raises(ValueError, match="C-contiguous 2-d or 3-d"):
+        _colsum.column_sums(raw.xp, raw.xp.zeros((4, 4), dtype=np.float32).T)

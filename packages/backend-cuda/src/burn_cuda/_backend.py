@@ -271,13 +271,13 @@ class CudaBackend(CudaConvOps, CudaPoolOps, CudaAttentionOps, Backend):
     # ---- reductions and linear algebra
     def reduce(self, op: str, x: Prim, dims: tuple[int, ...], keepdim: bool) -> Prim:
         """Large float reductions over the trailing dims (the last, or all) through the tuned tree
-        kernels (``_reduce.REDUCE``); large sums and means over other dims through those and a GEMM
-        with ones (``_reduce.reduce_by_matmul``); everything else through CuPy's reductions."""
-        from ._reduce import reduce_by_matmul, reduce_trailing
+        kernels (``_reduce.REDUCE``); large sums and means over other dims through those and the
+        column-sum kernel (``_reduce.reduce_columns``); everything else through CuPy's reductions."""
+        from ._reduce import reduce_columns, reduce_trailing
 
         tuned = reduce_trailing(self, op, x, dims, keepdim)
         if tuned is None:
-            tuned = reduce_by_matmul(self, op, x, dims, keepdim)
+            tuned = reduce_columns(self, op, x, dims, keepdim)
         if tuned is not None:
             return tuned
         cp = self._on()

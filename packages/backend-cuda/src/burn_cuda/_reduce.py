@@ -209,23 +209,23 @@ def reduce_trailing(backend: Any, op: str, x: Any, dims: tuple[int, ...], keepdi
     return y.reshape(keep + (1,) * len(dims) if keepdim else keep)
 
 
-_BY_MATMUL_MIN_ELEMENTS = 1 << 15  # below this CuPy's reduction costs no more than a GEMM launch
+_COLUMNS_MIN_ELEMENTS = 1 << 15  # below this CuPy's reduction costs no more than the column kernel's launch
 
 
-def reduce_by_matmul(backend: Any, op: str, x: Any, dims: tuple[int, ...], keepdim: bool) -> Any | None:
+def reduce_columns(backend: Any, op: str, x: Any, dims: tuple[int, ...], keepdim: bool) -> Any | None:
     """sum / mean over dims that do not all trail (a bias gradient's column sums, a BatchNorm's sums over
     (N, H, W)) without CuPy's generic reduction, which is 5-20x slower there: the trailing run of
     ``dims`` first (the tuned tree kernels, through ``backend.reduce``), then the remaining run of
-    leading or middle dims as one GEMM with a vector of ones (1/R for a mean) in strict fp32 whatever
-    the matmul precision (float16: float32 accumulation), which cuBLAS runs at memory speed and CUDA
-    graphs capture. None where it does not apply (other ops or dtypes, non-contiguous input, several
-    separate runs of dims left, small tensors): the caller runs CuPy's reduction."""
-    from ._matmul import gemm_f16, gemm_f32
+    leading or middle dims with the column-sum kernel (``_colsum``: float32 accumulation for float16),
+    which reads at memory speed and CUDA graphs capture. None where it does not apply (other ops or
+    dtypes, non-contiguous input, several separate runs of dims left, small tensors): the caller runs
+    CuPy's reduction."""
+    from ._colsum import column_sums
 
     nd = x.ndim
     if op not in ("sum", "mean") or x.dtype not in (np.float32, np.float16) or not dims:
         return None
-    if not x.flags.c_contiguous or x.size < _BY_MATMUL_MIN_ELEMENTS:
+    if not x.flags.c_contiguous or x.size < _COLUMNS_MIN_ELEMENTS:
         return None
     axes = sorted({d % nd for d in dims})
     reduced, original = tuple(axes), x.shape
@@ -244,10 +244,8 @@ def reduce_by_matmul(backend: Any, op: str, x: Any, dims: tuple[int, ...], keepd
     a = int(np.prod(shape[:i], dtype=np.int64))
     r = int(np.prod(shape[i:j], dtype=np.int64))
     b = int(np.prod(shape[j:], dtype=np.int64))
-    cp = backend.xp
     if r == 0:
         return None
-    weights = cp.full((1, r), 1.0 / r if op == "mean" else 1.0, dtype=x.dtype)
-    rows = cp.ascontiguousarray(x).reshape(a, r, b) if a > 1 else cp.ascontiguousarray(x).reshape(r, b)
-    out = gemm_f32(cp, weights, rows, "fp32") if x.dtype == np.float32 else gemm_f16(cp, weights, rows)
+    rows = backend.xp.ascontiguousarray(x).reshape(a, r, b)
+    out = column_sums(backend.xp, rows, 1.0 / r if op == "mean" else 1.0)
     return out.reshape(reduced_shape(original, tuple(reduced), keepdim))
