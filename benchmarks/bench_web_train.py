@@ -12,8 +12,10 @@ TF.js comes from ``--tfjs DIR`` (default ``$BURN_TFJS_DIR`` or ``~/.cache/burn/t
 runs ``npm install`` there; nothing is downloaded otherwise, and nothing lands in the repository): their
 UMD bundles are copied into the served temporary folder. ``--engines burn`` needs no npm at all.
 
-Per model and engine: load time, first-step time (its shaders compile then), then alternately one
-step of each engine (both see the same CPU load): the median and min step time with the loss read
+Per model and engine: load time, first-step time and their sum, the cold start to compare (burn's
+trainer compiles its pipelines while loading, TF.js its shaders during the first step), then
+alternately one step of each engine (both see the same CPU load): the median and min step time with
+the loss read
 every step (``read``), and the time per step of blocks of ``--block`` steps that read only the last
 step's loss (``pipelined``: ``step(batch, { read: false })`` for burn, ``optimizer.minimize(f, false)``
 for TF.js). Per step, GPU work is counted in the page for both engines by wrapping WebGPU itself:
