@@ -154,6 +154,7 @@ case("cumsum", lambda x: x.cumsum(1), R(3, 4))
 case("cumprod", lambda x: x.cumprod(0), away_from_zero(3, 4))
 case("matmul", lambda a, b: a @ b, R(3, 4), R(4, 2))
 case("matmul", lambda a, b: a @ b, R(2, 3, 4), R(4, 5), id="matmul-batch-broadcast")
+case("matmul", lambda a, b: a @ b, R(2, 3, 4), R(1, 4, 5), id="matmul-batch-broadcast-1")
 case("matmul", lambda a, b: a @ b, R(4), R(2, 4, 3), id="matmul-vector")
 
 # ---------------------------------------------------------------- shape ops

@@ -115,7 +115,18 @@ def _t(B: Backend, x: Prim) -> Prim:
 
 def _matmul_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     ga = B.matmul(g, _t(B, c.x(1))) if c.needs(0) else None
-    gb = B.matmul(_t(B, c.x(0)), g) if c.needs(1) else None
+    gb = None
+    if c.needs(1):
+        a, b = c.x(0), c.x(1)
+        sa, sb = B.shape_of(a), B.shape_of(b)
+        if len(sa) > 2 and all(d == 1 for d in sb[:-2]):
+            # a weight shared by every batch entry (x @ W with x (batch, seq, k)): its gradient is one
+            # GEMM over the flattened batch rows, not a (batch, k, n) product summed over the batch
+            k, n = sa[-1], B.shape_of(g)[-1]
+            gb = B.matmul(_t(B, B.reshape(a, (-1, k))), B.reshape(g, (-1, n)))
+            gb = B.reshape(gb, sb)
+        else:
+            gb = B.matmul(_t(B, a), g)
     return ga, gb
 
 
