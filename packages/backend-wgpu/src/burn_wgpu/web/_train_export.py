@@ -23,7 +23,8 @@ import burn
 from ._export import _STORAGE, _as_numpy, _html_escape, _like, _np_storage, _wgpu_dtype
 from ._record import WebExportError, record
 from ._schedule import WEIGHT_ALIGN, TensorInfo, build, to_json
-from ._train_graph import StepSpec, rule_for, step_function
+from ._train_graph import StepSpec, entries, rule_for, step_function
+from ._train_random import DRAWS
 
 _RTOL, _ATOL = 1e-3, 1e-4  # the exported step against burn's numpy backend (float32, other orders)
 _CHECK_STEPS = 2  # steps the export's self-check runs in a row (the second reads what the first wrote)
@@ -34,8 +35,10 @@ class TrainingExport:
     """What ``export_training`` wrote: the folder, the batch inputs, the metric names (``loss``
     first), each schedule's counts (``"step"`` and ``"evaluate"``: dispatches, copies, buffers...)
     the largest difference per output between the recorded step and burn's numpy backend, and the
-    captured step itself (a ``burn.ir.Graph``: inputs batch, ``lr`` [, ``bias1``, ``bias2``], then
-    ``param:NAME`` and ``state:NAME:KEY``; outputs the metrics, then the new params and states)."""
+    captured step itself (a ``burn.ir.Graph``: inputs batch, ``lr`` [, ``bias1``, ``bias2``] [, ``seed``
+    (uint32, where the step draws random numbers)], then ``param:NAME``, ``running:NAME`` (batch norm's
+    statistics) and ``state:NAME:KEY``; outputs the metrics, then the new params, running statistics
+    and states)."""
 
     out_dir: Path
     batch: list[TensorInfo]
@@ -72,21 +75,19 @@ def _batch(example_batch: Any) -> tuple[list[str], list[Any], list[burn.DType]]:
     return names, [_as_numpy(v, n) for n, v in zip(names, values)], dtypes
 
 
-def _check_module(model: Any) -> list[tuple[str, Any]]:
+def _check_module(model: Any) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """(params, running statistics) of ``model``, each float32."""
     params = model.named_params()
     if not params:
         raise WebExportError("export_training: the model has no params to train")
-    states = [n for n, e in model.named_entries() if type(e).__name__ == "RunningState"]
-    if states:
-        raise WebExportError(
-            f"export_training: running statistics ({', '.join(states)}) cannot be trained in a page yet"
-        )
-    for name, p in params:
-        if p.dtype is not burn.float32:
-            raise WebExportError(
-                f"export_training: param {name} is {p.dtype.name}; a page trains float32 params"
-            )
-    return params
+    running = entries(model)[len(params) :]
+    for kind, found in (("param", params), ("running statistic", running)):
+        for name, p in found:
+            if p.dtype is not burn.float32:
+                raise WebExportError(
+                    f"export_training: {kind} {name} is {p.dtype.name}; a page trains float32 tensors"
+                )
+    return params, running
 
 
 def _capture(fn: Callable[..., Any], spec: dict[str, Any], index: int) -> Any:
@@ -98,14 +99,18 @@ def _capture(fn: Callable[..., Any], spec: dict[str, Any], index: int) -> Any:
         ) from exc
 
 
-def _refuse_random(graph: Any) -> None:
-    """A random draw in the step (dropout) would be recorded with its seed fixed: the page would
-    replay the same draws every step. Refused until the page feeds a seed per step."""
-    drawn = sorted({str(op.kind) for op in graph.ops if burn.ir.op_def(op.kind).family == "random"})
+def _draws(graph: Any) -> list[str]:
+    return sorted({str(op.kind) for op in graph.ops if burn.ir.op_def(op.kind).family == "random"})
+
+
+def _refuse_random(graph: Any, what: str) -> None:
+    """A random draw left in a graph would be recorded with its seed fixed: the page would replay the
+    same draws every step. The step's draws in ``DRAWS`` come from a run-time seed; others are refused."""
+    drawn = _draws(graph)
     if drawn:
         raise WebExportError(
-            f"export_training: the step draws random numbers ({', '.join(drawn)}; dropout?), which a page "
-            "cannot train with yet (the same draws would repeat every step): use dropout 0 for the export"
+            f"export_training: the {what} draws random numbers ({', '.join(drawn)}), which a page cannot "
+            f"draw per step (supported in the training step: {', '.join(DRAWS)}, e.g. dropout)"
         )
 
 
@@ -211,7 +216,10 @@ def export_training(
     ``"loss"`` (the other entries are metrics the page reports). The forward, its autodiff backward
     and ``optimizer``'s update (``burn.optim`` SGD, Adam or AdamW, with their config) are one program:
     params and optimizer state stay on the device and are updated in place each step; the learning
-    rate (default ``lr``) and Adam's step count are run-time inputs. ``example_batch``: a mapping
+    rate (default ``lr``) and Adam's step count are run-time inputs, and so is a per-step ``seed`` where
+    the step draws random numbers (dropout: a Bernoulli mask from the seed, different every step, the
+    same for the same seed). Batch norm's running statistics are updated by the step (burn.nn.BatchNorm's
+    momentum), saved with the weights and used by ``evaluate``. ``example_batch``: a mapping
     name -> array (or a tuple, named ``x``, ``y``); shapes are fixed in the page. ``grad_clip``: a
     ``burn.optim.GradientClipping`` (default: the optimizer config's). In the page::
 
@@ -241,26 +249,41 @@ def export_training(
         raise ValueError(f"export_training: lr must be a finite number >= 0, got {lr!r}")
     c = optimizer.config
     clipping = grad_clip if grad_clip is not None else getattr(c, "grad_clipping", None)
-    params = _check_module(model)
+    params, running = _check_module(model)
     names, arrays, dtypes = _batch(example_batch)
     keys = rule.state(c)
     spec = StepSpec(
-        names, list(rule.hyper), [n for n, _ in params], [(n, k) for n, _ in params for k in keys], []
+        names,
+        list(rule.hyper),
+        [n for n, _ in params],
+        [(n, k) for n, _ in params for k in keys],
+        [],
+        [n for n, _ in running],
     )
     batch_in = {n: (tuple(a.shape), dt) for n, a, dt in zip(names, arrays, dtypes)}
     param_in = {f"param:{n}": (tuple(p.shape), burn.float32) for n, p in params}
+    running_in = {f"running:{n}": (tuple(r.shape), burn.float32) for n, r in running}
     state_in = {f"state:{n}:{k}": (tuple(dict(params)[n].shape), burn.float32) for n, k in spec.states}
-    hyper_in = {h: ((1,), burn.float32) for h in spec.hyper}
 
-    step_graph = _capture(
-        step_function(model, step_fn, optimizer, spec, clipping, True),
-        {**batch_in, **hyper_in, **param_in, **state_in},
+    def capture_step() -> Any:
+        hyper_in = {h: ((1,), burn.uint32 if h == "seed" else burn.float32) for h in spec.hyper}
+        return _capture(
+            step_function(model, step_fn, optimizer, spec, clipping, True),
+            {**batch_in, **hyper_in, **param_in, **running_in, **state_in},
+            index,
+        )
+
+    step_graph = capture_step()
+    if _draws(step_graph):  # dropout: traced again, its draws from a run-time seed
+        spec.hyper.append("seed")
+        step_graph = capture_step()
+        _refuse_random(step_graph, "step")
+    eval_graph = _capture(
+        step_function(model, step_fn, optimizer, spec, clipping, False),
+        {**batch_in, **param_in, **running_in},
         index,
     )
-    _refuse_random(step_graph)
-    eval_graph = _capture(
-        step_function(model, step_fn, optimizer, spec, clipping, False), {**batch_in, **param_in}, index
-    )
+    _refuse_random(eval_graph, "forward of evaluate()")
 
     batch_feeds = [np.asarray(a).astype(_np_storage(dt)) for a, dt in zip(arrays, dtypes)]
 
@@ -270,28 +293,28 @@ def export_training(
             "bias1": 1.0 - getattr(c, "beta1", 0.0) ** t,
             "bias2": 1.0 - getattr(c, "beta2", 0.0) ** t,
         }
-        return {h: np.array([values[h]], np.float32) for h in spec.hyper}
+        return {
+            h: np.array([t], np.uint32) if h == "seed" else np.array([values[h]], np.float32)
+            for h in spec.hyper
+        }
 
     hyper_feeds = list(hyper_at(1).values())
     param_feeds = [np.ascontiguousarray(p.value.numpy(), np.float32) for _, p in params]
+    running_feeds = [np.ascontiguousarray(r.value.numpy(), np.float32) for _, r in running]
     state_feeds = [np.zeros(dict(params)[n].shape, np.float32) for n, _ in spec.states]
 
-    roles = (
-        [("batch", n) for n in names]
-        + [("hyper", h) for h in spec.hyper]
-        + [("param", f"param:{n}") for n, _ in params]
+    persistent_roles = (
+        [("param", f"param:{n}") for n, _ in params]
+        + [("running", f"running:{n}") for n, _ in running]
         + [("state", f"state:{n}:{k}") for n, k in spec.states]
     )
-    out_roles = (
-        [("metric", m) for m in spec.metrics]
-        + [("param", f"param:{n}") for n, _ in params]
-        + [("state", f"state:{n}:{k}") for n, k in spec.states]
-    )
-    step_feeds = [*batch_feeds, *hyper_feeds, *param_feeds, *state_feeds]
+    roles = [("batch", n) for n in names] + [("hyper", h) for h in spec.hyper] + persistent_roles
+    out_roles = [("metric", m) for m in spec.metrics] + persistent_roles
+    step_feeds = [*batch_feeds, *hyper_feeds, *param_feeds, *running_feeds, *state_feeds]
     step_s, step_blob = _schedule(step_graph, step_feeds, roles, out_roles, title, index, fusion)
     diffs = _check(step_graph, step_s, step_blob, step_feeds, hyper_at, _CHECK_STEPS, index)
-    eval_roles = [r for r in roles if r[0] in ("batch", "param")]
-    eval_feeds = [*batch_feeds, *param_feeds]
+    eval_roles = [r for r in roles if r[0] in ("batch", "param", "running")]
+    eval_feeds = [*batch_feeds, *param_feeds, *running_feeds]
     eval_s, eval_blob = _schedule(
         eval_graph, eval_feeds, eval_roles, [("metric", m) for m in spec.metrics], title, index, fusion
     )
@@ -303,14 +326,11 @@ def export_training(
         sched["base"] = len(blob)
         blob += part
     persistent = []
-    for role, (name, arr) in zip(
-        ["param"] * len(params) + ["state"] * len(spec.states),
-        [(f"param:{n}", a) for (n, _), a in zip(params, param_feeds)]
-        + [(f"state:{n}:{k}", a) for (n, k), a in zip(spec.states, state_feeds)],
-    ):
+    initial = [*param_feeds, *running_feeds, *state_feeds]
+    for (role, name), arr in zip(persistent_roles, initial):
         sizes = [e["size"] for s in (step_s, eval_s) for e in s["inputs"] if e["name"] == name]
         entry: dict[str, Any] = {"name": name, "role": role, "shape": list(arr.shape), "size": max(sizes)}
-        if role == "param":
+        if role != "state":  # optimizer state starts at zero
             blob += bytes(-len(blob) % WEIGHT_ALIGN)
             entry["offset"], entry["bytes"] = len(blob), arr.nbytes
             blob += arr.tobytes()

@@ -16,12 +16,14 @@ export's fusion fuses them again.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, field
 from typing import Any
 
 import burn
 
 from ._record import WebExportError
+from ._train_random import seeded_draws
 
 Tensor = Any
 Update = Callable[
@@ -141,6 +143,7 @@ class StepSpec:
     params: list[str]  # dotted names
     states: list[tuple[str, str]]  # (param name, state key)
     metrics: list[str]  # "loss" first
+    running: list[str] = field(default_factory=list)  # dotted names of running statistics (batch norm)
 
 
 def _metrics(out: Any) -> dict[str, Tensor]:
@@ -157,31 +160,58 @@ def _metrics(out: Any) -> dict[str, Tensor]:
     return named
 
 
+def entries(model: Any) -> list[tuple[str, Any]]:
+    """The params, then the running statistics, of ``model``: the order of a step's persistent inputs."""
+    found = model.named_entries()
+    params = [(n, e) for n, e in found if isinstance(e, burn.nn.Param)]
+    return params + [(n, e) for n, e in model.named_entries() if type(e).__name__ == "RunningState"]
+
+
 def _on(model: Any, dev: Any, values: Sequence[Tensor]) -> Any:
-    """A copy of ``model`` on ``dev`` whose params hold ``values`` (in ``named_params`` order)."""
-    by_id = {id(p.value): v for (_, p), v in zip(model.named_params(), values)}
+    """A copy of ``model`` on ``dev`` whose params and running statistics hold ``values`` (in
+    ``entries`` order)."""
+    by_id = {id(e.value): v for (_, e), v in zip(entries(model), values)}
     return model.map(lambda t: by_id[id(t)], constants=lambda t: t.to(dev))
+
+
+def _running(net: Any) -> list[Tensor]:
+    """The running statistics of the traced copy after its forward (batch norm set them)."""
+    return [
+        e.value.inner() if e.value.backend.is_autodiff else e.value
+        for _, e in entries(net)[len(net.named_params()) :]
+    ]
 
 
 def step_function(
     model: Any, step_fn: Callable[..., Any], optimizer: Any, spec: StepSpec, clipping: Any, train: bool
 ) -> Callable[..., tuple[Tensor, ...]]:
-    """The function ``burn.ir.capture`` traces: (batch..., hyper..., params..., states...) -> (metrics...,
-    new params..., new states...); with ``train=False`` (batch..., params...) -> (metrics...)."""
+    """The function ``burn.ir.capture`` traces: (batch..., hyper..., params..., running..., states...) ->
+    (metrics..., new params..., new running..., new states...); with ``train=False`` (batch..., params...,
+    running...) -> (metrics...). A ``seed`` among the hyper inputs feeds the step's random draws
+    (``_train_random``)."""
     rule = rule_for(optimizer) if train else None
     c = optimizer.config
 
     def traced(*args: Tensor) -> tuple[Tensor, ...]:
-        nb, nh, npar = len(spec.batch), len(spec.hyper) if train else 0, len(spec.params)
+        nb, nh, npar, nrun = (
+            len(spec.batch),
+            len(spec.hyper) if train else 0,
+            len(spec.params),
+            len(spec.running),
+        )
         batch, hyper_t = args[:nb], args[nb : nb + nh]
-        params, states = args[nb + nh : nb + nh + npar], args[nb + nh + npar :]
+        params, running = args[nb + nh : nb + nh + npar], args[nb + nh + npar : nb + nh + npar + nrun]
+        states = args[nb + nh + npar + nrun :]
+        hyper = dict(zip(spec.hyper, hyper_t))
         if train:  # the params as autodiff leaves over the captured inputs, the batch on the same device
             dev = _AutodiffCaptureDevice(burn.ir.capture_device())
-            net = _on(model, dev, [p.to(dev) for p in params])
-            out = _metrics(step_fn(net, *(b.to(dev) for b in batch)))
+            net = _on(model, dev, [t.to(dev) for t in (*params, *running)])
+            draws = seeded_draws(hyper["seed"]) if "seed" in hyper else nullcontext()
+            with draws:
+                out = _metrics(step_fn(net, *(b.to(dev) for b in batch)))
             metrics = [v.inner().reshape(()) for v in out.values()]
-        else:  # the inference copy (dropout off) over the captured params
-            net = _on(model.valid(), burn.ir.capture_device(), params)
+        else:  # the inference copy (dropout off, batch norm on its running statistics) over the inputs
+            net = _on(model.valid(), burn.ir.capture_device(), [*params, *running])
             out = _metrics(step_fn(net, *batch))
             metrics = [v.reshape(()) for v in out.values()]
         if spec.metrics and list(out) != spec.metrics:
@@ -190,8 +220,8 @@ def step_function(
         if not train:
             return tuple(metrics)
         assert rule is not None
+        new_running = [r.cast(w.dtype) for r, w in zip(_running(net), running)]
         grads = out["loss"].backward()
-        hyper = dict(zip(spec.hyper, hyper_t))
         keys = rule.state(c)
         new_params, new_states = [], []
         for i, ((_, p), w) in enumerate(zip(net.named_params(), params)):
@@ -204,6 +234,6 @@ def step_function(
             new_w, new_st = rule.update(c, w, clip(clipping, g.cast(w.dtype)), st, hyper)
             new_params.append(new_w.cast(w.dtype))
             new_states += [new_st[k] for k in keys]
-        return (*metrics, *new_params, *new_states)
+        return (*metrics, *new_params, *new_running, *new_states)
 
     return traced

@@ -1,8 +1,8 @@
 // trainer.js: a training step exported by burn-wgpu (`burn_wgpu.web.export_training`), run on WebGPU.
 //
 //   import { loadTrainer } from "./trainer.js";
-//   const t = await loadTrainer({ device, baseUrl, onProgress });      // all optional
-//   const { loss } = await t.step({ x: { data, shape }, y: { data, shape } }, { lr: 1e-3 });
+//   const t = await loadTrainer({ device, baseUrl, onProgress, seed });  // all optional
+//   const { loss } = await t.step({ x: { data, shape }, y: { data, shape } }, { lr: 1e-3 });  // { seed } too
 //   await t.step(batch, { read: false });   // no read back: steps pipeline on the queue
 //   const metrics = await t.evaluate(batch); // the forward only, on the current weights
 //   const bytes = await t.saveRecord();      // safetensors: burn.record.from_bytes(model, bytes) in Python
@@ -12,7 +12,10 @@
 // The spec below holds two recorded schedules: "step" (forward, backward and the optimizer update as
 // one submission) and "evaluate" (the forward). Params and optimizer state live in persistent buffers
 // that both schedules bind; a step ends by copying the new values over them in the same submission.
-// The learning rate and Adam's bias corrections (1 - beta^t, t counted here) are fed each step.
+// The learning rate and Adam's bias corrections (1 - beta^t, t counted here) are fed each step, and
+// a uint32 seed where the step draws random numbers (dropout): seed + t by default, or step()'s own.
+// Batch norm's running statistics are persistent too: the step updates them, evaluate() reads them,
+// saveRecord() saves them with the params.
 
 const TRAINER = /*TRAINER*/null/*END*/;
 
@@ -117,7 +120,10 @@ async function instantiate(device, S, blob, persistent) {
 function encode(device, run, feeds, scalars, read) {
   for (const info of run.S.inputs) {
     if (info.role === "batch") device.queue.writeBuffer(run.buffers[info.buffer], 0, feeds[info.name]);
-    else if (info.role === "hyper") device.queue.writeBuffer(run.buffers[info.buffer], 0, Float32Array.of(scalars[info.name]));
+    else if (info.role === "hyper") {
+      const value = scalars[info.name];
+      device.queue.writeBuffer(run.buffers[info.buffer], 0, info.storage === "u32" ? Uint32Array.of(value >>> 0) : Float32Array.of(value));
+    }
   }
   for (const [buf, data] of run.reloads) device.queue.writeBuffer(buf, 0, data);
   const encoder = device.createCommandEncoder();
@@ -149,7 +155,8 @@ async function readMetrics(device, run, encoder, read) {
   return out;
 }
 
-// "param:fc.weight" -> "fc.weight"; "state:fc.weight:moment_1" -> "fc.weight.moment_1"
+// "param:fc.weight" -> "fc.weight"; "running:bn.running_mean" -> "bn.running_mean";
+// "state:fc.weight:moment_1" -> "fc.weight.moment_1"
 function tensorName(p) {
   const [, ...rest] = p.name.split(":");
   return rest.join(".");
@@ -233,7 +240,7 @@ export async function loadTrainer(options = {}) {
   const persistent = new Map();
   for (const p of T.persistent) {
     const buf = device.createBuffer({ label: p.name, size: p.size, usage });  // zeros: fresh optimizer state
-    if (p.role === "param") device.queue.writeBuffer(buf, 0, blob, p.offset, p.bytes);
+    if (p.role !== "state") device.queue.writeBuffer(buf, 0, blob, p.offset, p.bytes);
     persistent.set(p.name, buf);
   }
   const [train, evaluate] = await Promise.all([
@@ -246,6 +253,10 @@ export async function loadTrainer(options = {}) {
   const batchInfo = T.step.inputs.filter((i) => i.role === "batch");
   const opt = T.optimizer;
   let stepCount = 0;
+  // the seed of step t is seedBase + t unless step() is given one (the draws of dropout, where the step has it)
+  const seedBase = options.seed === undefined ? 0 : options.seed;
+  if (!Number.isInteger(seedBase) || seedBase < 0) throw new RangeError(`loadTrainer: seed must be an integer >= 0, got ${options.seed}`);
+  const recorded = T.persistent.filter((p) => p.role === "param" || p.role === "running");
   let queue = Promise.resolve();
   let destroyed = false;
   const serial = (fn) => {
@@ -283,9 +294,13 @@ export async function loadTrainer(options = {}) {
       const lr = options.lr === undefined ? opt.lr : options.lr;
       if (typeof lr !== "number" || !Number.isFinite(lr) || lr < 0) throw new RangeError(`step: lr must be a finite number >= 0, got ${lr}`);
       const read = options.read !== false;
+      if (options.seed !== undefined && (!Number.isInteger(options.seed) || options.seed < 0)) {
+        throw new RangeError(`step: seed must be an integer >= 0, got ${options.seed}`);
+      }
       return serial(async () => {
         stepCount += 1;
-        const scalars = { lr, bias1: 1 - Math.pow(opt.beta1, stepCount), bias2: 1 - Math.pow(opt.beta2, stepCount) };
+        const seed = options.seed === undefined ? seedBase + stepCount : options.seed;
+        const scalars = { lr, seed, bias1: 1 - Math.pow(opt.beta1, stepCount), bias2: 1 - Math.pow(opt.beta2, stepCount) };
         const encoder = encode(device, train, feeds, scalars, read);
         for (const o of train.S.outputs) {
           if (o.role !== "metric" && !o.same) encoder.copyBufferToBuffer(train.buffers[o.buffer], o.offset, persistent.get(o.name), 0, o.size);
@@ -298,12 +313,12 @@ export async function loadTrainer(options = {}) {
       return serial(() => readMetrics(device, evaluate, encode(device, evaluate, feeds, {}, true), true));
     },
     saveRecord() {
-      // the current params as a burn record (safetensors, params in the module's order)
-      return serial(() => saveTensors(device, persistent, T.persistent.filter((p) => p.role === "param"), T.record.metadata));
+      // the current params and running statistics as a burn record (safetensors, in the module's order)
+      return serial(() => saveTensors(device, persistent, recorded, T.record.metadata));
     },
     loadRecord(bytes) {
       // params from a burn record of the same module (saveRecord's output, or burn.record.to_bytes)
-      return serial(() => loadTensors(device, persistent, T.persistent.filter((p) => p.role === "param"), bytes, "loadRecord"));
+      return serial(() => loadTensors(device, persistent, recorded, bytes, "loadRecord"));
     },
     saveState() {
       // the optimizer state (one tensor per param and key, named "<param>.<key>") and the step count
