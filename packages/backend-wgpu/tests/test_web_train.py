@@ -1,7 +1,7 @@
 """Training in a page (issue 37): an MLP's step exported with SGD and with Adam, and a small CNN
 (the digits example's layers) with Adam, run in headless Chromium (SwiftShader's WebGPU adapter),
 against the same steps run natively by burn with burn.optim on numpy and on wgpu: the losses and the
-accuracy metric of 20 steps (different batches, a learning rate changing every step, some steps
+accuracy metric of 50 steps (different batches, a learning rate changing every step, some steps
 without read back) within 1e-4 relative; the page's saved record loads in Python into the same module
 and predicts as the natively trained model; evaluate() gives the loaded model's metrics; a batch of
 the wrong shape rejects with a message naming the input and both shapes; a trainer resumed from the
@@ -21,7 +21,7 @@ from burn_wgpu_tests import _browser  # registered by this folder's conftest
 
 pytestmark = pytest.mark.skipif(_browser.unavailable() is not None, reason=_browser.unavailable() or "")
 
-STEPS, BATCH, CLASSES = 20, 8, 4
+STEPS, BATCH, CLASSES = 50, 8, 4
 RTOL = 1e-4
 
 
@@ -39,6 +39,21 @@ def _mlp() -> Any:
 
     burn.seed(7)
     return nn.Sequential(nn.LinearConfig(6, 16).init(), nn.Relu(), nn.LinearConfig(16, CLASSES).init())
+
+
+def _mlp_bn() -> Any:
+    """The MLP with batch norm: its running statistics are trained by the page, saved with the record
+    and used by evaluate()."""
+    import burn
+    from burn import nn
+
+    burn.seed(7)
+    return nn.Sequential(
+        nn.LinearConfig(6, 16).init(),
+        nn.BatchNormConfig(16).init(),
+        nn.Relu(),
+        nn.LinearConfig(16, CLASSES).init(),
+    )
 
 
 def _cnn() -> Any:
@@ -63,7 +78,7 @@ def _cnn() -> Any:
     return Cnn()
 
 
-MODELS = {"mlp": (_mlp, (BATCH, 6)), "cnn": (_cnn, (BATCH, 1, 8, 8))}
+MODELS = {"mlp": (_mlp, (BATCH, 6)), "mlp_bn": (_mlp_bn, (BATCH, 6)), "cnn": (_cnn, (BATCH, 1, 8, 8))}
 
 
 def _loss(model: Any, x: Any, y: Any) -> Any:
@@ -152,7 +167,9 @@ TRAIN_JS = """async ([batches, lrs, quiet]) => {
 }"""
 
 
-@pytest.mark.parametrize(("model", "optimizer"), [("mlp", "sgd"), ("mlp", "adam"), ("cnn", "adam")])
+@pytest.mark.parametrize(
+    ("model", "optimizer"), [("mlp", "sgd"), ("mlp", "adam"), ("mlp_bn", "adam"), ("cnn", "adam")]
+)
 def test_training_in_chromium_matches_burn(browser: Any, tmp_path: Any, model: str, optimizer: str) -> None:
     import burn
     import burn_wgpu.web
@@ -231,8 +248,8 @@ RESUME_JS = """async ([batches, lrs, half]) => {
 
 
 def test_resume_from_saved_record_and_state_in_chromium(browser: Any, tmp_path: Any) -> None:
-    """Weights and Adam state saved after 10 steps and loaded into a fresh trainer: the next 10 steps
-    equal 20 uninterrupted steps in burn; the saved state holds burn.optim's moments."""
+    """Weights and Adam state saved after 25 steps and loaded into a fresh trainer: the next 25 steps
+    equal 50 uninterrupted steps in burn; the saved state holds burn.optim's moments."""
     import burn
     import burn_wgpu.web
     from safetensors.numpy import load as st_load
