@@ -1,5 +1,5 @@
-"""Training in a page (issue 37): an MLP's step exported with SGD and with Adam, and a small CNN
-(the digits example's layers) with Adam, run in headless Chromium (SwiftShader's WebGPU adapter),
+"""Training in a page (issue 37): an MLP's step exported with SGD and with Adam, the MLP with batch norm,
+and the digits example's CNN with Adam, run in headless Chromium (SwiftShader's WebGPU adapter),
 against the same steps run natively by burn with burn.optim on numpy and on wgpu: the losses and the
 accuracy metric of 50 steps (different batches, a learning rate changing every step, some steps
 without read back) within 1e-4 relative; the page's saved record loads in Python into the same module
@@ -57,25 +57,13 @@ def _mlp_bn() -> Any:
 
 
 def _cnn() -> Any:
-    """The digits example's CNN (conv, relu, max-pool twice, then a linear layer) on 8x8 images."""
+    """The digits example's CNN (the demo page's: conv 1->16 and 16->32 with relu and max-pool, then a
+    linear layer 128->10) on 8x8 images."""
     import burn
-    from burn import nn
-    from burn.nn import functional as F
-
-    class Cnn(nn.Module):
-        def __init__(self) -> None:
-            self.conv1 = nn.Conv2dConfig((1, 8), 3, padding=1).init()
-            self.conv2 = nn.Conv2dConfig((8, 16), 3, padding=1).init()
-            self.pool = nn.MaxPool2dConfig(2, stride=2).init()
-            self.fc = nn.LinearConfig(16 * 2 * 2, CLASSES).init()
-
-        def forward(self, x: Any) -> Any:
-            h = self.pool(F.relu(self.conv1(x)))
-            h = self.pool(F.relu(self.conv2(h)))
-            return self.fc(h.flatten(1, 3))
+    from burn_wgpu.web._demo import digits_cnn
 
     burn.seed(7)
-    return Cnn()
+    return digits_cnn()
 
 
 MODELS = {"mlp": (_mlp, (BATCH, 6)), "mlp_bn": (_mlp_bn, (BATCH, 6)), "cnn": (_cnn, (BATCH, 1, 8, 8))}

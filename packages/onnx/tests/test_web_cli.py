@@ -47,3 +47,32 @@ def test_the_web_command_is_burn_onnxs():
 
     reg = registry()
     assert reg.provider("command", "web").dist == reg.provider("command", "onnx").dist == "burn-onnx"
+
+
+def test_cli_writes_the_training_demo(wgpu, tmp_path, capsys):
+    """``burn web train-demo digits -o OUT``: the page of burn_wgpu.web.train_demo (its browser test is
+    burn-wgpu's test_web_train_demo.py); bad settings are one line and exit 2, nothing written."""
+    import json
+
+    out = tmp_path / "demo"
+    code = _cli.main(["web", "train-demo", "digits", "-o", str(out), "--epochs", "2", "--batch-size", "40"])
+    text = capsys.readouterr().out
+    assert code == 0, text
+    assert "2 epochs of 35 steps (40 items)" in text and "1 submit per step" in text
+    assert {p.name for p in out.iterdir()} == {
+        "index.html",
+        "demo.js",
+        "worker.js",
+        "trainer.js",
+        "weights.bin",
+        "digits.bin",
+        "demo.json",
+    }
+    settings = json.loads((out / "demo.json").read_text())
+    assert settings["epochs"] == 2 and settings["batch_size"] == 40 and settings["lr"] == 0.02
+    assert _cli.main(["web", "train-demo", "digits", "-o", str(tmp_path / "bad"), "--epochs", "0"]) == 2
+    assert "epochs must be an int >= 1, got 0" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()
+    with pytest.raises(SystemExit):
+        _cli.main(["web", "train-demo", "cifar", "-o", str(tmp_path / "c")])
+    assert "invalid choice: 'cifar'" in capsys.readouterr().err

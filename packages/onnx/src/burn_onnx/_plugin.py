@@ -64,8 +64,10 @@ def burn_register_commands(register: Callable[[CommandSpec], None]) -> None:
         CommandSpec.lazy(
             "web",
             "burn_onnx._web_cli",
-            help="export an ONNX model to a static WebGPU web page (burn-onnx, burn-wgpu)",
+            help="export an ONNX model to a static WebGPU web page, or write a page that trains in the "
+            "browser (burn-onnx, burn-wgpu)",
             description="WebGPU web pages of burn-wgpu's kernels, from ONNX files (burn-onnx): "
-            "burn web export MODEL.onnx -o OUT/",
+            "burn web export MODEL.onnx -o OUT/; a page training the digits CNN: "
+            "burn web train-demo digits -o OUT/",
         )
     )

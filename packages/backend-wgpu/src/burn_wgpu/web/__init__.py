@@ -13,6 +13,9 @@
 (forward, backward, SGD/Adam/AdamW update) as ``OUT/trainer.js`` + ``weights.bin``: ``loadTrainer()``,
 ``step(batch, { lr })``, ``evaluate(batch)``, ``saveRecord()`` in the page.
 
+``train_demo("digits", out_dir)`` (``burn web train-demo digits -o OUT/``) writes a page that trains the
+digits CNN in a Worker with a live chart, browser metrics, pause/resume and "download weights".
+
 ``NativeSchedule(out_dir)`` runs the same schedule natively through wgpu-py (tests, real-GPU figures).
 """
 
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING
 from burn.plugins import lazy_attributes
 
 if TYPE_CHECKING:
+    from ._demo import TrainDemo, train_demo
     from ._export import WebExport, export
     from ._native import NativeSchedule
     from ._record import WebExportError
@@ -33,6 +37,8 @@ _LAZY = {
     "WebExportError": "._record",
     "TrainingExport": "._train_export",
     "export_training": "._train_export",
+    "TrainDemo": "._demo",
+    "train_demo": "._demo",
 }
 
 
@@ -40,4 +46,13 @@ _LAZY = {
 __getattr__ = lazy_attributes(__name__, _LAZY, globals())
 
 
-__all__ = ["NativeSchedule", "TrainingExport", "WebExport", "WebExportError", "export", "export_training"]
+__all__ = [
+    "NativeSchedule",
+    "TrainDemo",
+    "TrainingExport",
+    "WebExport",
+    "WebExportError",
+    "export",
+    "export_training",
+    "train_demo",
+]
