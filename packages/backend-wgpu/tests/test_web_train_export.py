@@ -164,3 +164,46 @@ def test_batch_norm_running_statistics_follow_burn_over_steps(tmp_path: Any) -> 
         np.testing.assert_allclose(stats[0], bn.running_mean.value.numpy(), rtol=1e-4, atol=1e-7)
         np.testing.assert_allclose(stats[1], bn.running_var.value.numpy(), rtol=1e-4, atol=1e-7)
     assert not np.allclose(stats[0], 0.0)  # they moved
+
+
+def test_page_modules_share_common_js(tmp_path: Any) -> None:
+    """runtime.js (model.js) and trainer.js import their WebGPU helpers from common.js and define none of
+    them again; the written modules have common.js inlined (no import left: one file each), keep their
+    own exports, and parse as JavaScript modules where node is installed."""
+    import re
+    import shutil
+    import subprocess
+    from importlib import resources
+
+    from burn_wgpu.web._export import page_module
+
+    here = resources.files("burn_wgpu.web")
+    shared = set(
+        re.findall(r"^export (?:async )?function (\w+)", here.joinpath("common.js").read_text(), re.M)
+    )
+    assert {"toStorage", "fetchWeights", "requestDevice", "createPipelines", "bindOps", "recordOps"} <= shared
+    for name, marker, exports in (
+        ("runtime.js", "SCHEDULE", ["load", "requestDevice", "schedule"]),
+        ("trainer.js", "TRAINER", ["loadTrainer", "requestDevice", "spec"]),
+    ):
+        source = here.joinpath(name).read_text()
+        assert 'from "./common.js";' in source
+        assert not set(re.findall(r"^(?:export )?(?:async )?function (\w+)", source, re.M)) & shared
+        written = page_module(name, marker, "null")
+        assert not re.search(r"^import ", written, re.M)
+        for fn in shared:
+            assert len(re.findall(rf"^(?:async )?function {fn}\(", written, re.M)) == 1, (name, fn)
+        if shutil.which("node"):
+            path = tmp_path / name.replace(".js", ".mjs")
+            path.write_text(written)
+            listed = subprocess.run(
+                [
+                    "node",
+                    "-e",
+                    f"import({str(path)!r}).then((m) => console.log(Object.keys(m).sort().join()))",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert listed.stdout.strip() == ",".join(exports), listed.stderr

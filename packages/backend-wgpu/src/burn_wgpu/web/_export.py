@@ -9,6 +9,7 @@ buffers allocated once (``_schedule``), run that schedule natively exactly as th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -46,6 +47,26 @@ class WebExport:
     outputs: list[TensorInfo]
     counts: dict[str, int]
     max_abs_diff: dict[str, float] = field(default_factory=dict)
+
+
+# the import of the helpers shared by runtime.js and trainer.js (common.js), inlined at export
+_IMPORT_COMMON = re.compile(r'^import \{[^}]*\} from "\./common\.js";\n', re.MULTILINE)
+_EXPORTED = re.compile(r"^export (?=(?:async )?function |const )", re.MULTILINE)
+
+
+def page_module(name: str, marker: str, payload: str) -> str:
+    """The page module ``name`` (``runtime.js``, ``trainer.js``) as an export writes it: one file, with
+    ``common.js`` inlined in place of its import (its ``export`` keywords dropped: the module's own
+    exports stay the public ones) and ``/*MARKER*/null/*END*/`` holding ``payload`` (JSON)."""
+    here = resources.files(__package__)
+    common = _EXPORTED.sub("", here.joinpath("common.js").read_text(encoding="utf-8"))
+    text, found = _IMPORT_COMMON.subn(lambda _: common, here.joinpath(name).read_text(encoding="utf-8"))
+    placeholder = f"/*{marker}*/null/*END*/"
+    if found != 1 or placeholder not in text:
+        raise WebExportError(
+            f"web export: {name} in this install is damaged (no common.js import or {placeholder})"
+        )
+    return text.replace(placeholder, f"/*{marker}*/{payload}/*END*/")
 
 
 def _page_dtype(source: str, stored: burn.DType) -> tuple[str, str]:
@@ -110,11 +131,8 @@ def _write(
     ]
     schedule, blob = build(rec, inputs, outputs, title)
     here = resources.files(__package__)
-    runtime = here.joinpath("runtime.js").read_text(encoding="utf-8")
     files = {
-        "model.js": runtime.replace(
-            "/*SCHEDULE*/null/*END*/", f"/*SCHEDULE*/{to_json(schedule)}/*END*/"
-        ).encode("utf-8"),
+        "model.js": page_module("runtime.js", "SCHEDULE", to_json(schedule)).encode("utf-8"),
         "weights.bin": blob,
         "index.html": here.joinpath("index.html")
         .read_text(encoding="utf-8")

@@ -20,7 +20,7 @@ from typing import Any
 
 import burn
 
-from ._export import _STORAGE, _as_numpy, _html_escape, _like, _np_storage, _wgpu_dtype
+from ._export import _STORAGE, _as_numpy, _html_escape, _like, _np_storage, _wgpu_dtype, page_module
 from ._record import WebExportError, record
 from ._schedule import WEIGHT_ALIGN, TensorInfo, build, to_json
 from ._train_graph import StepSpec, entries, rule_for, step_function
@@ -354,10 +354,7 @@ def export_training(
     }
     here = resources.files(__package__)
     files = {
-        "trainer.js": here.joinpath("trainer.js")
-        .read_text(encoding="utf-8")
-        .replace("/*TRAINER*/null/*END*/", f"/*TRAINER*/{to_json(trainer)}/*END*/")
-        .encode("utf-8"),
+        "trainer.js": page_module("trainer.js", "TRAINER", to_json(trainer)).encode("utf-8"),
         "weights.bin": bytes(blob),
         "index.html": here.joinpath("trainer.html")
         .read_text(encoding="utf-8")

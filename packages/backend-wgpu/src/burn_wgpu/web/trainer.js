@@ -15,47 +15,16 @@
 // The learning rate and Adam's bias corrections (1 - beta^t, t counted here) are fed each step, and
 // a uint32 seed where the step draws random numbers (dropout): seed + t by default, or step()'s own.
 // Batch norm's running statistics are persistent too: the step updates them, evaluate() reads them,
-// saveRecord() saves them with the params.
+// saveRecord() saves them with the params. The export inlines common.js (the WebGPU helpers shared with
+// model.js) in place of the import below, so trainer.js is one file.
+
+import { bindOps, createPipelines, fetchWeights, numel, recordOps, requestDevice, toStorage } from "./common.js";
+
+export { requestDevice };
 
 const TRAINER = /*TRAINER*/null/*END*/;
 
 export const spec = TRAINER;
-
-const STORAGE_ARRAY = { f32: Float32Array, i32: Int32Array, u32: Uint32Array };
-
-function numel(shape) {
-  return shape.reduce((n, d) => n * d, 1);
-}
-
-function toStorage(what, info, feed) {
-  const data = feed && feed.data !== undefined ? feed.data : undefined;
-  if (data === undefined || data === null || typeof data.length !== "number") {
-    throw new TypeError(`${what}: batch input '${info.name}' must be { data, shape } with a typed array or array`);
-  }
-  const shape = feed.shape === undefined ? null : Array.from(feed.shape);
-  if (shape && (shape.length !== info.shape.length || shape.some((d, i) => d !== info.shape[i]))) {
-    throw new RangeError(
-      `${what}: batch input '${info.name}' expects shape [${info.shape}] (fixed at export), got [${shape}]`);
-  }
-  const n = numel(info.shape);
-  if (data.length !== n) {
-    throw new RangeError(`${what}: batch input '${info.name}' expects ${n} values (shape [${info.shape}]), got ${data.length}`);
-  }
-  const out = new STORAGE_ARRAY[info.storage](n);
-  if (info.dtype === "bool") for (let i = 0; i < n; i++) out[i] = data[i] ? 1 : 0;
-  else if (typeof data[0] === "bigint") for (let i = 0; i < n; i++) out[i] = Number(data[i]);
-  else out.set(data);
-  return out;
-}
-
-async function fetchWeights(url, total, onProgress) {
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`loadTrainer: ${url}: HTTP ${response.status}`);
-  const blob = new Uint8Array(await response.arrayBuffer());
-  if (blob.length !== total) throw new Error(`loadTrainer: ${url} has ${blob.length} bytes, expected ${total}`);
-  if (onProgress) onProgress(total, total);
-  return blob;
-}
 
 // buffers, pipelines and bind groups of one schedule; param/state inputs bind the persistent buffers
 async function instantiate(device, S, blob, persistent) {
@@ -77,38 +46,8 @@ async function instantiate(device, S, blob, persistent) {
     device.queue.writeBuffer(buffers[c.buffer], 0, blob, S.base + c.offset, c.size);
     if (c.reload) reloads.push([buffers[c.buffer], blob.slice(S.base + c.offset, S.base + c.offset + c.size)]);
   }
-  const layouts = new Map();
-  const layoutFor = (bindings) => {
-    const key = bindings.join(",");
-    if (!layouts.has(key)) {
-      const entries = ["read", ...bindings].map((a, i) => ({
-        binding: i,
-        visibility: GPUShaderStage.COMPUTE,
-        buffer: { type: a === "rw" ? "storage" : "read-only-storage" },
-      }));
-      layouts.set(key, device.createBindGroupLayout({ entries }));
-    }
-    return layouts.get(key);
-  };
-  const pipelines = await Promise.all(S.kernels.map((k) => {
-    const layout = layoutFor(k.bindings);
-    return device.createComputePipelineAsync({
-      label: k.name,
-      layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }),
-      compute: { module: device.createShaderModule({ label: k.name, code: k.source }), entryPoint: "main" },
-    }).then((pipeline) => ({ pipeline, layout }));
-  }));
-  const ops = S.ops.map((op) => {
-    if (op[0] === 0) {
-      const [, k, off, size, bufs, gx, gy, gz] = op;
-      const { pipeline, layout } = pipelines[k];
-      const entries = [{ binding: 0, resource: { buffer: meta, offset: off, size } }];
-      bufs.forEach((b, i) => entries.push({ binding: i + 1, resource: { buffer: buffers[b] } }));
-      return [0, pipeline, device.createBindGroup({ layout, entries }), gx, gy, gz];
-    }
-    const [, src, so, dst, d, size] = op;
-    return [1, buffers[src], so, buffers[dst], d, size];
-  });
+  const pipelines = await createPipelines(device, S.kernels);
+  const ops = bindOps(device, S.ops, pipelines, buffers, meta);
   const metrics = S.outputs.filter((o) => o.role === "metric");
   const staging = device.createBuffer({
     label: `${S.name}:metrics`, size: Math.max(8, metrics.length * 8), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
@@ -127,19 +66,7 @@ function encode(device, run, feeds, scalars, read) {
   }
   for (const [buf, data] of run.reloads) device.queue.writeBuffer(buf, 0, data);
   const encoder = device.createCommandEncoder();
-  let pass = null;
-  for (const op of run.ops) {
-    if (op[0] === 0) {
-      if (!pass) pass = encoder.beginComputePass();
-      pass.setPipeline(op[1]);
-      pass.setBindGroup(0, op[2]);
-      pass.dispatchWorkgroups(op[3], op[4], op[5]);
-    } else {
-      if (pass) { pass.end(); pass = null; }
-      encoder.copyBufferToBuffer(op[1], op[2], op[3], op[4], op[5]);
-    }
-  }
-  if (pass) pass.end();
+  recordOps(encoder, run.ops);
   return encoder;
 }
 
@@ -217,15 +144,6 @@ async function loadTensors(device, persistent, entries, bytes, what, checkMeta =
   for (const [buf, bytesOf] of writes) if (bytesOf.length) device.queue.writeBuffer(buf, 0, bytesOf);
 }
 
-export async function requestDevice() {
-  if (typeof navigator === "undefined" || !navigator.gpu) {
-    throw new Error("WebGPU is not available in this browser (navigator.gpu is missing; it needs a secure context: https or localhost)");
-  }
-  const adapter = await navigator.gpu.requestAdapter();
-  if (!adapter) throw new Error("WebGPU is available but no adapter was found (no usable GPU or software adapter)");
-  return { adapter, device: await adapter.requestDevice() };
-}
-
 export async function loadTrainer(options = {}) {
   const T = TRAINER;
   const baseUrl = options.baseUrl !== undefined ? options.baseUrl : new URL(".", import.meta.url).href;
@@ -233,7 +151,7 @@ export async function loadTrainer(options = {}) {
   let adapter = null;
   if (!device) ({ adapter, device } = await requestDevice());
   const base = baseUrl.endsWith("/") ? baseUrl : baseUrl + "/";
-  const blob = await fetchWeights(new URL(T.weights.file, base).href, T.weights.size, options.onProgress);
+  const blob = await fetchWeights("loadTrainer", new URL(T.weights.file, base).href, T.weights.size, options.onProgress);
 
   device.pushErrorScope("validation");
   const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
@@ -275,7 +193,7 @@ export async function loadTrainer(options = {}) {
     const feeds = {};
     for (const info of batchInfo) {
       if (!(info.name in batch)) throw new RangeError(`${what}: missing batch input '${info.name}'`);
-      feeds[info.name] = toStorage(what, info, batch[info.name]);
+      feeds[info.name] = toStorage(what, info, batch[info.name], { label: "batch input", note: " (fixed at export)", bare: false });
     }
     return feeds;
   };
