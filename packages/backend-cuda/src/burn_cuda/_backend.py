@@ -125,7 +125,7 @@ class CudaBackend(CudaConvOps, CudaPoolOps, CudaAttentionOps, Backend):
         """CuPy's memory pool (``used`` bytes held by arrays, ``total`` bytes taken from the driver) plus
         the private pools of the captured CUDA graphs; peaks of the pool from every allocation (a hook
         on CuPy's allocator, where CuPy's default one is in use) plus the graph pools."""
-        from ._graphs import LIVE_GRAPHS
+        from ._graph_inputs import LIVE_GRAPHS
 
         cp = self.xp  # not _on(): asking for figures is not an op (burn.profile counts ops)
         graphs = [g for g in list(LIVE_GRAPHS) if g.backend is self and g.pool is not None]

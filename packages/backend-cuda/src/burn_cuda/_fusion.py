@@ -49,6 +49,12 @@ class CudaFusion:
         self._kernels: dict[tuple[Any, ...], Kernel] = {}
         self.capture_failures: list[str] = []  # why recent programs could not become CUDA graphs
         self.calls_between_graphs: list[str] = []  # recent calls capture refused (they split a graph)
+        # what a graph's launches learnt about its program, for its next capture (``_graphs._settled``):
+        # program id -> the stream positions to write over the graph's own input buffers (position ->
+        # input index), under ``_graphs.DECLINES`` how often its graph asked to be captured again, under
+        # ``_graphs.OLD`` the graph the next capture replaces
+        self.graph_hints: dict[int, dict[int, Any]] = {}
+        self.graph_events: list[str] = []  # recent captures and why graphs were dropped or captured again
 
     def fusable(self, kind: str, name: str, compute: DType, out: DType) -> bool:
         if compute not in TO_NP or out not in TO_NP:
@@ -107,6 +113,15 @@ class CudaFusion:
             dense = plan.cache["dense"] = _dense_ok(plan)
         if dense and all(x.shape == shape and x.flags.c_contiguous for x in inputs):
             return self._dense(cp, plan, inputs, scalars)
+        outs = [cp.empty(plan.shape, dtype=param_dtype(TO_NP[dt])) for dt in plan.out_dtypes()]
+        self._elementwise(cp, plan, inputs, scalars, outs)
+        return _typed(plan, outs)
+
+    def _elementwise(
+        self, cp: Any, plan: FusedKernel, inputs: list[Prim], scalars: list[Any], outs: list[Prim]
+    ) -> None:
+        """Run an element-wise plan as a CuPy ``ElementwiseKernel`` (broadcasting, any strides) into
+        ``outs`` (each thread loads its input elements into locals before the body stores)."""
         kernel = plan.cache.get("cuda") or self._kernels.get(plan.key)
         if kernel is None:
             with _lock:
@@ -119,10 +134,7 @@ class CudaFusion:
                     )
                     self._kernels[plan.key] = kernel
         plan.cache["cuda"] = kernel
-        outs = [cp.empty(plan.shape, dtype=param_dtype(TO_NP[dt])) for dt in plan.out_dtypes()]
-        args = [*map(bits, inputs), *_scalar_args(plan, scalars), *outs]
-        kernel(*args)
-        return _typed(plan, outs)
+        kernel(*map(bits, inputs), *_scalar_args(plan, scalars), *outs)
 
     def execute_reusing(
         self, plan: FusedKernel, inputs: list[Prim], scalars: list[Any], donors: tuple[int, ...]
@@ -144,13 +156,46 @@ class CudaFusion:
                 return self._dense(self.backend._on(), plan, inputs, scalars, donors)
         return self.execute(plan, inputs, scalars)
 
+    def execute_into(
+        self, plan: FusedKernel, inputs: list[Prim], scalars: list[Any], into: dict[int, Prim]
+    ) -> list[Prim] | None:
+        """``execute``, writing output ``j`` into the buffer ``into[j]`` (of the plan's shape and the
+        output's dtype, C-contiguous; an input of this kernel of that shape, or a buffer no input
+        views); None, running nothing, for a reduce or matmul plan or a buffer that does not fit.
+        Every thread loads its input elements before it stores, so an output may be an input's
+        buffer: CUDA graphs write a training step's new weights and moments over the buffers their old
+        values were read from (``_graphs``)."""
+        if plan.reduce is not None or plan.matmul:
+            return None
+        shape, dts = plan.shape, plan.out_dtypes()
+        for j, buf in into.items():
+            want = TO_NP[dts[j]]
+            if is_bf16(want) or buf.dtype != want or buf.shape != shape or not buf.flags.c_contiguous:
+                return None
+        cp = self.backend._on()
+        dense = plan.cache.get("dense")
+        if dense is None:
+            dense = plan.cache["dense"] = _dense_ok(plan)
+        if dense and all(x.shape == shape and x.flags.c_contiguous for x in inputs):
+            return self._dense(cp, plan, inputs, scalars, (), into)
+        outs, _ = _outputs(cp, plan, shape, inputs, (), into)
+        self._elementwise(cp, plan, inputs, scalars, outs)
+        return _typed(plan, outs)
+
     def _dense(
-        self, cp: Any, plan: FusedKernel, inputs: list[Prim], scalars: list[Any], donors: tuple[int, ...] = ()
+        self,
+        cp: Any,
+        plan: FusedKernel,
+        inputs: list[Prim],
+        scalars: list[Any],
+        donors: tuple[int, ...] = (),
+        into: dict[int, Prim] | None = None,
     ) -> list[Prim]:
         """Every input of the output's shape and C-contiguous: a RawKernel indexed by the element number
         (no broadcasting or stride arithmetic, and far less launch work than an ElementwiseKernel).
-        ``donors``: inputs an output of the same dtype may be written into (``execute_reusing``)."""
-        outs, aliased = _outputs(cp, plan, plan.shape, inputs, donors)
+        ``donors``: inputs an output of the same dtype may be written into (``execute_reusing``);
+        ``into``: output index -> the buffer it is written into (``execute_into``)."""
+        outs, aliased = _outputs(cp, plan, plan.shape, inputs, donors, into)
         if not aliased:
             kernel = self._raw_kernel(cp, plan, "raw", dense_source)
         else:  # an output aliases an input: the variant whose pointers promise no exclusivity
@@ -231,14 +276,22 @@ def _element_strides(x: Prim, shape: tuple[int, ...]) -> list[int]:
 
 
 def _outputs(
-    cp: Any, plan: FusedKernel, shape: tuple[int, ...], inputs: list[Prim], donors: tuple[int, ...]
+    cp: Any,
+    plan: FusedKernel,
+    shape: tuple[int, ...],
+    inputs: list[Prim],
+    donors: tuple[int, ...],
+    into: dict[int, Prim] | None = None,
 ) -> tuple[list[Prim], bool]:
-    """The kernel parameters ``plan``'s outputs are written into (bfloat16 as bits): each output takes
-    the first unused donor input of its dtype (the caller checked their shape and layout), else a
-    new array of ``shape``; and whether any output is a donor."""
+    """The kernel parameters ``plan``'s outputs are written into (bfloat16 as bits): output ``j`` into
+    ``into[j]`` where given, else the first unused donor input of its dtype (the caller checked their
+    shape and layout), else a new array of ``shape``; and whether any output may alias an input."""
     free = list(donors)
     outs = []
-    for dt in plan.out_dtypes():
+    for j, dt in enumerate(plan.out_dtypes()):
+        if into and j in into:
+            outs.append(bits(into[j]))
+            continue
         want = TO_NP[dt]
         k = next((i for i in free if inputs[i].dtype == want), None)
         if k is None:
@@ -246,7 +299,7 @@ def _outputs(
         else:
             free.remove(k)
             outs.append(bits(inputs[k]))
-    return outs, len(free) < len(donors)
+    return outs, len(free) < len(donors) or bool(into)
 
 
 def _scalar_args(plan: FusedKernel, scalars: list[Any]) -> list[Any]:

@@ -15,6 +15,13 @@ runtime to capture the program (``CudaFusion.capture_program``); this module doe
   launches) and launched before the program's graph. A training step's hundreds of copies become one
   launch at memory bandwidth; an input that is not the buffer its pair names this time is copied on
   its own after the feed;
+* once the launches have shown which input each written value becomes at the next launch (a weight
+  and its update, each moment and its update), the program is captured again (once) with those
+  values written over their input buffers, where the kernel writing one runs dense (each thread
+  reads its elements before it stores) and nothing later in the program reads the input: a
+  training step then copies nothing into its inputs, and its weights and moments exist once, not
+  twice (the input buffer and the lent result). Inputs that other captured programs lend (a forward
+  graph reading the weights the optimizer's graph wrote) are read in place at that capture (below);
 * a fused kernel's scalars (a learning rate, Adam's bias corrections: they change from step to step)
   are read from small device tables instead of kernel arguments; the tables are rewritten from the
   stream's scalars before every launch;
@@ -41,26 +48,30 @@ keeps replaying step by step; the failure is not an error.
 
 from __future__ import annotations
 
-import sys
 import weakref
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from burn.fusion import LATER, FusedKernel
+from burn.fusion import LATER, RECAPTURE, FusedKernel
 
 from . import _cublas
 from ._bf16 import bits
 from ._dtypes import TO_NP, param_dtype
-from ._multicopy import MultiCopy
+from ._graph_inputs import (
+    LIVE_GRAPHS,
+    OLD,
+    GraphInputs,
+    _call_inputs,
+    _copy_into,
+    _lendable,
+    _lent_by_others,
+    _refs,
+)
 
 if TYPE_CHECKING:
     from ._fusion import CudaFusion
 
 _RELAXED = 2  # cudaStreamCaptureModeRelaxed, when CuPy does not name it
 GRAPH, CALL = 0, 1  # segments of a captured program: a graph, or a call run between graphs
-FEED_CAPTURES = 4  # feed graphs captured per program at most (the pairs settle at the first launches)
-# captured programs still alive, whatever holds them: burn.memory_stats adds their private pools
-LIVE_GRAPHS: weakref.WeakSet[CudaGraphProgram] = weakref.WeakSet()
 
 
 def _scalars_as_inputs(plan: FusedKernel) -> FusedKernel:
@@ -74,41 +85,7 @@ def _scalars_as_inputs(plan: FusedKernel) -> FusedKernel:
     return cached
 
 
-def _lent_by_others(graph: CudaGraphProgram) -> dict[int, tuple[CudaGraphProgram, int]]:
-    """The buffers the other live captured programs of ``graph``'s runtime may lend: id -> (that
-    program, the position it lends the buffer at)."""
-    return {
-        i: (g, p)
-        for g in list(LIVE_GRAPHS)
-        if g is not graph and g.runtime is graph.runtime
-        for i, p in g.lent_ids.items()
-    }
-
-
-def _same_layout(dst: Any, src: Any) -> bool:
-    """Whether ``src``'s bytes copied as they are make ``dst`` equal it: one shape and dtype, both
-    C-contiguous."""
-    return (
-        dst.flags.c_contiguous
-        and src.flags.c_contiguous
-        and dst.dtype == src.dtype
-        and dst.shape == src.shape
-    )
-
-
-def _copy_into(cp: Any, dst: Any, src: Any, stream: Any) -> Any:
-    """``dst[...] = src`` for arrays of one shape and dtype: one cudaMemcpyAsync on ``stream`` when
-    both are C-contiguous (a launch copies dozens of arrays: ``copyto``'s general machinery costs
-    several times more host time per call), else ``copyto``. Returns ``dst``."""
-    if _same_layout(dst, src):
-        if dst.nbytes:
-            dst.data.copy_from_device_async(src.data, dst.nbytes, stream)
-    else:
-        cp.copyto(bits(dst), bits(src))  # bfloat16 as its bits: CuPy copies those everywhere
-    return dst
-
-
-class CudaGraphProgram:
+class CudaGraphProgram(GraphInputs):
     """One captured program: its input buffers, scalar tables, graph and private memory pool."""
 
     def __init__(self, runtime: CudaFusion, fusion: Any, program: Any) -> None:
@@ -140,62 +117,29 @@ class CudaGraphProgram:
         self.refs: dict[int, int] = {}  # a lendable buffer's references when nothing outside holds it
         self.lent_ids: dict[int, int] = {}  # id of a lendable buffer -> its position
         self.feed: Any = None  # the graph copying lent buffers into input buffers (``_feed``)
-        self.feed_pairs: tuple[tuple[int, int], ...] = ()  # its (input index, position) pairs
+        self.feed_pairs: tuple[tuple[int, int], ...] = ()  # its (input index, id of the source) pairs
+        # its (input index, own lent position or None, another program's buffer or None) pairs
+        self.feed_srcs: list[tuple[int, int | None, Any]] = []
+        # (program, {position: count}) for each program whose lent buffers the feed reads
+        self.feed_reads: list[tuple[weakref.ref[CudaGraphProgram], dict[int, int]]] = []
         self.feeds = 0  # feed graphs captured so far
+        # written positions whose values are the graph's own input buffers (position -> input index):
+        # the launch after this one finds them as its inputs already (``_alias_plan``)
+        self.aliased: dict[int, int] = {}
+        self.own_inputs: frozenset[int] = frozenset()  # the input indices in ``aliased``
+        self._called_inputs: frozenset[int] = frozenset()  # inputs a call step reads (never aliased)
         # later programs reading this one's lent buffers in place: (weak reference, {position: how
         # many of its input buffers are that value}); their references are expected holders
         self.readers: list[tuple[weakref.ref[CudaGraphProgram], dict[int, int]]] = []
 
-    # ------------------------------------------------------------------ the tables and inputs
-    def _ready(self, leaves: list[Any]) -> bool:
-        """Whether every input the graph reads in place is still the same array (else the graph cannot
-        serve this stream)."""
-        return all(
-            not direct or leaf.value is buf for buf, leaf, direct in zip(self.inputs, leaves, self.direct)
-        )
-
-    def _fill(self, cp: Any, leaves: list[Any], scalars: list[Any]) -> None:
-        """Copy the stream's inputs and scalars into the buffers the graph reads: the inputs the last
-        launch lent through the feed graph (``_feed``), the others one by one after it."""
-        s = self.backend.stream
-        fed = self._feed(leaves)
-        for k, (buf, leaf, direct) in enumerate(zip(self.inputs, leaves, self.direct)):
-            if not direct and k not in fed:
-                _copy_into(cp, buf, leaf.value, s)
-        for dt, idx in self.slots.items():
-            host = np.array([scalars[i] for i in idx], dtype=dt)
-            self.tables[dt].set(host.view(param_dtype(dt)))  # bfloat16: its bits
-
-    def _feed(self, leaves: list[Any]) -> set[int]:
-        """Launch the feed graph and return the input indices it served this time: each input that is
-        the lent buffer its pair names. Inputs that are lent buffers but not in the graph's pairs (the
-        first launches; a model that swapped a weight) make a new feed graph over the pairs seen now,
-        at most ``FEED_CAPTURES`` times per program (past that, they are copied one by one)."""
-        values, ids = self.values, self.lent_ids
-        pairs = []
-        for k, (buf, leaf, direct) in enumerate(zip(self.inputs, leaves, self.direct)):
-            if direct:
-                continue
-            p = ids.get(id(leaf.value))
-            if p is not None and values[p] is leaf.value and _same_layout(buf, leaf.value):
-                pairs.append((k, p))
-        found = tuple(pairs)
-        if found != self.feed_pairs and self.feeds < FEED_CAPTURES and found:
-            self.feed, self.feed_pairs = self._capture_feed(found), found
-            self.feeds += 1
-        if self.feed is None:
-            return set()
-        self.feed.launch()  # before the single copies: they may overwrite its inputs
-        return {k for k, p in self.feed_pairs if leaves[k].value is values[p]}
-
-    def _capture_feed(self, pairs: tuple[tuple[int, int], ...]) -> Any:
-        """The device-to-device copies ``values[p]`` into ``inputs[k]`` for each pair, as one kernel
-        (``_multicopy``: hundreds of weights and moments in one launch, not one copy node each)."""
-        self.backend._on()
-        return MultiCopy(self.backend.xp, [(self.inputs[k], self.values[p]) for k, p in pairs])
-
     def _kernel(self, i: int, plan: FusedKernel, inputs: list[Any], sidx: tuple[int, ...]) -> list[Any]:
         return self.runtime.execute(_scalars_as_inputs(plan), inputs + self.views[i], [])
+
+    def _note(self, what: str) -> None:
+        """Record what happened to this program's graph (``CudaFusion.graph_events``: the last 64)."""
+        events = self.runtime.graph_events
+        events.append(f"program {id(self.program) % 100000}: {what}")
+        del events[:-64]
 
     def _register_reads(self, owners: dict[int, tuple[CudaGraphProgram, int]]) -> None:
         """Tell each program whose lent buffers this one reads in place how many references to each
@@ -229,6 +173,10 @@ class CudaGraphProgram:
         # place at each launch, before this one runs, so no copy (and no second buffer) is needed; a
         # launch where it is not that buffer any more is declined like any other changed input
         last = program.leaf_values
+        hints = self.runtime.graph_hints.setdefault(id(program), {})
+        old: CudaGraphProgram | None = hints.pop(OLD, None)
+        if old is not None:  # the graph this capture replaces: not a lender to itself
+            LIVE_GRAPHS.discard(old)
         lent = _lent_by_others(self)
         self.direct = [
             (last is not None and leaf.value is last[i]) or id(leaf.value) in lent
@@ -240,12 +188,31 @@ class CudaGraphProgram:
             owner = lent.get(id(leaf.value)) if direct else None
             if owner is not None:
                 owners[id(leaf.value)] = owner
-        self.inputs = [
-            leaf.value if direct else cp.empty(leaf.value.shape, dtype=leaf.value.dtype)
-            for leaf, direct in zip(leaves, self.direct)
-        ]
+        # a graph captured again keeps the input buffers the last one wrote its updates over: other
+        # graphs read them in place, and would have to be captured again too
+        self.inputs = []
+        for k, (leaf, direct) in enumerate(zip(leaves, self.direct)):
+            v = leaf.value
+            prev = old.inputs[k] if old is not None and k in old.own_inputs else None
+            if direct:
+                self.inputs.append(v)
+            elif prev is not None and prev.shape == v.shape and prev.dtype == v.dtype:
+                self.inputs.append(prev)
+            else:
+                self.inputs.append(cp.empty(v.shape, dtype=v.dtype))
         self._fill(cp, leaves, scalars)
         vals = program.run_values(self.fusion, stream, leaves, [leaf.value for leaf in leaves], self._kernel)
+        # the written values that become inputs next time (seen at the replay before this capture, or
+        # at earlier launches), written over those inputs' buffers in the captured run (``_alias_plan``)
+        self._called_inputs = _call_inputs(program, stream, leaves)
+        hint = {p: k for p, k in hints.items() if p >= 0}
+        seen = program.written_ids or {}
+        for k, leaf in enumerate(leaves):
+            p = seen.get(id(leaf.value))
+            if p is not None:
+                hint.setdefault(p, k)
+        alias = self._alias_plan(hint) if hint else {}
+        outs_of = [step[4] for step in program.steps if step[0] == 0]
         s = self.backend.stream
         pool = cp.cuda.MemoryPool()
         mode = getattr(cp.cuda.runtime, "streamCaptureModeRelaxed", _RELAXED)
@@ -265,6 +232,14 @@ class CudaGraphProgram:
 
         def kernel(i: int, plan: FusedKernel, inputs: list[Any], sidx: tuple[int, ...]) -> list[Any]:
             state["steps"] += 1
+            into = alias.get(i)
+            if into:
+                bufs = {j: self.inputs[k] for j, k in into.items()}
+                out = self.runtime.execute_into(_scalars_as_inputs(plan), inputs + self.views[i], [], bufs)
+                if out is not None:
+                    for j, k in into.items():
+                        self.aliased[outs_of[i][j]] = k
+                    return out
             return self._kernel(i, plan, inputs, sidx)
 
         def call(n: Any, run: Any) -> Any:
@@ -306,8 +281,16 @@ class CudaGraphProgram:
                         close()
             self.segments, self.pool, self.values = segments, pool, values
             LIVE_GRAPHS.add(self)  # its private pool counts in burn.memory_stats
-            self.lendable = _lendable(values, self.inputs)
+            self.aliased = {p: k for p, k in self.aliased.items() if values.get(p) is self.inputs[k]}
+            # every pair considered (aliased or not, ``_alias_plan``): a launch does not capture again
+            # for those, and a later capture of this program writes over the same inputs
+            hints.update(hint)
+            self.own_inputs = frozenset(self.aliased.values())
+            self.lendable = _lendable(values, self.inputs, self.aliased)
             self.refs = {p: _refs(values, p) for p in self.lendable}  # views inside the graph count
+            if old is not None:
+                self._inherit(old)
+            old = None
             self.lent_ids = {id(values[p]): p for p in self.lendable}
             self._register_reads(owners)
             captured = any(seg[0] == GRAPH for seg in segments)
@@ -315,23 +298,55 @@ class CudaGraphProgram:
             failures = self.runtime.capture_failures
             failures.append(f"{type(exc).__name__}: {exc}")
             del failures[:-8]
+        if captured:
+            own = sum(1 for d in self.direct if not d) - len(self.own_inputs)
+            self._note(
+                f"captured {len(program.steps)} steps; {len(self.aliased)} outputs written over their "
+                f"inputs, {sum(self.direct)} inputs read in place, {own} copied in"
+            )
+            self._lend_first(cp, stream, vals)
         program.deliver(stream, vals)  # after the capture, which reads the nodes' operands
         return captured
+
+    def _lend_first(self, cp: Any, stream: list[Any], vals: dict[int, Any]) -> None:
+        """Hand the values this capture's uncaptured run computed to their nodes in the graph's own
+        buffers (one copy each, this once), as a launch would: the next launch then finds them as its
+        inputs (aliased ones: no copy), and a program captured after this one in the same step reads
+        them in place. Not where a buffer kept from the graph this one replaces has a holder no
+        node accounts for (``_reclaim``): then the nodes get the run's own arrays."""
+        if not self._reclaim(cp):
+            return
+        s = self.backend.stream
+        values = self.values
+        for p in self.lendable:
+            n = stream[p]
+            src = vals.get(p)
+            if src is None or not wanted(n) or src.shape != values[p].shape or src.dtype != values[p].dtype:
+                continue
+            vals[p] = _copy_into(cp, values[p], src, s)
+            self.lent.append((weakref.ref(n), p))
 
     def launch(self, stream: list[Any], leaves: list[Any], scalars: list[Any]) -> bool | str:
         """Run the program again: its graphs, and between them the calls capture refused (their results
         copied into the buffers the later graphs read); then lend what tensors hold (``_lend``). False
-        (nothing run) when an input the graph reads in place changed; ``LATER`` (nothing run, the
+        (nothing run) when an input the graph reads in place changed; ``RECAPTURE`` (nothing run) when
+        a capture now would copy less (``_settled``); ``LATER`` (nothing run, the
         graph stays) when a buffer the last launch lent has a holder the launch would overwrite
         (``_reclaim``: a checkpoint thread reading a weight, a view of one), so this replay runs step
         by step and the next one tries again."""
         cp = self.backend._on()
         if not self._ready(leaves):
+            self._note("an input read in place changed: dropped")
             return False
-        self._fill(cp, leaves, scalars)  # before _reclaim, which drops values no tensor holds
+        if not self._settled(leaves):
+            return RECAPTURE
+        later: list[tuple[int, Any]] = []
+        self._fill(cp, leaves, scalars, later)  # before _reclaim, which drops values no tensor holds
         if not self._reclaim(cp):
             return LATER  # what _fill wrote is the graph's own input buffers: nothing else changed
         s = self.backend.stream
+        for k, value in later:  # aliased buffers: after _reclaim copied out what they held
+            _copy_into(cp, self.inputs[k], value, s)
         program, values = self.program, self.values
         index = {n: k for k, n in enumerate(leaves)}
         for seg in self.segments:
@@ -397,26 +412,7 @@ class CudaGraphProgram:
         return True
 
 
-def _lendable(values: dict[int, Any], inputs: list[Any]) -> frozenset[int]:
-    """Positions whose value is a buffer of the graph's own that nothing else is: it owns its memory
-    (not a view), no other position has it, and it is not one of the graph's input buffers."""
-    seen: dict[int, int] = {}
-    for v in values.values():
-        seen[id(v)] = seen.get(id(v), 0) + 1
-    taken = {id(v) for v in inputs}
-    return frozenset(
-        p for p, v in values.items() if v.base is None and seen[id(v)] == 1 and id(v) not in taken
-    )
-
-
 def wanted(node: Any) -> bool:
     """Whether a tensor holds fusion's ``node`` (its handle, which the node watches weakly, is alive)."""
     h = node.handle
     return h is not None and h() is not None
-
-
-def _refs(values: dict[int, Any], p: int) -> int:
-    """The reference count of ``values[p]`` as seen from here (one function, so always counted alike:
-    ``values``, views of it inside the graph's values, ``arr`` and getrefcount's argument)."""
-    arr = values[p]
-    return sys.getrefcount(arr)

@@ -35,12 +35,13 @@ from one to the next):
 from ._backend import Fusion, backward_begins, fusion_of, mark_step
 from ._launch import launch
 from ._plan import FusedKernel, FusedOp, FusedReduce, FusionRuntime
-from ._program import LATER
+from ._program import LATER, RECAPTURE
 from ._reference import ReferenceRuntime
 from ._skeleton import Apply, Load, ReduceStage, Renderer, ScalarLoad, Skeleton, Stage, Store, skeleton
 
 __all__ = [
     "LATER",
+    "RECAPTURE",
     "Apply",
     "FusedKernel",
     "FusedOp",

@@ -44,6 +44,10 @@ GRAPH_AFTER = 2  # replays of a program before the runtime captures it as a grap
 # replay runs step by step and the graph stays), at most LATER_LIMIT times in a row
 LATER = "later"
 LATER_LIMIT = 8
+# ... and RECAPTURE when it cannot serve the stream but a capture now would do better (its inputs are
+# buffers another captured program lends, or values it wrote itself that it may write in place): it is
+# dropped and the program is captured again at this replay
+RECAPTURE = "recapture"
 
 
 class Replaying(Launching):
@@ -135,7 +139,8 @@ class Replaying(Launching):
         """Run ``program`` again: as a graph the runtime captured (one launch), when it can capture
         programs and this one has repeated; else step by step. A graph whose launch declines (an
         input it reads in place changed) is dropped, and the program is captured again later; one
-        that cannot run now (``LATER``) stays, and this replay runs step by step."""
+        that cannot run now (``LATER``) stays, and this replay runs step by step; one that asks for a
+        capture now (``RECAPTURE``) is dropped and the program captured again at once."""
         capture = self._capture
         if capture is None or program.graph is False:
             program.run(self, stream, leaves, scalars)
@@ -146,11 +151,13 @@ class Replaying(Launching):
                 program.later += 1
                 program.run(self, stream, leaves, scalars)
                 return
-            if launched is not False and launched is not LATER:
+            if launched is not False and launched is not LATER and launched is not RECAPTURE:
                 program.later = 0
                 self.stats["graph_launches"] += 1
                 return
             program.graph, program.runs, program.later = None, 0, 0
+            if launched is RECAPTURE:
+                program.runs = GRAPH_AFTER - 1
         program.runs += 1
         if program.runs < GRAPH_AFTER or program.tuning:
             touched = tuning_calls()
@@ -162,14 +169,28 @@ class Replaying(Launching):
                 program.runs = max(0, GRAPH_AFTER - 2)
             # the inputs of the replay just before the capture, held until the capture: one that is the
             # same value then (a weight in inference) may be read in place (ids could be reused)
-            program.leaf_values = [leaf.value for leaf in leaves] if program.runs + 1 == GRAPH_AFTER else None
+            before = program.runs + 1 == GRAPH_AFTER
+            program.leaf_values = [leaf.value for leaf in leaves] if before else None
+            # and which position wrote each value this replay handed to a tensor: at the capture, an
+            # input that is one of them (a weight its update wrote) may be written over in the graph
+            program.written_ids = _written_ids(program, stream) if before else None
             return
         # the runtime runs this stream and captures the program (None: it cannot be captured)
         start = time.perf_counter()
         program.graph = capture(self, program, stream, leaves, scalars) or False
         self.seconds["capture"] += time.perf_counter() - start
-        program.leaf_values = None
+        program.leaf_values = program.written_ids = None
         self.stats["graphs"] += program.graph is not False
+
+
+def _written_ids(program: _Program, stream: list[Node]) -> dict[int, int]:
+    """id of each value a written position of ``program`` handed to a tensor -> that position."""
+    found = {}
+    for p in program.written:
+        n = stream[p]
+        if n.value is not None and wanted(n):
+            found[id(n.value)] = p
+    return found
 
 
 # program steps: (KERNEL, plan, input refs (stream positions >= 0, inputs of the stream -1-k), scalar
@@ -194,6 +215,7 @@ class _Program:
         "later",
         "graph",
         "leaf_values",
+        "written_ids",
         "tuning",
     )
 
@@ -216,6 +238,9 @@ class _Program:
         # the stream's input values at the step-by-step replay before the capture: a runtime capturing
         # the program may read inputs that stayed the same object (weights in inference) in place
         self.leaf_values: list[Any] | None = None
+        # at the same replay, id of each value a tensor got -> the position that wrote it (ids only:
+        # a runtime uses them as hints that never change a result, so a reused id costs nothing)
+        self.written_ids: dict[int, int] | None = None
 
     def usable(self, stream: list[Node]) -> bool:
         for p in self.unwritten:
