@@ -1,6 +1,9 @@
 """Records dispatches into one command encoder and submits them in batches.
 
-* Pipelines are cached by WGSL source (``stats["pipeline_hits"]``/``["pipeline_misses"]``).
+* Pipelines are cached by WGSL source (``stats["pipeline_hits"]``/``["pipeline_misses"]``) and created
+  on a thread pool (``_compiler``): a dispatch whose pipeline is not there yet is kept, with every command
+  after it, in ``_deferred`` until the batch is encoded (at a flush, a copy, a timestamp or a replay),
+  so the kernels of a batch compile side by side while the next ones are planned and recorded.
 * Each dispatch's parameters (shapes, strides, offsets, scalars) go into a per-batch metadata arena,
   one 256-byte-aligned slot per dispatch, written with ONE ``queue.write_buffer`` right before the
   batch is submitted; no buffer is created per op. Binding 0 (the metadata) takes its slot as a
@@ -20,9 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from burn import ShapeError
-from burn.autotune import AutotuneEvent, publish
 
 from ._buffer import GPUBuffer, GPUDevice
+from ._compiler import Compiler
 from ._windows import BufferRange
 
 if TYPE_CHECKING:
@@ -73,8 +76,6 @@ class Kernel:
 
 
 class Executor:
-    label = "wgpu"  # the device name compile events carry (the backend sets it)
-
     def __init__(self, device: GPUDevice, pool: BufferPool, batch_size: int) -> None:
         import wgpu
 
@@ -83,7 +84,8 @@ class Executor:
         self.queue = device.queue
         self.pool = pool
         self.batch_size = batch_size
-        self._pipelines: dict[str, tuple[Any, Any]] = {}
+        self.compiler = Compiler(device, "wgpu")
+        self._deferred: list[tuple[Kernel, Any, Any, int, tuple[int, int, int]]] = []
         self._layouts: dict[tuple[str, ...], Any] = {}
         self._staging: dict[int, list[GPUBuffer]] = {}
         self._bind_groups: dict[tuple, Any] = {}
@@ -104,6 +106,15 @@ class Executor:
             "pipeline_misses": 0,
         }
 
+    @property
+    def label(self) -> str:
+        """The device name compile events carry (the backend sets it)."""
+        return self.compiler.label
+
+    @label.setter
+    def label(self, value: str) -> None:
+        self.compiler.label = value
+
     # ------------------------------------------------------------------ pipelines
     def _layout(self, bindings: tuple[str, ...]) -> Any:
         layout = self._layouts.get(bindings)
@@ -119,23 +130,25 @@ class Executor:
             layout = self._layouts[bindings] = self.device.create_bind_group_layout(entries=entries)
         return layout
 
+    @property
+    def _pipelines(self) -> dict[str, tuple[Any, Any]]:
+        """The pipelines created so far, by WGSL source."""
+        return self.compiler._done
+
     def pipeline(self, kernel: Kernel) -> tuple[Any, Any]:
-        hit = self._pipelines.get(kernel.source)
-        if hit is not None:
-            self.stats["pipeline_hits"] += 1
-            return hit
-        self.stats["pipeline_misses"] += 1
-        publish(AutotuneEvent(kernel.name, kind="compile", device=self.label))
-        layout = self._layout(kernel.bindings)
-        module = self.device.create_shader_module(label=kernel.name, code=kernel.source)
-        pipeline = self.device.create_compute_pipeline(
-            label=kernel.name,
-            layout=self.device.create_pipeline_layout(bind_group_layouts=[layout]),
-            compute={"module": module, "entry_point": "main"},
-        )
-        hit = self._pipelines[kernel.source] = (pipeline, layout)
-        publish(AutotuneEvent(kernel.name, kind="compile", done=True, device=self.label))
-        return hit
+        """``kernel``'s (pipeline, bind group layout), created now or waited for."""
+        self._count(kernel)
+        return self.compiler.get(kernel, self._layout(kernel.bindings))
+
+    def prepare(self, kernels: list[Kernel]) -> None:
+        """Start creating the pipelines of ``kernels`` on the compile pool (kernels known ahead of their
+        first dispatch: an autotune key's candidates); returns at once."""
+        for kernel in kernels:
+            if not self.compiler.known(kernel.source):
+                self.compiler.start(kernel, self._layout(kernel.bindings))
+
+    def _count(self, kernel: Kernel) -> None:
+        self.stats["pipeline_hits" if self.compiler.known(kernel.source) else "pipeline_misses"] += 1
 
     # ------------------------------------------------------------------ recording
     def _encoder_now(self) -> Any:
@@ -143,7 +156,21 @@ class Executor:
             self._encoder = self.device.create_command_encoder()
         return self._encoder
 
+    def _settle(self) -> None:
+        """Encode the dispatches kept while their pipelines were created, in their order (waiting for the
+        pipelines that are not there yet)."""
+        deferred, self._deferred = self._deferred, []
+        for kernel, layout, bind_group, offset, groups in deferred:
+            pipeline, _ = self.compiler.get(kernel, layout)
+            if self._pass is None:
+                self._pass = self._encoder_now().begin_compute_pass()
+            self._pass.set_pipeline(pipeline)
+            self._pass.set_bind_group(0, bind_group, (offset,))
+            self._pass.dispatch_workgroups(*groups)
+
     def _end_pass(self) -> None:
+        if self._deferred:
+            self._settle()
         if self._pass is not None:
             self._pass.end()
             self._pass = None
@@ -163,16 +190,22 @@ class Executor:
             return
         if len(self._meta) + slot > _ARENA_BYTES:
             self.flush()
-        pipeline, layout = self.pipeline(kernel)
+        self._count(kernel)
+        layout = self._layout(kernel.bindings)
+        hit = self.compiler.ready(kernel.source)
         offset = len(self._meta)
         self._meta += meta
         self._meta += bytes(offset + slot - len(self._meta))
         bind_group = self.bind_group(layout, buffers)
-        if self._pass is None:
-            self._pass = self._encoder_now().begin_compute_pass()
-        self._pass.set_pipeline(pipeline)
-        self._pass.set_bind_group(0, bind_group, (offset,))
-        self._pass.dispatch_workgroups(*groups)
+        if hit is None or self._deferred:  # encoded once its pipeline exists, after those kept before it
+            self.compiler.start(kernel, layout)
+            self._deferred.append((kernel, layout, bind_group, offset, tuple(groups)))
+        else:
+            if self._pass is None:
+                self._pass = self._encoder_now().begin_compute_pass()
+            self._pass.set_pipeline(hit[0])
+            self._pass.set_bind_group(0, bind_group, (offset,))
+            self._pass.dispatch_workgroups(*groups)
         self.stats["dispatches"] += 1
         self._pending += 1
         if self._pending >= self.batch_size:
@@ -213,6 +246,8 @@ class Executor:
         """Encode recorded commands: ``(DISPATCH, pipeline, bind group, metadata offset, groups)`` and
         ``(COPY, src, src offset, dst, dst offset, size)`` (``_graphs``), through wgpu-py's methods,
         which raise on a validation error."""
+        if self._deferred:
+            self._settle()
         for cmd in commands:
             if cmd[0] == DISPATCH:
                 if self._pass is None:
@@ -232,6 +267,8 @@ class Executor:
         make it a large share of a replayed step). ``raw``: ``fast_commands(commands)``."""
         native = _native()
         assert native is not None  # fast_commands gave the handles
+        if self._deferred:
+            self._settle()
         lib = native[0]
         set_pipeline = lib.wgpuComputePassEncoderSetPipeline
         set_bind_group = lib.wgpuComputePassEncoderSetBindGroup
@@ -295,7 +332,7 @@ class Executor:
 
     def flush(self) -> None:
         """Submit everything recorded so far (no-op when nothing is pending or while ``recording``)."""
-        if self._encoder is None or self.recording is not None:
+        if (self._encoder is None and not self._deferred) or self.recording is not None:
             return
         self._end_pass()
         if self._meta:

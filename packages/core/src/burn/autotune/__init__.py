@@ -6,7 +6,7 @@
   timed, cached under ``BURN_CACHE_DIR``); ``tune_pending(budget_s)`` runs queued tuning where a step
   ends (``BURN_AUTOTUNE_BUDGET_MS`` per call), ``wait()`` all of it; ``pending()`` counts the jobs,
   ``generation()`` the switches to a winner (fused programs planned before one are planned again),
-  ``seconds()`` the host seconds spent tuning.
+  ``seconds()`` the host seconds spent tuning, ``compile_seconds()`` those spent waiting for kernel compiles.
   ``BURN_AUTOTUNE_BLOCKING=1`` (``blocking()``) tunes before the first call returns instead.
 - ``mode()`` reads ``BURN_AUTOTUNE`` (``full`` | ``fast`` | ``cache-only`` | ``off``); ``bucket(n)`` rounds a
   large dim to a power of two for keys; ``cache_dir()``, ``autotune_dir()``, ``list_caches()``,
@@ -18,7 +18,7 @@ Importing this package loads neither numpy nor threads beyond the standard libra
 
 from ._background import generation, pending, seconds, tune_pending, wait
 from ._cache import TuneCache, autotune_dir, cache_dir, clear_caches, list_caches
-from ._events import AutotuneEvent, publish, subscribe, subscribers, unsubscribe
+from ._events import AutotuneEvent, compile_seconds, publish, subscribe, subscribers, unsubscribe
 from ._tuner import (
     MODES,
     Autotuner,
@@ -44,6 +44,7 @@ __all__ = [
     "bucket",
     "cache_dir",
     "clear_caches",
+    "compile_seconds",
     "fingerprint",
     "generation",
     "list_caches",

@@ -34,7 +34,8 @@ class AutotuneEvent:
     is the tuning key (op, shape bucket, dtype), ``device`` the device string, ``kind`` one of
     ``"autotune"``, ``"compile"``, ``"cache"``. ``background``: the tuning runs between steps while the
     op runs a picked candidate (``burn.autotune.tune_pending``); ``pending`` then counts the queued tuning
-    jobs (this one's included until its last event).
+    jobs (this one's included until its last event). ``waited``: on a compile's ``done`` event, the seconds
+    the calling thread was held up by that compile (``compile_seconds`` adds them up).
     """
 
     kernel: str
@@ -47,6 +48,7 @@ class AutotuneEvent:
     best: str | None = None
     background: bool = False
     pending: int = 0
+    waited: float = 0.0
     timestamp: float = field(default_factory=time.monotonic)
 
     def __post_init__(self) -> None:
@@ -54,10 +56,10 @@ class AutotuneEvent:
             raise TypeError(f"AutotuneEvent: kernel must be a non-empty str, got {self.kernel!r}")
         if self.kind not in _VERBS:
             raise ValueError(f"AutotuneEvent: kind must be one of {sorted(_VERBS)}, got {self.kind!r}")
-        if self.step < 0 or self.total < 0 or self.pending < 0:
+        if self.step < 0 or self.total < 0 or self.pending < 0 or not self.waited >= 0:
             raise ValueError(
-                f"AutotuneEvent: step, total and pending must be >= 0, got {self.step}/{self.total}, "
-                f"{self.pending}"
+                f"AutotuneEvent: step, total, pending and waited must be >= 0, got {self.step}/{self.total}, "
+                f"{self.pending}, {self.waited}"
             )
 
     def describe(self) -> str:
@@ -103,10 +105,29 @@ def subscribers() -> tuple[Subscriber, ...]:
     return _subscribers
 
 
+_compile_waited = [0.0]
+
+
+def compile_seconds() -> float:
+    """Seconds this process has been held up by kernel compiles so far: the sum of ``waited`` over the
+    ``done`` compile events published (a compile that ran on a worker while the caller went on counts
+    only the time the caller then waited for it). The Learner reports it in its summary.
+
+    >>> from burn.autotune import AutotuneEvent, compile_seconds, publish
+    >>> before = compile_seconds()
+    >>> publish(AutotuneEvent("add", kind="compile", done=True, waited=0.25))
+    >>> round(compile_seconds() - before, 2)
+    0.25
+    """
+    return _compile_waited[0]
+
+
 def publish(event: AutotuneEvent) -> None:
     """Deliver ``event`` to every subscriber on the calling thread. Never raises for a subscriber."""
     if not isinstance(event, AutotuneEvent):
         raise TypeError(f"publish(event): expected an AutotuneEvent, got {type(event).__name__}")
+    if event.done and event.kind == "compile":
+        _compile_waited[0] += event.waited
     for callback in _subscribers:
         try:
             callback(event)
