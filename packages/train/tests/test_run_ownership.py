@@ -146,7 +146,8 @@ def test_status_says_what_is_being_tuned():
 
 
 def test_status_says_when_tuning_runs_in_the_background_and_keeps_the_eta():
-    """Background tuning holds no step up: the Status panel says how many tuning jobs are pending, and
+    """Background tuning holds no step up: the Status panel says what is tuned and how many tuning jobs
+    wait behind it, and
     the Progress panel keeps its ETAs instead of a frozen ``100 %``."""
     pytest.importorskip("rich")
     from burn_train.renderer._tui import TuiRenderer
@@ -154,7 +155,8 @@ def test_status_says_when_tuning_runs_in_the_background_and_keeps_the_eta():
 
     older = AutotuneEvent("matmul", step=0, total=7, key="a", background=True, pending=1)
     newer = AutotuneEvent("conv2d", step=2, total=5, key="b", background=True, pending=2)
-    assert tuning_line(newer) == "tuning in background (2 pending): conv2d (2 of 5 candidates)"
+    assert tuning_line(newer) == "tuning conv2d 2/5 (background, 1 more queued)"
+    assert tuning_line(older) == "tuning matmul 0/7 (background)"
     assert newer.describe() == "autotuning conv2d [b] 2/5 (background, 2 pending)"
     state = DashboardState()
     state.start(1, 1, ["Loss"], [], device="wgpu:0 (llvmpipe, software), float32")
@@ -165,7 +167,7 @@ def test_status_says_when_tuning_runs_in_the_background_and_keeps_the_eta():
     snap = state.snapshot()
     console = Console(width=100, record=True)
     console.print(TuiRenderer._status_panel(tui, snap))
-    assert "» tuning in background (2 pending): conv2d (2 of 5 candidates)" in console.export_text()
+    assert "» tuning conv2d 2/5 (background, 1 more queued)" in console.export_text()
     view = snap.splits["train"]
     assert TuiRenderer._eta_text(tui, snap, view).startswith("ETA ")
     state.autotune(AutotuneEvent("matmul", step=3, total=3, key="a", done=True, best="x"))

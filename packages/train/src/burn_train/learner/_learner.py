@@ -83,6 +83,7 @@ class Learner:
         # start-up costs: when fit began, tuning and fusion seconds then, and when the first step returned
         self._start: tuple[float, float, dict[str, float]] = (0.0, 0.0, {})
         self._first_step_s: float | None = None
+        self._compiled = 0.0  # compile seconds (``burn.autotune.compile_seconds``) when fit began
         self._devices: list[Any] = []  # the devices fit trains on
         self.store: Any = None
         self.processor: Any = None
@@ -239,6 +240,7 @@ class Learner:
             app_log = AppLogger(os.path.join(c.directory, c.app_log), header=run_separator(details))
         started = time.monotonic()
         self._start, self._first_step_s = (started, autotune.seconds(), {}), None
+        self._compiled = autotune.compile_seconds()
         self.hub = MetricsHub(self._metric_slots(), make_renderer(c.renderer), self._loggers(), c.interrupter)
         self.store = self.hub.store
         self.processor = make_processor(self.hub, c.processor)
@@ -330,12 +332,13 @@ class Learner:
 
     def _startup(self, devices: Any) -> dict[str, float]:
         """What starting cost this run: seconds until the first training step returned, and the host
-        seconds fit spent tuning kernels and, on fused devices, planning streams (first launches and
+        seconds fit spent tuning kernels, waiting for kernel compiles and, on fused devices, planning streams (first launches and
         compiles included) and capturing graphs."""
         if self._first_step_s is None:
             return {}
         _, tuned, fused = self._start
         out = {"first_step_s": self._first_step_s, "tune_s": autotune.seconds() - tuned}
+        out["compile_s"] = autotune.compile_seconds() - self._compiled
         for k, v in _fusion_seconds(devices).items():
             out[f"{k}_s"] = v - fused.get(k, 0.0)
         return {k: round(v, 3) for k, v in out.items()}

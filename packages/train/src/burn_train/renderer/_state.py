@@ -79,6 +79,8 @@ class Snapshot:
     status: tuple[str, ...]
     version: int
     device: str = ""  # what the run trains on
+    compile_waited: float = 0.0  # seconds training waited for kernel compiles so far
+    compile_share: float | None = None  # the share of the last training step spent waiting for them
 
 
 class DashboardState:
@@ -103,6 +105,10 @@ class DashboardState:
         self.autotune_recent: deque[Any] = deque(maxlen=6)
         self.autotune_count = 0
         self.status: deque[str] = deque(maxlen=4)
+        self.compile_waited = 0.0
+        self.compile_share: float | None = None
+        self._step_compiles = 0.0  # compile waits since the last training item
+        self._last_item: float | None = None  # when the last training item (or the start) arrived
         self.formatters: dict[str, Any] = {}  # metric name -> value formatter (percent, units)
         self.units: dict[str, tuple[str, float]] = {}  # metric name -> (unit, scale), see display_unit
         self._changes = 0  # bumps on every change of this state (the store counts its own)
@@ -136,6 +142,7 @@ class DashboardState:
                 if name not in self.numeric:
                     self.numeric.append(name)
             self.text_only.update(text_only)
+            self._last_item = time.monotonic()
             self._changes += 1
 
     def item(self, split: str, tp: TrainingProgress, entries: list[Any], now: float) -> None:
@@ -145,6 +152,8 @@ class DashboardState:
             started_at = now if new_epoch else view.started_at
             latest = {} if new_epoch else dict(view.entries)
             self.mode, self.epoch, self.epoch_total = split, tp.epoch, tp.epoch_total
+            if split == "train":
+                self._compile_share(now)
             x = (tp.epoch - 1) + tp.progress.fraction
             for entry in entries:
                 latest[entry.name] = entry
@@ -173,8 +182,18 @@ class DashboardState:
             self.splits[split] = replace(view, started_at=None, epoch_seconds=seconds)
             self._changes += 1
 
+    def _compile_share(self, now: float) -> None:
+        """A training step ended at ``now``: the share of it spent waiting for compiles."""
+        if self._last_item is not None and now > self._last_item:
+            self.compile_share = min(1.0, self._step_compiles / (now - self._last_item))
+        self._last_item, self._step_compiles = now, 0.0
+
     def autotune(self, event: Any) -> None:
         with self.lock:
+            if event.kind == "compile" and event.done:
+                waited = getattr(event, "waited", 0.0)
+                self.compile_waited += waited
+                self._step_compiles += waited
             key = (event.kernel, event.key)
             if event.done:
                 self.autotune_active.pop(key, None)
@@ -243,6 +262,8 @@ class DashboardState:
                 autotune_recent=tuple(self.autotune_recent),
                 autotune_count=self.autotune_count,
                 status=tuple(self.status),
+                compile_waited=self.compile_waited,
+                compile_share=self.compile_share,
                 version=self.version,
             )
 
@@ -265,12 +286,15 @@ class DashboardState:
 def tuning_line(event: Any) -> str:
     """``tuning conv2d (3 of 7 candidates)``: what the Status panel says while a kernel is tuned, so a
     cold run's seconds of autotuning never read as a stalled 100 %; tuning between steps while the op
-    runs a picked kernel reads ``tuning in background (2 pending): conv2d (3 of 7 candidates)``."""
+    runs a picked kernel reads ``tuning matmul 3/7 (background)``, and ``(background, 2 more queued)``
+    while other keys wait for their turn."""
     total = getattr(event, "total", 0) or 0
     step = min(getattr(event, "step", 0) or 0, total) if total else 0
     counted = f" ({step} of {total} candidates)" if total else ""
     if getattr(event, "background", False):
-        return f"tuning in background ({getattr(event, 'pending', 0)} pending): {event.kernel}{counted}"
+        others = max(0, (getattr(event, "pending", 0) or 0) - 1)  # ``pending`` counts this job too
+        queued = f", {others} more queued" if others else ""
+        return f"tuning {event.kernel}{f' {step}/{total}' if total else ''} (background{queued})"
     verb = "compiling" if getattr(event, "kind", "") == "compile" else "tuning"
     return f"{verb} {event.kernel}{counted}"
 
@@ -279,6 +303,15 @@ def blocking_tuning(active: Any) -> Any:
     """The first event of ``active`` that holds a step up (compiling, or tuning before the op returns);
     None when all of them tune in the background (the steps go on, and so do the ETAs)."""
     return next((e for e in active if not getattr(e, "background", False)), None)
+
+
+def compile_line(snap: Snapshot) -> str:
+    """``Compiles  : 1.2 s waited, 64 % of the last step``: what waiting for kernel compiles has cost
+    training ('' before any wait)."""
+    if snap.compile_waited <= 0:
+        return ""
+    share = "" if snap.compile_share is None else f", {100 * snap.compile_share:.0f} % of the last step"
+    return f"Compiles  : {snap.compile_waited:.1f} s waited{share}"
 
 
 def latest(active: Any) -> Any:

@@ -20,7 +20,7 @@ from .._sync import threads_available
 from ._base import Renderer, fmt_duration
 from ._keys import KeyReader
 from ._plot import Series, bounds, braille_chart
-from ._state import Snapshot, blocking_tuning, latest, tuning_line
+from ._state import Snapshot, blocking_tuning, compile_line, latest, tuning_line
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions
@@ -215,7 +215,7 @@ class TuiRenderer(Renderer):
         layout.split_column(Layout(name="top", ratio=1), Layout(name="progress", size=3))
         layout["top"].split_row(Layout(name="left", ratio=3), Layout(name="right", ratio=2))
         layout["left"].split_column(Layout(name="plot", ratio=3), Layout(name="text", ratio=2))
-        layout["right"].split_column(Layout(name="status", size=9), Layout(name="autotune"))
+        layout["right"].split_column(Layout(name="status", size=10), Layout(name="autotune"))
         layout["plot"].update(self._plot_panel(snap, selected))
         layout["text"].update(self._text_panel(snap))
         layout["status"].update(self._status_panel(snap))
@@ -313,6 +313,7 @@ class TuiRenderer(Renderer):
             f"Items     : {view.progress.items_processed}/{view.progress.items_total}",
             f"Elapsed   : {fmt_duration(snap.elapsed)}",
         ]
+        lines += [compile_line(snap)] if compile_line(snap) else []
         shown = blocking_tuning(snap.autotune_active) or latest(snap.autotune_active)
         lines += [f"» {tuning_line(shown)}"] if shown is not None else []
         lines += [f"» {text}" for text in snap.status[-2:]]
