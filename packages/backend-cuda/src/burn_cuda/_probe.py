@@ -10,6 +10,8 @@ import threading
 from types import ModuleType
 from typing import Any
 
+from ._kernel_cache import use_burn_kernel_cache
+
 INSTALL_HINT = "cupy is not installed (pip install 'burn-cuda[cuda12]' or 'burn-cuda[cuda13]')"
 
 _lock = threading.Lock()
@@ -23,6 +25,7 @@ def _import_cupy() -> ModuleType:
 
 
 def _probe_uncached() -> tuple[bool, str, int]:
+    use_burn_kernel_cache()  # before CuPy compiles anything (every path to CuPy comes through here)
     try:
         cupy = _import_cupy()
     except ImportError:

@@ -5,7 +5,10 @@ plugin).
 timing that chose it; ``--json`` prints the same as JSON. ``status`` sums each device up: how many keys
 are tuned, and which are still tuning in the background (a process ended before their job did: the
 next process that calls them goes on from the candidates checked and timed so far), with what is left
-of each. ``clear`` deletes them all, so the next run tunes again.
+of each, and the compiled-kernel caches kept beside the autotune cache (burn-cuda's CuPy modules in
+``cuda-kernels``: every other folder under ``BURN_CACHE_DIR``) with their files and bytes. ``clear``
+deletes the autotune cache files, so the next run tunes again (compiled kernels stay: they depend on the
+source alone).
 """
 
 from __future__ import annotations
@@ -66,6 +69,27 @@ def _progress(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def kernel_caches() -> list[dict[str, Any]]:
+    """The folders under burn's cache folder other than the autotune one (compiled kernels: burn-cuda's
+    ``cuda-kernels``), each with its path, file count and bytes."""
+    from . import cache_dir
+
+    root = cache_dir()
+    out = []
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        if not folder.is_dir() or folder.name == "autotune":
+            continue
+        files = [f for f in folder.rglob("*") if f.is_file()]
+        size = 0
+        for f in files:
+            try:
+                size += f.stat().st_size
+            except OSError:  # removed meanwhile (another process cleaning up)
+                pass
+        out.append({"name": folder.name, "path": str(folder), "files": len(files), "bytes": size})
+    return out
+
+
 def _status(caches: list[dict[str, Any]], as_json: bool) -> int:
     rows = []
     for cache in caches:
@@ -80,8 +104,11 @@ def _status(caches: list[dict[str, Any]], as_json: bool) -> int:
                 **({"error": cache["error"]} if "error" in cache else {}),
             }
         )
+    compiled = kernel_caches()
     if as_json:
-        json.dump({"folder": str(_folder()), "devices": rows}, sys.stdout, indent=2)
+        json.dump(
+            {"folder": str(_folder()), "devices": rows, "kernel_caches": compiled}, sys.stdout, indent=2
+        )
         print()
         return 0
     print(f"autotune cache: {_folder()}")
@@ -95,6 +122,9 @@ def _status(caches: list[dict[str, Any]], as_json: bool) -> int:
         print(f"  {row['tuned']} key(s) tuned, {len(row['tuning'])} still tuning in the background")
         for key, p in row["tuning"].items():
             print(f"  {key}: {p['checked']} checked, {p['dropped']} dropped, {p['timed']} timed so far")
+    for folder in compiled:
+        print(f"\ncompiled kernels ({folder['name']}): {folder['path']}")
+        print(f"  {folder['files']} file(s), {folder['bytes'] / 1e6:.1f} MB")
     return 0
 
 
