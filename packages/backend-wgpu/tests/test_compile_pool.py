@@ -147,3 +147,21 @@ def test_inline_compiles_without_threads(backend):
     compiler.start(kernel, layout)  # created at once on this thread
     assert compiler.ready(kernel.source) is not None and compiler._pool is None
     assert compiler.get(kernel, layout) is compiler.ready(kernel.source)
+
+
+def test_a_kernel_that_fails_to_compile_in_a_batch_leaves_the_executor_whole(backend):
+    from burn_wgpu._executor import Kernel
+
+    ex = backend.ex
+    ex.flush()
+    good = _kernel(3, "whole")
+    bad = Kernel("test_pool_broken_batch", _SRC.format(mul="nope") + "// batch\n", ("rw",))
+    out = ex.pool.storage(16)
+    ex.write(out.buffer, bytes(16))
+    for kernel in (good, bad, good):  # the broken one is recorded between two that compile
+        ex.dispatch(kernel, [out.buffer], struct.pack("<2I", 0, 1), (1, 1, 1))
+    with pytest.raises(Exception, match="nope|unknown|error"):
+        ex.flush()
+    assert not ex._deferred
+    assert struct.unpack("<4I", ex.read([(out.buffer, 0, 16)])[0])[0] == 1 * 3 + 1  # the good ones ran
+    assert _run(ex, [(good, 1, 2)]) == [0, 2, 0, 0]  # and the executor goes on

@@ -68,16 +68,19 @@ class Compiler:
         if self.known(kernel.source):
             return
         publish(AutotuneEvent(kernel.name, kind="compile", device=self.label))
-        if self.threads <= 0:
-            t0 = time.perf_counter()
+        if self.threads > 0:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="burn-wgpu-compile")
             try:
-                self._done[kernel.source] = self._create(kernel, layout)
-            finally:
-                self._finished(kernel, time.perf_counter() - t0)
-            return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="burn-wgpu-compile")
-        self._running[kernel.source] = self._pool.submit(self._create, kernel, layout)
+                self._running[kernel.source] = self._pool.submit(self._create, kernel, layout)
+                return
+            except RuntimeError:  # the interpreter is shutting down: no new threads, compile here
+                pass
+        t0 = time.perf_counter()
+        try:
+            self._done[kernel.source] = self._create(kernel, layout)
+        finally:
+            self._finished(kernel, time.perf_counter() - t0)
 
     def get(self, kernel: Kernel, layout: Any) -> Pipeline:
         """``kernel``'s pipeline; waits for it when it is being created (a compile error raises here)."""

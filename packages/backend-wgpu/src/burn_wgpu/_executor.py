@@ -140,13 +140,6 @@ class Executor:
         self._count(kernel)
         return self.compiler.get(kernel, self._layout(kernel.bindings))
 
-    def prepare(self, kernels: list[Kernel]) -> None:
-        """Start creating the pipelines of ``kernels`` on the compile pool (kernels known ahead of their
-        first dispatch: an autotune key's candidates); returns at once."""
-        for kernel in kernels:
-            if not self.compiler.known(kernel.source):
-                self.compiler.start(kernel, self._layout(kernel.bindings))
-
     def _count(self, kernel: Kernel) -> None:
         self.stats["pipeline_hits" if self.compiler.known(kernel.source) else "pipeline_misses"] += 1
 
@@ -158,15 +151,23 @@ class Executor:
 
     def _settle(self) -> None:
         """Encode the dispatches kept while their pipelines were created, in their order (waiting for the
-        pipelines that are not there yet)."""
+        pipelines that are not there yet). A kernel that fails to compile is left out and its error
+        raised once the others are encoded, so the batch stays whole."""
         deferred, self._deferred = self._deferred, []
+        error: Exception | None = None
         for kernel, layout, bind_group, offset, groups in deferred:
-            pipeline, _ = self.compiler.get(kernel, layout)
+            try:
+                pipeline, _ = self.compiler.get(kernel, layout)
+            except Exception as exc:
+                error = error or exc
+                continue
             if self._pass is None:
                 self._pass = self._encoder_now().begin_compute_pass()
             self._pass.set_pipeline(pipeline)
             self._pass.set_bind_group(0, bind_group, (offset,))
             self._pass.dispatch_workgroups(*groups)
+        if error is not None:
+            raise error
 
     def _end_pass(self) -> None:
         if self._deferred:
