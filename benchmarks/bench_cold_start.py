@@ -8,7 +8,10 @@ by one, and the median of ``--steps`` steady steps after them (burn's process lo
 from a file the parent wrote: it never imports PyTorch). burn "cold" runs with an empty
 ``BURN_CACHE_DIR`` (tuning and compiling from scratch, tuning in the background as in training); burn
 "warm" runs again over the cache the cold run left; its fusion costs (planning and graph-capture
-seconds) are reported apart. Ratios: burn's first step against PyTorch eager's and torch.compile's.
+seconds) are reported apart, and so are the seconds spent tuning and waiting for kernel compiles. To see
+what a driver's own on-disk shader cache saves, run with ``MESA_SHADER_CACHE_DISABLE=true`` (lavapipe)
+or ``__GL_SHADER_DISK_CACHE=0`` (NVIDIA) beside a run without. Ratios: burn's first step against PyTorch
+eager's and torch.compile's.
 
     python benchmarks/bench_cold_start.py [--models gpt,resnet18] [--backend cuda|wgpu|cpu]
         [--peers eager,compile] [--steps 10] [--tiny] [--out results.json]
@@ -81,6 +84,8 @@ def _child(args: argparse.Namespace) -> dict[str, Any]:
         from burn import autotune
 
         out["tuning_pending_after"] = autotune.pending()
+        out["tune_s"] = round(autotune.seconds(), 3)  # host seconds spent tuning, all steps
+        out["compile_wait_s"] = round(autotune.compile_seconds(), 3)  # the caller's waits for compiles
     return out
 
 

@@ -13,6 +13,7 @@ never reaches these kernels: the backend runs pools and reductions of bfloat16 t
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -66,9 +67,10 @@ def io(dt: np.dtype, name: str) -> str:
 
 
 def compiled(key: tuple[Any, ...], source: str, name: str, label: str | None = None) -> Any:
-    """The kernel under ``key``, built once per process (CuPy compiles it at its first launch, or
-    loads it from its on-disk kernel cache); the build is published as ``AutotuneEvent``s of kind
-    "compile" (start and done) for the dashboard, named ``label`` (default: the key's parts)."""
+    """The kernel under ``key``, built once per process (NVRTC compiles it here, or CuPy loads it from
+    its on-disk kernel cache, ``_kernel_cache``); the build is published as ``AutotuneEvent``s of kind
+    "compile" (start and done, the done one with the seconds it took) for the dashboard and
+    ``burn.autotune.compile_seconds``, named ``label`` (default: the key's parts)."""
     k = _cache.get(key)
     if k is None:
         import cupy
@@ -79,6 +81,12 @@ def compiled(key: tuple[Any, ...], source: str, name: str, label: str | None = N
             if k is None:
                 label = label or "_".join(str(part) for part in key)
                 publish(AutotuneEvent(label, kind="compile", device="cuda"))
-                k = _cache[key] = cupy.RawKernel(source, name)  # NVRTC runs at the first launch
-                publish(AutotuneEvent(label, kind="compile", done=True, device="cuda"))
+                t0 = time.perf_counter()
+                try:
+                    k = cupy.RawKernel(source, name)
+                    k.compile()  # now rather than at the first launch, so the wait is measured here
+                finally:
+                    waited = time.perf_counter() - t0
+                    publish(AutotuneEvent(label, kind="compile", done=True, device="cuda", waited=waited))
+                _cache[key] = k
     return k
