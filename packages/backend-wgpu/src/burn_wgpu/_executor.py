@@ -200,7 +200,7 @@ class Executor:
         bind_group = self.bind_group(layout, buffers)
         if hit is None or self._deferred:  # encoded once its pipeline exists, after those kept before it
             self.compiler.start(kernel, layout)
-            self._deferred.append((kernel, layout, bind_group, offset, tuple(groups)))
+            self._deferred.append((kernel, layout, bind_group, offset, groups))
         else:
             if self._pass is None:
                 self._pass = self._encoder_now().begin_compute_pass()
