@@ -17,7 +17,7 @@ from burn.fusion import backward_begins
 from ._engine import retained_bytes, run_backward
 from ._graph import ADPrim, Node, leaf
 from ._module import AutodiffModuleOps
-from ._rule import SELF, Prim, Rule
+from ._rule import OUT, SELF, Prim, Rule
 from ._rules import BINARY_RULES, REDUCE_RULES, RULES, UNARY_RULES
 from ._rules_attention import AutodiffAttentionOps
 from ._rules_custom import AutodiffCustomOps
@@ -160,12 +160,15 @@ class Autodiff(AutodiffModuleOps, AutodiffVisionOps, AutodiffAttentionOps, Autod
             saved_out = SELF if rule.memory_bound else out
         else:
             refs, saved_out = vals, out
-        save = rule.save_in
+        save, keep_out = rule.save_in, rule.save_out
+        if rule.save_for is not None:  # only what the gradients of tracked inputs read
+            reads = {j for i, p in enumerate(parents) if p is not None for j in rule.save_for[i]}
+            save, keep_out = tuple(j for j in reads if j != OUT), OUT in reads
         if save:
             node.saved_in = (
                 refs if save == "all" else tuple(r if i in save else None for i, r in enumerate(refs))
             )
-        if rule.save_out:
+        if keep_out:
             node.saved_out = saved_out
         if rule.multi:
             node.extras = tuple(extras)

@@ -1,5 +1,6 @@
 """The backward pass: topological order from the output, one rule call per node, gradients accumulated
-per node and summed back over broadcast dims, then the graph is freed.
+per node (``_accumulate``: summed back over broadcast dims; the windows of slices written at once), and
+each node freed as soon as its rule has run.
 
 Under balanced checkpointing, values a rule reads may be references to recomputable nodes; the
 ``Recomputer`` runs their forwards again from the nearest kept values, caching each result only until
@@ -15,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from burn import BurnError
 
+from ._accumulate import accumulate, resolve
 from ._graph import FREED, Node
-from ._rule import Ctx, Prim, unbroadcast
+from ._rule import Ctx, Prim
 
 if TYPE_CHECKING:
     from burn.backend import Backend
@@ -132,7 +134,9 @@ def run_backward(B: Backend, root: Node, seed: Prim) -> dict[int, Prim]:
     recompute = Recomputer(B)
     hook = getattr(_hooks, "fn", None)
     for node in reversed(order):
-        g = grads.pop(node.id, None)
+        acc = grads.pop(node.id, None)
+        g = None if acc is None else resolve(B, acc, node.shape)
+        del acc
         if node.rule is None:
             if g is not None:
                 leaves[node.id] = g
@@ -142,16 +146,13 @@ def run_backward(B: Backend, root: Node, seed: Prim) -> dict[int, Prim]:
         if g is not None:
             in_grads = node.rule.backward(B, g, Ctx(node, recompute))
             for parent, pg in zip(node.parents, in_grads):
-                if parent is None or pg is None:
-                    continue
-                if tuple(B.shape_of(pg)) != parent.shape:
-                    pg = unbroadcast(B, pg, parent.shape)
-                prev = grads.get(parent.id)
-                grads[parent.id] = pg if prev is None else B.binary("add", prev, pg)
+                if parent is not None and pg is not None:
+                    grads[parent.id] = accumulate(B, grads.get(parent.id), pg, parent.shape)
+            del g, in_grads
         recompute.forget(node)
-    for node in order:
-        if node.rule is not None:
-            node.free()
+        # nothing reads this node's saved values any more (only its descendants, all processed, refer
+        # to it): release them now rather than at the end, so the peak does not hold every activation
+        node.free()
     return leaves
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ._graph import Node
 
 Prim = Any  # a primitive of the inner backend (its own array type)
-Grads = Sequence[Prim | None]  # one input gradient (or None) per input, in input order
+Grads = Sequence[Prim | None]  # per input, in order: its gradient, None, or (slices) an _accumulate.Window
 # backward(B, g, ctx) -> Grads
 Backward = Callable[["Backend", Prim, "Ctx"], Grads]
 Forward = Callable[..., Any]  # forward(B, meta, *inputs) -> output (a tuple when multi)
@@ -33,7 +33,10 @@ class Rule:
     ``save_in``: indices of the inputs the backward reads, or "all". ``save_out``: whether it reads the
     output. ``memory_bound``: cheap to recompute (element-wise, reshape-like), so balanced checkpointing
     keeps nothing for it. ``multi``: forward returns (output, *extras); extras (indices) are not
-    differentiated, kept for the backward and returned untracked.
+    differentiated, kept for the backward and returned untracked. ``save_for``: for rules whose reads
+    depend on which gradients are wanted, per input what its gradient reads (matmul: a's reads b, b's
+    reads a; -1 names the output); only what the tracked inputs' gradients read is kept, and
+    ``save_in``/``save_out`` are not used.
     """
 
     name: str
@@ -43,6 +46,10 @@ class Rule:
     save_out: bool = False
     memory_bound: bool = True
     multi: bool = False
+    save_for: tuple[tuple[int, ...], ...] | None = None
+
+
+OUT = -1  # in a rule's ``save_for``: the op's output
 
 
 class _SelfRef:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from burn.backend import ACTIVATION_OPS
 
-from ._rule import Backward, Ctx, Grads, Prim, Rule, masked, zeros
+from ._rule import OUT, Backward, Ctx, Grads, Prim, Rule, masked, zeros
 
 if TYPE_CHECKING:
     from burn.backend import Backend
@@ -156,11 +156,11 @@ def _mul_b(B: Backend, g: Prim, c: Ctx) -> Grads:
 
 
 def _div_b(B: Backend, g: Prim, c: Ctx) -> Grads:
-    a, b = c.x(0), c.x(1)
+    b = c.x(1)
     ga = _b(B, "div", g, b) if c.needs(0) else None
     gb = None
     if c.needs(1):
-        gb = _u(B, "neg", _b(B, "div", _mul(B, g, a), _mul(B, b, b)))
+        gb = _u(B, "neg", _b(B, "div", _mul(B, g, c.x(0)), _mul(B, b, b)))
     return ga, gb
 
 
@@ -224,18 +224,20 @@ def _floor_div_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     )
 
 
+# (op, per input: what its gradient reads, backward): an untracked operand's partner is not kept
+_BOTH = ((0, 1), (0, 1))
 _BINARY = [
-    ("add", (), _add_b),
-    ("sub", (), _sub_b),
-    ("mul", (0, 1), _mul_b),
-    ("div", (0, 1), _div_b),
-    ("pow", (0, 1), _pow_b),
-    ("maximum", (0, 1), _max_min_b("gt")),
-    ("minimum", (0, 1), _max_min_b("lt")),
-    ("atan2", (0, 1), _atan2_b),
-    ("remainder", (0, 1), _mod_b("floor")),
-    ("fmod", (0, 1), _mod_b("trunc")),
-    ("floor_div", (), _floor_div_b),
+    ("add", ((), ()), _add_b),
+    ("sub", ((), ()), _sub_b),
+    ("mul", ((1,), (0,)), _mul_b),
+    ("div", ((1,), (0, 1)), _div_b),
+    ("pow", ((0, 1), (0, OUT)), _pow_b),
+    ("maximum", _BOTH, _max_min_b("gt")),
+    ("minimum", _BOTH, _max_min_b("lt")),
+    ("atan2", _BOTH, _atan2_b),
+    ("remainder", ((), (0, 1)), _mod_b("floor")),
+    ("fmod", ((), (0, 1)), _mod_b("trunc")),
+    ("floor_div", ((), ()), _floor_div_b),
 ]
 
 
@@ -284,7 +286,7 @@ def _log_softmax_b(B: Backend, g: Prim, c: Ctx) -> Grads:
 
 ROWS = (
     [_unary_rule(op, reads, d) for op, (reads, d) in _UNARY.items()]
-    + [Rule(f"binary:{op}", _b, bw, save_in=save, save_out=op == "pow") for op, save, bw in _BINARY]
+    + [Rule(f"binary:{op}", _b, bw, save_for=reads) for op, reads, bw in _BINARY]
     + [
         Rule("where", lambda B, _m, cond, a, b: B.where(cond, a, b), _where_b, save_in=(0,)),
         Rule("clamp", lambda B, m, x: B.clamp(x, m[0], m[1]), _clamp_b, save_in=(0,)),

@@ -35,7 +35,6 @@ def _conv_fwd(B: Backend, m: tuple[Any, ...], x: Prim, w: Prim, bias: Prim | Non
 
 def _conv_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     stride, padding, dilation, groups = c.meta
-    x, w = c.x(0), c.x(1)
     xshape, wshape = c.in_shape(0), c.in_shape(1)
     gx = gw = gb = None
     if c.needs(0):
@@ -44,9 +43,9 @@ def _conv_b(B: Backend, g: Prim, c: Ctx) -> Grads:
         no_pad = (0,) * len(out_sizes)
         grown = conv_transpose_out_sizes(out_sizes, wshape[2:], stride, padding, no_pad, dilation)
         out_pad = tuple(s - n for s, n in zip(xshape[2:], grown))
-        gx = B.conv_transpose(g, w, None, stride, padding, out_pad, dilation, groups)
+        gx = B.conv_transpose(g, c.x(1), None, stride, padding, out_pad, dilation, groups)
     if c.needs(1):
-        gw = B.conv_weight_grad(x, g, wshape, stride, padding, dilation, groups)
+        gw = B.conv_weight_grad(c.x(0), g, wshape, stride, padding, dilation, groups)
     if c.needs(2):
         gb = _bias_grad(B, g)
     return gx, gw, gb
@@ -58,16 +57,15 @@ def _conv_transpose_fwd(B: Backend, m: tuple[Any, ...], x: Prim, w: Prim, bias: 
 
 def _conv_transpose_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     stride, padding, _out_pad, dilation, groups = c.meta
-    x, w = c.x(0), c.x(1)
     xshape, wshape = c.in_shape(0), c.in_shape(1)
     gx = gw = gb = None
     if c.needs(0):
-        gx = B.conv(g, w, None, stride, padding, dilation, groups)
+        gx = B.conv(g, c.x(1), None, stride, padding, dilation, groups)
         if tuple(B.shape_of(gx)) != tuple(xshape):  # output_padding >= stride adds a partial window
             gx = B.slice(gx, tuple((0, n, 1) for n in xshape))
     if c.needs(1):
         # conv_transpose(x, w) is the adjoint of conv(., w): swap the roles of input and gradient
-        gw = B.conv_weight_grad(g, x, wshape, stride, padding, dilation, groups)
+        gw = B.conv_weight_grad(g, c.x(0), wshape, stride, padding, dilation, groups)
     if c.needs(2):
         gb = _bias_grad(B, g)
     return gx, gw, gb
@@ -135,9 +133,12 @@ def _interpolate_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     return (_separable_adjoint(B, g, c.in_shape(0), apply_1d),)
 
 
+# the input's gradient reads the weight, the weight's reads the input, the bias's neither
+_CONV_READS = ((1,), (0,), ())
+
 ROWS = [
-    Rule("conv", _conv_fwd, _conv_b, save_in=(0, 1), memory_bound=False),
-    Rule("conv_transpose", _conv_transpose_fwd, _conv_transpose_b, save_in=(0, 1), memory_bound=False),
+    Rule("conv", _conv_fwd, _conv_b, save_for=_CONV_READS, memory_bound=False),
+    Rule("conv_transpose", _conv_transpose_fwd, _conv_transpose_b, save_for=_CONV_READS, memory_bound=False),
     Rule("max_pool", lambda B, m, x: B.max_pool(x, *m), _max_pool_b, memory_bound=False, multi=True),
     Rule(
         "adaptive_max_pool",

@@ -117,8 +117,8 @@ def _matmul_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     ga = B.matmul(g, _t(B, c.x(1))) if c.needs(0) else None
     gb = None
     if c.needs(1):
-        a, b = c.x(0), c.x(1)
-        sa, sb = B.shape_of(a), B.shape_of(b)
+        a = c.x(0)  # b itself is not saved for its own gradient (save_for), only its shape
+        sa, sb = B.shape_of(a), c.in_shape(1)
         if len(sa) > 2 and all(d == 1 for d in sb[:-2]):
             # a weight shared by every batch entry (x @ W with x (batch, seq, k)): its gradient is one
             # GEMM over the flattened batch rows, not a (batch, k, n) product summed over the batch
@@ -139,5 +139,5 @@ ROWS = [
     Rule("var", lambda B, m, x: B.var(x, m[0], m[1], m[2]), _var_b, save_in=(0,)),
     Rule("cumsum", lambda B, d, x: B.cumsum(x, d), _cumsum_b),
     Rule("cumprod", lambda B, d, x: B.cumprod(x, d), _cumprod_b, save_in=(0,), save_out=True),
-    Rule("matmul", lambda B, _m, a, b: B.matmul(a, b), _matmul_b, save_in=(0, 1), memory_bound=False),
+    Rule("matmul", lambda B, _m, a, b: B.matmul(a, b), _matmul_b, save_for=((1,), (0,)), memory_bound=False),
 ]

@@ -1,11 +1,13 @@
 """Backward rules of the shape ops: reshape, permute, expand, slice, slice_assign, cat, stack, flip,
 repeat, pad (constant, reflect, edge), tril and triu. All are memory-bound and read no values, only
-shapes: their gradients move the output gradient back into the input's layout."""
+shapes: their gradients move the output gradient back into the input's layout. A slice's gradient is
+a ``Window`` that the engine gathers with the other slices of the same input (``_accumulate``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._accumulate import Window
 from ._rule import Ctx, Grads, Prim, Rule, full_index, int_prim, zeros
 
 if TYPE_CHECKING:
@@ -27,7 +29,8 @@ def _expand_b(B: Backend, g: Prim, c: Ctx) -> Grads:
 
 
 def _slice_b(B: Backend, g: Prim, c: Ctx) -> Grads:
-    return (B.slice_assign(zeros(B, c.in_shape(0), g), c.meta, g),)
+    # a window, not a zero tensor with g written in: the engine writes all windows of the input at once
+    return (Window(c.meta, g),)
 
 
 def _slice_assign_b(B: Backend, g: Prim, c: Ctx) -> Grads:
