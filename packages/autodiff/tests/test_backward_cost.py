@@ -134,3 +134,21 @@ def test_an_untracked_operands_partner_is_not_kept():
     grads = (y.sum() + z.sum() + p.sum()).backward()
     expected = mask.numpy() + a.numpy().sum(0)[:, None] + 3 * x.numpy() ** 2
     np.testing.assert_allclose(x.grad(grads).numpy(), expected, rtol=1e-12)
+
+
+def test_norms_keep_the_centred_values_once():
+    F = burn.nn.functional
+    xs = _rng.standard_normal((8, 6, 5))
+    x = t(xs).require_grad()
+    w, b = t(_rng.standard_normal(6)).require_grad(), t(_rng.standard_normal(6)).require_grad()
+    full = xs.nbytes
+    kept = DEV.backend.graph_bytes
+    bn = F.batch_norm(x, t(np.zeros(6)), t(np.ones(6)), w, b, training=True)
+    assert kept(bn.primitive) < 1.5 * full  # the centred values (before: three full-size tensors)
+    ln = F.layer_norm(x, 5, t(np.ones(5)).require_grad(), None)
+    assert kept(ln.primitive) < 2.5 * full  # the centred and the normalised values (before: three)
+    mean = xs.mean((0, 2), keepdims=True)
+    ref = (xs - mean) / np.sqrt(xs.var((0, 2), keepdims=True) + 1e-5) * w.numpy()[:, None] + b.numpy()[
+        :, None
+    ]
+    np.testing.assert_allclose(bn.numpy(), ref, rtol=1e-10, atol=1e-12)

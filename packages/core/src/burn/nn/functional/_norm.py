@@ -12,10 +12,13 @@ from ..._tensor import Tensor
 from ._activation import _fp32
 
 
-def _moments(x: Tensor, dims: tuple[int, ...]) -> tuple[Tensor, Tensor]:
+def _moments(x: Tensor, dims: tuple[int, ...]) -> tuple[Tensor, Tensor, Tensor]:
+    """(mean, x - mean, biased variance) over ``dims``, dims kept. Callers normalise the centred values
+    returned here rather than subtracting again: under autodiff one full-size tensor stays saved for the
+    backward, not two."""
     mean = x.mean(dims, keepdim=True)
     diff = x - mean
-    return mean, (diff * diff).mean(dims, keepdim=True)
+    return mean, diff, (diff * diff).mean(dims, keepdim=True)
 
 
 def _check_affine(op: str, t: Tensor | None, shape: tuple[int, ...], arg: str) -> None:
@@ -44,8 +47,8 @@ def layer_norm(
     dims = tuple(range(x.ndim - len(shape), x.ndim))
     _check_affine("layer_norm", weight, shape, "weight")
     _check_affine("layer_norm", bias, shape, "bias")
-    mean, var = _moments(x, dims)
-    out = (x - mean) * (var + eps).rsqrt()
+    _, diff, var = _moments(x, dims)
+    out = diff * (var + eps).rsqrt()
     if weight is not None:
         out = out * weight
     if bias is not None:
@@ -74,10 +77,12 @@ def batch_norm_train(
     if x.ndim < 2:
         raise ShapeError(f"batch_norm: input must be (N, C, ...), got shape {x.shape}")
     dims = (0, *range(2, x.ndim))
-    mean, var = _moments(x, dims)
-    out = (x - mean) * (var + eps).rsqrt()
+    mean, diff, var = _moments(x, dims)
     w, b = _channel_view("batch_norm", x, weight, "weight"), _channel_view("batch_norm", x, bias, "bias")
-    out = out if w is None else out * w
+    scale = (var + eps).rsqrt()
+    # the weight joins the per-channel scale: one full-size product, and autodiff keeps only the
+    # centred values (shared with the variance) instead of them and the normalised ones
+    out = diff * (scale if w is None else scale * w)
     out = out if b is None else out + b
     c = x.shape[1]
     return out, mean.reshape(c), var.reshape(c)
@@ -135,8 +140,8 @@ def group_norm(
     if num_groups <= 0 or c % num_groups:
         raise ShapeError(f"group_norm: {c} channels are not divisible into num_groups={num_groups}")
     grouped = x.reshape(n, num_groups, -1)
-    mean, var = _moments(grouped, (2,))
-    out = ((grouped - mean) * (var + eps).rsqrt()).reshape(*x.shape)
+    _, diff, var = _moments(grouped, (2,))
+    out = (diff * (var + eps).rsqrt()).reshape(*x.shape)
     w, b = _channel_view("group_norm", x, weight, "weight"), _channel_view("group_norm", x, bias, "bias")
     out = out if w is None else out * w
     return out if b is None else out + b
