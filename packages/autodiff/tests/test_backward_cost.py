@@ -80,6 +80,22 @@ def test_unused_chunks_get_zeros_only_for_the_gaps(calls):
     assert calls["cat"] == 1 and calls[("full", (3, 2))] == 2 and calls[("full", (3, 8))] == 0
 
 
+def test_a_tied_embedding_adds_its_rows_into_the_heads_gradient(calls, monkeypatch):
+    ws = _rng.standard_normal((7, 3))
+    idx = np.array([[0, 4, 4], [6, 1, 0]])
+    w = t(ws).require_grad()
+    hidden = burn.nn.functional.embedding(burn.tensor(idx, device=DEV), w)  # (2, 3, 3)
+    loss = (hidden @ w.transpose()).sum()  # the head shares the table
+    calls.clear()
+    grads = loss.backward()
+    # the head gives every row the sum of the looked-up rows; each lookup adds the sum of all rows
+    expected = np.tile(ws[idx].reshape(-1, 3).sum(0), (7, 1))
+    np.add.at(expected, idx.ravel(), np.broadcast_to(ws.sum(0), (6, 3)))
+    np.testing.assert_allclose(w.grad(grads).numpy(), expected, rtol=1e-12)
+    assert calls[("full", (7, 3))] == 0  # no zero table; the rows are added into the head's gradient
+    assert calls[("binary", (7, 3))] == 0
+
+
 def test_windows_and_dense_uses_of_one_input_add_up():
     xs = _rng.standard_normal((3, 5))
     x = t(xs).require_grad()

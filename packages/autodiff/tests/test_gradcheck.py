@@ -191,6 +191,14 @@ case("sort", lambda x: x.sort(1, descending=True), distinct(3, 5))
 case("sort", lambda x: x.sort(0), distinct(4, 3), id="sort-ascending")
 case("topk", lambda x: x.topk(2, 1), distinct(3, 5))
 case("embedding", lambda w: bk("embedding", w, const(w, [[0, 3], [3, 1]])), R(5, 3))
+# a tied table: the lookup's rows are added into the head's dense gradient
+case(
+    "embedding",
+    lambda w: bk("embedding", w, const(w, [[0, 3], [3, 1]])) @ w.transpose(),
+    R(5, 3),
+    id="embedding-tied",
+)
+case("select", lambda x: x.select(1, const(x, [1, 1, 3])) * x[:, :3], R(3, 4), id="select-and-slice")
 
 
 # ---------------------------------------------------------------- module ops

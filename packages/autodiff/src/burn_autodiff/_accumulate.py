@@ -1,15 +1,18 @@
-"""Gradient accumulation per node, with the gradients of slices kept as windows until they are read.
+"""Gradient accumulation per node, with the gradients of slices and gathers kept until they are read.
 
 A slice's backward returns a ``Window`` (its output gradient and where it sits in the input) instead of
-a zero tensor of the input's shape with the gradient written into it. The engine gathers the windows of
-one parent and writes them all at once when the parent's gradient is first read (``resolve``):
+a zero tensor of the input's shape with the gradient written into it; a gather's (select, embedding,
+sort) returns a ``ScatterAdd`` instead of scattering into a zero tensor. The engine gathers them per
+parent and writes them when the parent's gradient is first read (``resolve``). Windows:
 
 - one window: one ``pad`` (zeros around it), or the gradient itself when it covers the parent;
 - windows that tile the parent along one dim (split, chunk, narrow of the pieces of a fused QKV
   projection): one ``cat`` of the window gradients, with zero pieces only where no window lies;
 - anything else (strided windows, windows cut in several dims, overlaps): written into one zero buffer.
 
-Dense gradients of the same parent (it is used by other ops as well) are summed in as before.
+Dense gradients of the same parent (it is used by other ops as well) are summed in as before, and the
+scatter-adds then add into that sum (a tied embedding: the head's matmul gradient plus the lookup's
+rows, without a zero table and a full-size add).
 """
 
 from __future__ import annotations
@@ -34,13 +37,24 @@ class Window:
         self.g = g
 
 
+class ScatterAdd:
+    """The gradient of a gather-like op: ``op`` ("select_add" or "scatter_add") adds ``g`` along ``dim``
+    at ``index`` into the input's gradient."""
+
+    __slots__ = ("op", "dim", "index", "g")
+
+    def __init__(self, op: str, dim: int, index: Prim, g: Prim) -> None:
+        self.op, self.dim, self.index, self.g = op, dim, index, g
+
+
 class Pending:
-    """A node's gradient so far: windows not yet written, plus the sum of its dense gradients."""
+    """A node's gradient so far: windows and scatter-adds not yet written, the sum of its dense ones."""
 
-    __slots__ = ("windows", "dense")
+    __slots__ = ("windows", "scatters", "dense")
 
-    def __init__(self, windows: list[Window], dense: Prim | None) -> None:
-        self.windows = windows
+    def __init__(self, dense: Prim | None) -> None:
+        self.windows: list[Window] = []
+        self.scatters: list[ScatterAdd] = []
         self.dense = dense
 
 
@@ -49,19 +63,18 @@ def _covers(index: Slices, shape: tuple[int, ...]) -> bool:
 
 
 def accumulate(
-    B: Backend, prev: Prim | Pending | None, pg: Prim | Window, shape: tuple[int, ...]
+    B: Backend, prev: Prim | Pending | None, pg: Prim | Window | ScatterAdd, shape: tuple[int, ...]
 ) -> Prim | Pending:
     """``prev`` (the node's gradient so far) plus ``pg``, one more input gradient from a consumer."""
-    if type(pg) is Window:
-        if _covers(pg.index, shape):
-            pg = pg.g
-        elif prev is None:
-            return Pending([pg], None)
-        elif type(prev) is Pending:
-            prev.windows.append(pg)
-            return prev
+    if type(pg) is Window and _covers(pg.index, shape):
+        pg = pg.g
+    if type(pg) is Window or type(pg) is ScatterAdd:
+        acc = prev if type(prev) is Pending else Pending(prev)
+        if type(pg) is Window:
+            acc.windows.append(pg)
         else:
-            return Pending([pg], prev)
+            acc.scatters.append(pg)
+        return acc
     if tuple(B.shape_of(pg)) != shape:
         pg = unbroadcast(B, pg, shape)
     if prev is None:
@@ -76,17 +89,26 @@ def resolve(B: Backend, acc: Prim | Pending, shape: tuple[int, ...]) -> Prim:
     """The node's gradient as one primitive of ``shape``."""
     if type(acc) is not Pending:
         return acc
-    windows = [w for w in acc.windows if all(b > a for a, b, _ in w.index)]  # empty slices add nothing
-    like = acc.windows[0].g
+    out = acc.dense
+    if acc.windows:
+        written = _windows(B, acc.windows, shape)
+        out = written if out is None else B.binary("add", out, written)
+    for s in acc.scatters:
+        out = getattr(B, s.op)(zeros(B, shape, s.g) if out is None else out, s.dim, s.index, s.g)
+    assert out is not None  # a Pending holds at least one window or scatter-add
+    return out
+
+
+def _windows(B: Backend, windows: list[Window], shape: tuple[int, ...]) -> Prim:
+    like = windows[0].g
+    windows = [w for w in windows if all(b > a for a, b, _ in w.index)]  # empty slices add nothing
     if not windows:
-        out = zeros(B, shape, like)
-    elif len(windows) == 1 and all(s == 1 for _, _, s in windows[0].index):
+        return zeros(B, shape, like)
+    if len(windows) == 1 and all(s == 1 for _, _, s in windows[0].index):
         w = windows[0]
-        out = B.pad(w.g, tuple((a, n - b) for (a, b, _), n in zip(w.index, shape)), "constant", 0.0)
-    else:
-        dim = _tiling_dim(windows, shape)
-        out = _write_all(B, windows, shape, like) if dim is None else _cat_along(B, windows, shape, dim, like)
-    return out if acc.dense is None else B.binary("add", acc.dense, out)
+        return B.pad(w.g, tuple((a, n - b) for (a, b, _), n in zip(w.index, shape)), "constant", 0.0)
+    dim = _tiling_dim(windows, shape)
+    return _write_all(B, windows, shape, like) if dim is None else _cat_along(B, windows, shape, dim, like)
 
 
 def _tiling_dim(windows: list[Window], shape: tuple[int, ...]) -> int | None:

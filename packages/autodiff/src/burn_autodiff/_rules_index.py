@@ -1,18 +1,21 @@
 """Backward rules of the indexing ops: gather/scatter_add and select/select_add (each the other's
-adjoint), sort and topk values (scatter the gradient back through the indices) and embedding."""
+adjoint), sort and topk values (scatter the gradient back through the indices) and embedding. The
+gather-like ones return a ``ScatterAdd``: the engine adds it into the input's other gradients
+(``_accumulate``) rather than into a zero tensor."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._rule import Ctx, Forward, Grads, Prim, Rule, zeros
+from ._accumulate import ScatterAdd
+from ._rule import Ctx, Forward, Grads, Prim, Rule
 
 if TYPE_CHECKING:
     from burn.backend import Backend
 
 
 def _gather_b(B: Backend, g: Prim, c: Ctx) -> Grads:
-    return B.scatter_add(zeros(B, c.in_shape(0), g), c.meta, c.x(1), g), None
+    return ScatterAdd("scatter_add", c.meta, c.x(1), g), None
 
 
 def _scatter_add_b(B: Backend, g: Prim, c: Ctx) -> Grads:
@@ -21,7 +24,7 @@ def _scatter_add_b(B: Backend, g: Prim, c: Ctx) -> Grads:
 
 
 def _select_b(B: Backend, g: Prim, c: Ctx) -> Grads:
-    return B.select_add(zeros(B, c.in_shape(0), g), c.meta, c.x(1), g), None
+    return ScatterAdd("select_add", c.meta, c.x(1), g), None
 
 
 def _select_add_b(B: Backend, g: Prim, c: Ctx) -> Grads:
@@ -32,7 +35,7 @@ def _select_add_b(B: Backend, g: Prim, c: Ctx) -> Grads:
 def _sorted_values_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     """sort and topk: the value at output position j came from input position indices[j]."""
     dim = c.meta[-1]
-    return (B.scatter_add(zeros(B, c.in_shape(0), g), dim, c.extras[0], g),)
+    return (ScatterAdd("scatter_add", dim, c.extras[0], g),)
 
 
 def _sorted_rule(name: str, forward: Forward) -> Rule:
@@ -45,7 +48,7 @@ def _embedding_b(B: Backend, g: Prim, c: Ctx) -> Grads:
     weight_shape = c.in_shape(0)
     flat_idx = B.reshape(c.x(1), (-1,))
     rows = B.reshape(g, (-1, weight_shape[1]))
-    return B.select_add(zeros(B, weight_shape, g), 0, flat_idx, rows), None
+    return ScatterAdd("select_add", 0, flat_idx, rows), None
 
 
 ROWS = [
