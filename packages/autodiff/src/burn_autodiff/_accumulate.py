@@ -68,12 +68,13 @@ def accumulate(
     """``prev`` (the node's gradient so far) plus ``pg``, one more input gradient from a consumer."""
     if type(pg) is Window and _covers(pg.index, shape):
         pg = pg.g
-    if type(pg) is Window or type(pg) is ScatterAdd:
+    if isinstance(pg, Window):
         acc = prev if type(prev) is Pending else Pending(prev)
-        if type(pg) is Window:
-            acc.windows.append(pg)
-        else:
-            acc.scatters.append(pg)
+        acc.windows.append(pg)
+        return acc
+    if isinstance(pg, ScatterAdd):
+        acc = prev if type(prev) is Pending else Pending(prev)
+        acc.scatters.append(pg)
         return acc
     if tuple(B.shape_of(pg)) != shape:
         pg = unbroadcast(B, pg, shape)
