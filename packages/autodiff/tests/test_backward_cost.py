@@ -142,13 +142,13 @@ def test_an_untracked_operands_partner_is_not_kept():
     mask = t(_rng.random((3, 4)) < 0.5)
     y = x * mask  # x's gradient reads the mask only
     assert y.primitive.node.saved_in[0] is None and y.primitive.node.saved_in[1] is not None
-    a = t(_rng.standard_normal((2, 3)))
-    z = a @ x  # x's gradient reads a only
+    a = t(_rng.standard_normal((2, 2, 3)))
+    z = a @ x  # x's gradient (a weight shared over a's batch) reads a only
     assert z.primitive.node.saved_in[1] is None and z.primitive.node.saved_in[0] is not None
     p = x**3.0  # the output is read only for a tracked exponent's gradient
     assert p.primitive.node.saved_out is None and p.primitive.node.saved_in[0] is not None
     grads = (y.sum() + z.sum() + p.sum()).backward()
-    expected = mask.numpy() + a.numpy().sum(0)[:, None] + 3 * x.numpy() ** 2
+    expected = mask.numpy() + a.numpy().reshape(-1, 3).sum(0)[:, None] + 3 * x.numpy() ** 2
     np.testing.assert_allclose(x.grad(grads).numpy(), expected, rtol=1e-12)
 
 
