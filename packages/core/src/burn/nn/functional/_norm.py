@@ -21,6 +21,14 @@ def _moments(x: Tensor, dims: tuple[int, ...]) -> tuple[Tensor, Tensor, Tensor]:
     return mean, diff, (diff * diff).mean(dims, keepdim=True)
 
 
+def _centred(x: Tensor, mean: Tensor, diff: Tensor) -> Tensor:
+    """The centred values to normalise: under autodiff the ones the variance computed (one full-size
+    tensor kept for the backward, not two); without it ``x - mean`` again, which fusion computes inside
+    the normalising kernel instead of writing the shared values out (one kernel and a full-size write
+    less per norm)."""
+    return diff if x._b.is_autodiff else x - mean
+
+
 def _check_affine(op: str, t: Tensor | None, shape: tuple[int, ...], arg: str) -> None:
     if t is not None and tuple(t.shape) != shape:
         raise ShapeError(f"{op}: {arg} must have shape {shape}, got {t.shape}")
@@ -47,8 +55,8 @@ def layer_norm(
     dims = tuple(range(x.ndim - len(shape), x.ndim))
     _check_affine("layer_norm", weight, shape, "weight")
     _check_affine("layer_norm", bias, shape, "bias")
-    _, diff, var = _moments(x, dims)
-    out = diff * (var + eps).rsqrt()
+    mean, diff, var = _moments(x, dims)
+    out = _centred(x, mean, diff) * (var + eps).rsqrt()
     if weight is not None:
         out = out * weight
     if bias is not None:
@@ -82,7 +90,7 @@ def batch_norm_train(
     scale = (var + eps).rsqrt()
     # the weight joins the per-channel scale: one full-size product, and autodiff keeps only the
     # centred values (shared with the variance) instead of them and the normalised ones
-    out = diff * (scale if w is None else scale * w)
+    out = _centred(x, mean, diff) * (scale if w is None else scale * w)
     out = out if b is None else out + b
     c = x.shape[1]
     return out, mean.reshape(c), var.reshape(c)
@@ -140,8 +148,8 @@ def group_norm(
     if num_groups <= 0 or c % num_groups:
         raise ShapeError(f"group_norm: {c} channels are not divisible into num_groups={num_groups}")
     grouped = x.reshape(n, num_groups, -1)
-    _, diff, var = _moments(grouped, (2,))
-    out = (diff * (var + eps).rsqrt()).reshape(*x.shape)
+    mean, diff, var = _moments(grouped, (2,))
+    out = (_centred(grouped, mean, diff) * (var + eps).rsqrt()).reshape(*x.shape)
     w, b = _channel_view("group_norm", x, weight, "weight"), _channel_view("group_norm", x, bias, "bias")
     out = out if w is None else out * w
     return out if b is None else out + b
