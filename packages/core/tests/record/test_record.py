@@ -150,3 +150,15 @@ def test_batch_norm_running_stats_are_recorded():
     back = record.from_bytes(nn.BatchNormConfig(2).init(), record.to_bytes(bn))
     assert np.array_equal(back.running_mean.val().numpy(), [1.0, 2.0])
     assert json.loads(record.read_metadata(record.to_bytes(bn))["entries"])["running_mean"]["kind"] == "state"
+
+
+def test_values_held_as_strided_views_save_in_logical_order():
+    """A param whose value is a strided view (an expand, a transpose, a numpy view it was loaded from)
+    is written element by element in row-major order, not as its memory lies."""
+    m = nn.LinearConfig(3, 4).init()
+    weight = np.arange(12, dtype=np.float32).reshape(4, 3).T  # (3, 4), column-major in memory
+    m.load_record({"weight": weight, "bias": np.broadcast_to(np.float32(2.0), (4,))})
+    m.bias.set(burn.tensor(np.arange(4, dtype=np.float32)[None]).expand((3, 4))[1])
+    back = record.from_bytes(nn.LinearConfig(3, 4).init(), record.to_bytes(m))
+    np.testing.assert_array_equal(back.weight.val().numpy(), weight)
+    np.testing.assert_array_equal(back.bias.val().numpy(), np.arange(4, dtype=np.float32))

@@ -67,9 +67,12 @@ def to_bytes(module: Any, dtype: Any = None) -> bytes:
 
 def safetensors_bytes(arrays: dict[str, Any], metadata: dict[str, str]) -> bytes:
     """safetensors bytes of numpy arrays; bfloat16 ones as their bits tagged ``BF16`` (module docstring)."""
+    import numpy as np
     from safetensors.numpy import save as st_save
 
-    arrays = dict(arrays)
+    # safetensors writes an array's memory as it lies: a strided view (a backend's expand or
+    # transpose read back as is) must be made dense first or its bytes come out in the wrong order
+    arrays = {n: np.ascontiguousarray(a) for n, a in arrays.items()}
     bf16 = {n for n, a in arrays.items() if a.dtype.name == "bfloat16"}
     for n in bf16:  # the bits, tagged BF16 below (see the module docstring)
         arrays[n] = arrays[n].view("uint16")
