@@ -1,6 +1,7 @@
 """Tensors larger than one storage binding (``burn_wgpu._windows``), on a backend whose binding limit is
 lowered to 64 KiB so the tests stay small: element-wise ops run per region with windowed bindings,
-matmul in blocks; other kernels refuse such a buffer with a ShapeError naming the limit."""
+matmul in blocks (conv and reductions split too: test_binding_split.py); other kernels refuse such a
+buffer with a ShapeError naming the limit."""
 
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ def test_matmul_over_the_binding_limit(small, rng, case):
 def test_other_kernels_refuse_a_buffer_over_the_limit(small, big):
     x = small.from_numpy(big, burn.float32)
     with pytest.raises(burn.ShapeError, match=f"over this wgpu device's max storage binding of {LIMIT}"):
-        small.to_numpy(small.reduce("sum", x, (1,), False))
+        small.to_numpy(small.cumsum(x, 1))
 
 
 def test_tensor_over_the_buffer_limit_is_refused(small):

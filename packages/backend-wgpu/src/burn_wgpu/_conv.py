@@ -327,8 +327,14 @@ def conv2d(
     groups: int,
 ) -> WgpuTensor:
     """A 2-d float convolution through the tuned candidate, or the rule's (``_untuned``) when it is
-    too small to be worth tuning or the device is browser-portable."""
+    too small to be worth tuning or the device is browser-portable; split into pieces where a tensor
+    is over one storage binding (``_split.conv2d``)."""
+    from . import _split
+
     args = (x, weight, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
+    pieces = _split.conv2d(backend, *args, run=partial(conv2d, backend))
+    if pieces is not None:
+        return pieces
     n, _, kh, kw = weight.shape
     oh, ow = _conv_sizes(x, weight, args[3], args[4], args[5])
     flops = 2 * x.shape[0] * n * oh * ow * weight.shape[1] * kh * kw

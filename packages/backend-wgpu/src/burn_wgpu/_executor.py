@@ -235,8 +235,8 @@ class Executor:
             elif b.size > limit:
                 raise ShapeError(
                     f"a tensor's buffer of {b.size} bytes is over this wgpu device's max storage binding of "
-                    f"{limit} bytes: element-wise ops and matmul split such tensors, this op does not "
-                    "(narrow or chunk the tensor first)"
+                    f"{limit} bytes: element-wise ops, matmul, conv2d and reductions split such tensors, "
+                    "this op does not (narrow or chunk the tensor first)"
                 )
             else:
                 resource = {"buffer": b, "offset": 0, "size": b.size}

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 import burn
 from burn.backend import Backend, matmul_shape, op_def
 
-from . import _attention, _conv, _matmul, _pool, _reduce
+from . import _attention, _conv, _matmul, _pool, _reduce, _split
 from . import _elementwise as EW
+from . import _windows as W
 from ._dtypes import ELEM_BYTES, NARROW, WIDE, word_dtype
 from ._kernels import index as KI
 from ._kernels import matmul as KM
@@ -90,11 +91,17 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
         return self.reshape(y, kept) if kept != y.shape else y
 
     def _reduce_rows(self, op: str, x: WgpuTensor, rows: int, n: int, out_dt: burn.DType) -> WgpuTensor:
+        """``op`` over each of ``rows`` dense rows of ``n`` elements of x (bound through a window of a
+        buffer over the binding limit, or split where the rows span more: ``_split.reduce_rows``)."""
+        limit = self.pool.max_binding  # type: ignore[attr-defined]
+        if rows and n and not W.fits(_split.dense_rows(x, rows, n), limit):
+            return _split.reduce_rows(self, op, x, rows, n, out_dt, _acc_dtype(x.dtype), self._reduce_rows)
+        xb, offset = W.window(_split.dense_rows(x, rows, n), limit)
         if n <= _SHORT_ROW or rows == 0:
             out = self.empty((rows,), out_dt)
             if rows:
                 kernel = KR.render(op, x.dtype, out_dt, True)
-                self.ex.dispatch(kernel, [out.buffer, x.buffer], _pack(rows, n, 1, n, x.offset), grid(rows))
+                self.ex.dispatch(kernel, [out.buffer, xb], _pack(rows, n, 1, n, offset), grid(rows))
             return out
         if _reduce.should_tune_reduce(rows, n):  # long rows: workgroup size and chunk tuned per shape
             return tuner(self).run(_reduce.REDUCE, self, op, x, rows, n, out_dt)
@@ -103,10 +110,7 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
         part = self.empty((rows, chunks), part_dt)
         kernel = KR.render(op, x.dtype, part_dt, False)
         self.ex.dispatch(
-            kernel,
-            [part.buffer, x.buffer],
-            _pack(rows, n, chunks, KR.CHUNK, x.offset),
-            grid(rows * chunks, 1),
+            kernel, [part.buffer, xb], _pack(rows, n, chunks, KR.CHUNK, offset), grid(rows * chunks, 1)
         )
         if chunks == 1:
             return self.reshape(part, (rows,))
@@ -115,27 +119,32 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
     def arg_reduce(self, op: str, x: WgpuTensor, dim: int, keepdim: bool) -> WgpuTensor:
         kept = op_def(op).out_shape(x.shape, dim, keepdim)
         dense, _, rows, n = self._rows(x, (dim,))
+        return self.reshape(self._arg_rows(op, dense, rows, n), kept)
+
+    def _arg_rows(self, op: str, x: WgpuTensor, rows: int, n: int) -> WgpuTensor:
+        """int32 argmax/argmin of each of ``rows`` dense rows of ``n`` elements of x."""
+        limit = self.pool.max_binding  # type: ignore[attr-defined]
+        if rows and n and not W.fits(_split.dense_rows(x, rows, n), limit):
+            return _split.arg_reduce_rows(self, op, x, rows, n, self._arg_rows)
         out = self.empty((rows,), burn.int32)
         if rows:
+            xb, offset = W.window(_split.dense_rows(x, rows, n), limit)
             per_thread = n <= _SHORT_ROW
-            kernel = KR.render_arg(op, dense.dtype, per_thread)
+            kernel = KR.render_arg(op, x.dtype, per_thread)
             self.ex.dispatch(
-                kernel,
-                [out.buffer, dense.buffer],
-                _pack(rows, n, 0, 0, dense.offset),
-                grid(rows, 256 if per_thread else 1),
+                kernel, [out.buffer, xb], _pack(rows, n, 0, 0, offset), grid(rows, 256 if per_thread else 1)
             )
-        return self.reshape(out, kept)
+        return out
 
     # ------------------------------------------------------------------ matmul
     def matmul(self, a: WgpuTensor, b: WgpuTensor) -> WgpuTensor:
         """Batched matmul through the tile shape the autotuner chose for this case; narrow ints as
         their 32-bit words, the product wrapped into their dtype (NumPy's int8 @ int8 in int8).
-        Operands or a product over one storage binding multiply in blocks (``_matmul_blocks``)."""
+        Operands or a product over one storage binding multiply in blocks (``_split.matmul_blocks``)."""
         limit = self.pool.max_binding  # type: ignore[attr-defined]
         out_bytes = numel(matmul_shape(a.shape, b.shape)) * ELEM_BYTES[a.dtype]
         if a.storage.nbytes > limit or b.storage.nbytes > limit or out_bytes > limit:
-            return self._matmul_blocks(a, b, limit)
+            return _split.matmul_blocks(self, a, b, limit)
         if a.dtype in NARROW:
             return self.cast(self.matmul(as_words(a), as_words(b)), a.dtype)
         if a.dtype in WIDE:  # 64-bit: the plain kernel, each output summing its K products in order
@@ -146,40 +155,6 @@ class WgpuOps(Backend):  # WgpuBackend(WgpuOps, Backend): the MRO is the same as
         if KM.is_small(m, b.shape[-1], k):
             return self.matmul_tiled(a, b, 0, 0)
         return self.matmul_tiled(a, b, KM.TILE, KM.TK)
-
-    def _matmul_blocks(self, a: WgpuTensor, b: WgpuTensor, limit: int) -> WgpuTensor:
-        """a @ b where an operand or the product is larger than one binding (``_windows``): halved
-        along M, N or (for a single row or column) K until each block's dense copy fits, the blocks'
-        products concatenated (summed over K)."""
-        eb = ELEM_BYTES[a.dtype]
-        *_, m, k = a.shape
-        n = b.shape[-1]
-        shape = matmul_shape(a.shape, b.shape)
-
-        def cut(x: WgpuTensor, dim: int, start: int, stop: int) -> WgpuTensor:
-            rank = len(x.shape)
-            return self.slice(
-                x, tuple((start, stop, 1) if d == rank + dim else (0, s, 1) for d, s in enumerate(x.shape))
-            )
-
-        def halves(size: int) -> list[tuple[int, int]]:
-            return [(0, size // 2), (size // 2, size)]
-
-        too_big_a = a.numel * eb > limit
-        too_big_b = b.numel * eb > limit
-        if too_big_a and m > 1 or not (too_big_a or too_big_b) and numel(shape) * eb > limit and m > 1:
-            parts = [self.matmul(cut(a, -2, lo, hi), b) for lo, hi in halves(m)]
-            return self.cat(parts, len(shape) - 2)
-        if too_big_b and n > 1 or not (too_big_a or too_big_b) and numel(shape) * eb > limit:
-            parts = [self.matmul(a, cut(b, -1, lo, hi)) for lo, hi in halves(n)]
-            return self.cat(parts, len(shape) - 1)
-        if too_big_a or too_big_b:  # a single row of a, or column of b, over the limit: split K
-            lo_part, hi_part = (self.matmul(cut(a, -1, lo, hi), cut(b, -2, lo, hi)) for lo, hi in halves(k))
-            return self.binary("add", lo_part, hi_part)
-        # every block fits: dense copies out of the large buffers, then the usual kernels
-        a = a if a.storage.nbytes <= limit else self._copy(a)
-        b = b if b.storage.nbytes <= limit else self._copy(b)
-        return self.matmul(a, b)
 
     def quantized_matmul(self, a: WgpuTensor, w: WgpuTensor) -> WgpuTensor:
         """int8-valued a @ w with exact int32 accumulation (``_kernels.quant``: packed int8 tiles)."""

@@ -17,7 +17,9 @@ from burn.autotune import Candidate, Family, bucket
 from ._kernels import reduce as KR
 from ._kernels.elementwise import grid
 from ._primitive import WgpuTensor
+from ._split import dense_rows
 from ._tuning import candidate, close, pack
+from ._windows import window
 
 _REDUCE_MIN_ELEMENTS = 1 << 22
 _REDUCE_MIN_ROW = 4096
@@ -32,8 +34,9 @@ def reduce_rows(
     part_dt = out_dt if chunks == 1 else (burn.float32 if x.dtype is burn.float16 else x.dtype)
     part = backend.empty((rows, chunks), part_dt)
     kernel = KR.render(op, x.dtype, part_dt, False, wg)
-    meta = pack(rows, n, chunks, chunk, x.offset)
-    backend.ex.dispatch(kernel, [part.buffer, x.buffer], meta, grid(rows * chunks, 1))
+    xb, offset = window(dense_rows(x, rows, n), backend.pool.max_binding)  # a window of a larger buffer
+    meta = pack(rows, n, chunks, chunk, offset)
+    backend.ex.dispatch(kernel, [part.buffer, xb], meta, grid(rows * chunks, 1))
     if chunks == 1:
         return backend.reshape(part, (rows,))
     return backend._reduce_rows(op, part, rows, chunks, out_dt)

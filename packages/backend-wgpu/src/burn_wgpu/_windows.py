@@ -9,7 +9,8 @@ defaults: 256 MiB and 128 MiB), so the pool makes a tensor's buffer up to the bu
 * an op whose views span more than one binding runs once per region of its output (``regions``: the
   output halved along the dim that spreads the offending view most, until every view fits): element-wise
   kernels (``_elementwise.run``) write each region of the output in place; matmul multiplies row or
-  column blocks (``_ops.WgpuOps.matmul``) copied dense, and concatenates them.
+  column blocks copied dense and concatenates them; conv2d splits along the batch, groups or channels;
+  reductions read blocks of rows through windows (all three in ``_split``).
 
 Kernels of other families bind whole buffers and refuse one over the limit with a ``ShapeError``
 (``Executor.new_bind_group``).
