@@ -94,3 +94,20 @@ def test_arg_reductions_over_the_binding_limit(small, rng, op):
     row[[100, 39000]] = 50.0 if op == "argmax" else -50.0  # a tie: the first index wins, as numpy's
     got = be.to_numpy(be.arg_reduce(op, be.from_numpy(row, burn.float32), 0, False))
     assert int(got) == getattr(np, op)(row) == 100
+
+
+def test_fused_chains_over_the_binding_limit_run_op_by_op(small, rng):
+    """Fused kernels bind whole buffers: a plan reading (or an element-wise plan writing) a tensor over
+    the limit runs op by op instead, through the ops above that split."""
+    from burn.fusion import Fusion
+
+    fb = Fusion(small)
+    a = rng.standard_normal((300, 200)).astype(np.float32)
+    x = fb.from_numpy(a, burn.float32)
+    y = fb.binary("mul", fb.unary("exp", fb.binary("mul", x, 0.1)), 2.0)  # an element-wise chain
+    mean = fb.reduce("mean", fb.binary("add", x, 1.0), (1,), False)  # a reduce kernel's chain
+    np.testing.assert_allclose(fb.to_numpy(y), np.exp(a * 0.1) * 2.0, rtol=1e-5)
+    np.testing.assert_allclose(fb.to_numpy(mean), (a + 1.0).mean(1), rtol=1e-4, atol=1e-5)
+    small_out = fb.reduce("sum", fb.binary("mul", fb.from_numpy(a[:10], burn.float32), 2.0), (1,), False)
+    np.testing.assert_allclose(fb.to_numpy(small_out), (a[:10] * 2).sum(1), rtol=1e-4, atol=1e-4)
+    assert fb.stats["kernels"] >= 1  # plans within the limit still run as fused kernels

@@ -72,13 +72,59 @@ def test_light_squeezenet_up_to_softmax_matches_onnxruntime() -> None:
 
 
 @pytest.mark.slow
-def test_light_alexnet_with_a_weight_over_one_binding(device: burn.Device) -> None:
-    """AlexNet's fc6 weight (9216 x 4096 float32, 151 MB) is over lavapipe's 128 MiB storage binding:
-    wgpu binds it in windows and multiplies in blocks (burn_wgpu._windows); about a minute on lavapipe."""
+@pytest.mark.parametrize("name", ["bvlc_alexnet", "zfnet512", "vgg19"])
+def test_light_model_with_a_weight_over_one_binding(name: str, device: burn.Device) -> None:
+    """AlexNet's fc6 weight (9216 x 4096 float32, 151 MB), ZFNet-512's and VGG-19's (411 MB) are over
+    lavapipe's 128 MiB storage binding: wgpu binds them in windows and multiplies in blocks
+    (burn_wgpu._split). On lavapipe, two busy CPU cores: AlexNet about a minute, ZFNet-512 2.5 min,
+    VGG-19 about 13 min (fc6: 25088 x 4096)."""
     if device.backend.name == "ndarray":
         pytest.skip("cpu runs the light models above")
-    model = _load("bvlc_alexnet")
+    model = _load(name)
     feeds = _feeds(model)
-    shipped = numpy_helper.to_array(onnx.load_tensor(str(LIGHT / "light_bvlc_alexnet_output_0.pb")))
+    shipped = numpy_helper.to_array(onnx.load_tensor(str(LIGHT / f"light_{name}_output_0.pb")))
     (got,) = run_burn(model.SerializeToString(), feeds, device)
     np.testing.assert_allclose(got, shipped, rtol=1e-3, atol=1e-7)
+
+
+def _over_one_binding() -> bytes:
+    """Conv (weight 2048 x 2048 x 3 x 3, 151 MB), Flatten, Gemm (weight 1100 x 32768 transposed, 144 MB)
+    and a ReduceMean over the Gemm weight: each over lavapipe's and WebGPU's 128 MiB binding."""
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(3)
+    conv_w = rng.standard_normal((2048, 2048, 3, 3), dtype=np.float32) * np.float32(0.01)
+    fc_w = rng.standard_normal((1100, 2048 * 16), dtype=np.float32) * np.float32(0.01)
+    nodes = [
+        helper.make_node("Conv", ["x", "conv_w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("Flatten", ["r"], ["f"]),
+        helper.make_node("Gemm", ["f", "fc_w"], ["y"], transB=1),
+        helper.make_node("ReduceMean", ["fc_w"], ["m"], axes=[1], keepdims=0),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "over_one_binding",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2048, 4, 4])],
+        [helper.make_empty_tensor_value_info("y"), helper.make_empty_tensor_value_info("m")],
+        [numpy_helper.from_array(conv_w, "conv_w"), numpy_helper.from_array(fc_w, "fc_w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+@pytest.mark.slow
+def test_conv_gemm_and_reduce_weights_over_one_binding(device: burn.Device) -> None:
+    """A synthetic model whose conv and FC weights are each over 128 MiB, against burn's cpu backend;
+    on wgpu the conv splits its output channels, the Gemm multiplies in blocks and the ReduceMean reads
+    rows through windows (burn_wgpu._split). About a minute on lavapipe."""
+    if device.backend.name == "ndarray":
+        pytest.skip("the cpu backend is the reference here")
+    data = _over_one_binding()
+    feeds = {"x": np.random.default_rng(4).standard_normal((1, 2048, 4, 4), dtype=np.float32)}
+    want = run_burn(data, feeds, burn.device("cpu"))
+    got = run_burn(data, feeds, device)
+    assert [g.shape for g in got] == [(1, 1100), (1100,)]
+    for g, w in zip(got, want):  # sums of 18432 and 32768 float32 products
+        np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-4)

@@ -11,9 +11,9 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from burn import DType, autotune, float16, float32
-from burn.fusion import FusedKernel, FusedReduce
+from burn.fusion import FusedKernel, FusedReduce, ReferenceRuntime
 
-from ._dtypes import WGSL, WIDE, scalar_bits
+from ._dtypes import ELEM_BYTES, WGSL, WIDE, scalar_bits
 from ._elementwise import broadcast_strides, collapse
 from ._executor import Kernel
 from ._kernels import elementwise as K
@@ -43,6 +43,7 @@ class WgpuFusion:
         # binding 0 is the metadata; every other storage binding is a tensor
         self.max_tensors = max(4, backend.ctx.limits.get("max-storage-buffers-per-shader-stage", 8) - 1)
         self.capture_failures: list[str] = []  # why recent programs could not be recorded (``_graphs``)
+        self._op_by_op: ReferenceRuntime | None = None  # plans over one binding (``execute``)
 
     def capture_program(
         self, fusion: Any, program: Any, stream: list[Any], leaves: list[Any], scalars: list[Any]
@@ -81,11 +82,28 @@ class WgpuFusion:
         return fits_epilogue(self.backend, lhs, rhs) is not None
 
     def execute(self, plan: FusedKernel, inputs: list[WgpuTensor], scalars: list[Any]) -> list[WgpuTensor]:
+        if self._over_one_binding(plan, inputs):  # op by op: those ops split such tensors (``_split``)
+            if self._op_by_op is None:
+                self._op_by_op = ReferenceRuntime(self.backend)
+            return self._op_by_op.execute(plan, inputs, scalars)
         if plan.reduce is not None:
             return self._reduce(plan, inputs, scalars)
         if plan.matmul:
             return self._matmul(plan, inputs, scalars)
         return self._elementwise(plan, inputs, scalars)
+
+    def _over_one_binding(self, plan: FusedKernel, inputs: list[WgpuTensor]) -> bool:
+        """Whether an input's buffer, or an element-wise plan's output, is larger than one storage
+        binding: fused kernels bind whole buffers."""
+        limit = self.backend.pool.max_binding
+        if any(t.storage.nbytes > limit for t in inputs):
+            return True
+        n = numel(plan.shape)
+        return (
+            plan.reduce is None
+            and not plan.matmul
+            and any(n * ELEM_BYTES[dt] > limit for dt in plan.out_dtypes())
+        )
 
     def _reduce(self, plan: FusedKernel, inputs: list[WgpuTensor], scalars: list[Any]) -> list[WgpuTensor]:
         """A reduce kernel: one workgroup per result computes the chain over its row and reduces it,
