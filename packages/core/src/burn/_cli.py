@@ -169,9 +169,13 @@ def _cpu_kernels_line(row: dict[str, Any]) -> str:
         return f"  numpy (no compiled kernels: {row['reason']})"
     extras = ", ".join(x for x, on in (("OpenMP", row["openmp"]), ("libmvec", row.get("mvec"))) if on)
     flags = " ".join(f for f in row["flags"] if not f.startswith("-D"))
-    return (
+    line = (
         f"  compiled C: {row['compiler']} {flags}{f' ({extras})' if extras else ''}, cached in {row['cache']}"
     )
+    plain = row.get("plain_ops")
+    if plain:  # the plain cpu device (no fusion) runs these op by op compiled, past a size threshold
+        line += f"\n  plain cpu, compiled: {', '.join(plain)}; numpy for the rest"
+    return line
 
 
 def collect_info(timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:

@@ -5,6 +5,8 @@ max pool in the epilogue (with more than one BLAS thread, a batch split over a s
 ``_threads``); other convs via im2col (a strided window view copied into a reused workspace, padding
 in kept zero-bordered buffers: ``_conv_plans``, ``_workspace``) + a few large BLAS matmuls per batch,
 conv_transpose via matmul + col2im (shifted whole-plane adds at unit stride). Pools: ``_pool``.
+Grouped and depthwise 2-d convs run the compiled direct kernel (``burn._native._ops_conv``) where a C
+compiler works and the conv is large enough, numpy's im2col otherwise.
 
 Written against ``self.xp`` (numpy here) so a CuPy-based backend can reuse the class with cupy. Output
 sizes come from ``burn.backend``'s shape rules, the homes every backend shares.
@@ -105,6 +107,14 @@ class NdArrayModuleOps(NdArrayPoolOps):  # NdArrayBackend(NdArrayModuleOps, Back
         xp = self.xp
         if pool is not None and (residual is not None or x.ndim != 4):
             raise ValueError(f"conv_fused: pool={pool} needs a 2-d conv and no residual")
+        if xp.__name__ == "numpy" and x.ndim == 4 and groups > 1:
+            # grouped and depthwise: the compiled direct kernel where a C compiler works and the conv
+            # is large enough (``burn._native._ops``), the epilogue on its fresh result
+            from .._native import _ops_conv
+
+            y = _ops_conv.conv2d(x, weight, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
+            if y is not None:
+                return self._conv_epilogue(y, residual, relu, pool)
         if xp.__name__ == "numpy" and x.ndim == 4 and groups == 1 and x.dtype.kind == "f":
             run = _rows_run(
                 xp, x, weight.shape, tuple(stride), tuple(padding), tuple(dilation), pool, bias is not None
@@ -130,6 +140,11 @@ class NdArrayModuleOps(NdArrayPoolOps):  # NdArrayBackend(NdArrayModuleOps, Back
                     )
                 return run(xp, x, weight, bias, residual, relu, weight_cache)
         y = self._conv_im2col(x, weight, bias, stride, padding, dilation, groups)
+        return self._conv_epilogue(y, residual, relu, pool)
+
+    def _conv_epilogue(self, y: Array, residual: Array | None, relu: bool, pool: Ints | None) -> Array:
+        """``conv_fused``'s epilogue on a fresh conv result y (written in place)."""
+        xp = self.xp
         _epilogue(xp, y, None, residual, relu)
         if pool is not None:
             pooled = xp.empty(y.shape[:2] + (y.shape[2] // pool[0], y.shape[3] // pool[1]), dtype=y.dtype)

@@ -1,6 +1,8 @@
 """numpy overrides of the pooling ops: max pool as element-wise ops over the kernel's taps (strided
 views), or an argmax over window rows where the output is small against the kernel; avg pool as a sum
-of taps; adaptive pools with equal windows as a reshape (else the core defaults).
+of taps; adaptive pools with equal windows as a reshape (else the core defaults). 2-d max and avg pools
+run compiled kernels (``burn._native._ops_pool``, the same results) where a C compiler works and the
+pool is large enough.
 
 Shape bookkeeping (output sizes, pads, divisors) is shared with the core-only defaults in
 ``burn.backend._pool_defaults``, so the two agree by construction on everything but the arithmetic.
@@ -85,6 +87,12 @@ class NdArrayPoolOps(Backend):  # a mixin of NdArrayModuleOps
         self, x: Array, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool
     ) -> tuple[Array, Array]:
         xp = self.xp
+        if xp.__name__ == "numpy" and x.ndim == 4:  # compiled where a C compiler works and it pays
+            from .._native import _ops_pool
+
+            done = _ops_pool.max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)
+            if done is not None:
+                return done
         spatial = tuple(x.shape[2:])
         out = pool_out_sizes(spatial, kernel, stride, padding, dilation, ceil_mode)
         pads = P.pool_pads(spatial, kernel, stride, padding, dilation, out)
@@ -113,6 +121,12 @@ class NdArrayPoolOps(Backend):  # a mixin of NdArrayModuleOps
         self, x: Array, kernel: Ints, stride: Ints, padding: Ints, count_include_pad: bool, ceil_mode: bool
     ) -> Array:
         xp = self.xp
+        if xp.__name__ == "numpy" and x.ndim == 4:
+            from .._native import _ops_pool
+
+            pooled = _ops_pool.avg_pool2d(x, kernel, stride, padding, count_include_pad, ceil_mode)
+            if pooled is not None:
+                return pooled
         spatial = tuple(x.shape[2:])
         ones = (1,) * len(spatial)
         out = pool_out_sizes(spatial, kernel, stride, padding, ones, ceil_mode)

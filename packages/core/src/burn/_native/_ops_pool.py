@@ -1,0 +1,213 @@
+"""2-d max and avg pooling in C, and the scatter-add along the last dim that a max pool's backward is
+(autodiff's rule scatters the output gradient through the pool's indices).
+
+The pools compute exactly what the numpy path computes: taps visited in row-major kernel order,
+padding read as -inf (max) or 0 (avg), the first maximum kept (strictly greater replaces it), a NaN
+taken as the maximum at its first occurrence (numpy's argmax; the NaN stays), indices flat in the
+unpadded plane (``ih * W + iw``, as numpy's index tables), an avg pool's sum divided by the same
+float divisor. One (image, channel) plane per OpenMP task.
+
+The scatter copies x row by row and adds each source element at its index: the same sums as numpy's
+``bincount`` within float32 rounding (bincount sums in float64; a position hit once is exact).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..backend import _pool_defaults as P
+from ..backend import pool_out_sizes
+from . import _ops
+
+_TEMPLATE = r"""
+int burn_max_pool2d_SUF(const scalar_t* restrict x, scalar_t* restrict y, int64_t* restrict idx,
+                        const int64_t* p) {
+  const int64_t planes = p[0], H = p[1], W = p[2], OH = p[3], OW = p[4], KH = p[5], KW = p[6];
+  const int64_t SH = p[7], SW = p[8], PH = p[9], PW = p[10], DH = p[11], DW = p[12];
+  #pragma omp parallel for schedule(static) if(planes * OH * OW * KH * KW > BURN_PARALLEL_MIN)
+  for (int64_t q = 0; q < planes; q++) {
+    const scalar_t* restrict xp = x + q * H * W;
+    for (int64_t oh = 0; oh < OH; oh++) {
+      scalar_t* restrict yr = y + (q * OH + oh) * OW;
+      int64_t* restrict ir = idx + (q * OH + oh) * OW;
+      /* taps in row-major order over the whole output row (branch-free selects): the first tap
+         seeds it, a later one replaces where strictly greater or the first NaN */
+      for (int64_t kh = 0; kh < KH; kh++) {
+        const int64_t ih = oh * SH - PH + kh * DH;
+        const int in_h = ih >= 0 && ih < H;
+        const scalar_t* restrict xr = xp + (in_h ? ih : 0) * W;
+        for (int64_t kw = 0; kw < KW; kw++) {
+          const int64_t off = kw * DW - PW;
+          const int seed = kh == 0 && kw == 0;
+          for (int64_t ow = 0; ow < OW; ow++) {
+            const int64_t iw = ow * SW + off;
+            const scalar_t v = in_h && iw >= 0 && iw < W ? xr[iw] : (scalar_t)-INFINITY;
+            const scalar_t m = yr[ow];
+            const int take = seed || v > m || (v != v && m == m);
+            yr[ow] = take ? v : m;
+            ir[ow] = take ? ih * W + iw : ir[ow];
+          }
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+int burn_avg_pool2d_SUF(const scalar_t* restrict x, const scalar_t* restrict divisor,
+                        scalar_t* restrict y, const int64_t* p) {
+  const int64_t planes = p[0], H = p[1], W = p[2], OH = p[3], OW = p[4], KH = p[5], KW = p[6];
+  const int64_t SH = p[7], SW = p[8], PH = p[9], PW = p[10];
+  #pragma omp parallel for schedule(static) if(planes * OH * OW * KH * KW > BURN_PARALLEL_MIN)
+  for (int64_t q = 0; q < planes; q++) {
+    const scalar_t* restrict xp = x + q * H * W;
+    scalar_t* restrict yp = y + q * OH * OW;
+    for (int64_t o = 0; o < OH * OW; o++) yp[o] = (scalar_t)0;
+    /* taps in row-major order, each added over the whole output (numpy's order of sums) */
+    for (int64_t kh = 0; kh < KH; kh++) {
+      for (int64_t kw = 0; kw < KW; kw++) {
+        const int64_t off = kw - PW;
+        int64_t lo = off < 0 ? (-off + SW - 1) / SW : 0;
+        int64_t hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / SW + 1;
+        if (hi > OW) hi = OW;
+        for (int64_t oh = 0; oh < OH; oh++) {
+          const int64_t ih = oh * SH - PH + kh;
+          if (ih < 0 || ih >= H) continue;
+          const scalar_t* restrict xr = xp + ih * W;
+          scalar_t* restrict yr = yp + oh * OW;
+          if (SW == 1) {
+            #pragma omp simd
+            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += xr[ow + off];
+          } else {
+            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += xr[ow * SW + off];
+          }
+        }
+      }
+    }
+    for (int64_t o = 0; o < OH * OW; o++) yp[o] /= divisor[o];
+  }
+  return 0;
+}
+
+/* out = x; out[r, index[r, k]] += src[r, k] (rows of x: M long; of index and src: K long) */
+int burn_scatter_rows_SUF(const scalar_t* restrict x, const int64_t* restrict index,
+                          const scalar_t* restrict src, scalar_t* restrict out, const int64_t* p) {
+  const int64_t R = p[0], M = p[1], K = p[2];
+  #pragma omp parallel for schedule(static) if(R * (M + K) > BURN_PARALLEL_MIN)
+  for (int64_t r = 0; r < R; r++) {
+    scalar_t* restrict o = out + r * M;
+    const scalar_t* restrict xr = x + r * M;
+    for (int64_t m = 0; m < M; m++) o[m] = xr[m];
+    const int64_t* restrict ir = index + r * K;
+    const scalar_t* restrict sr = src + r * K;
+    for (int64_t k = 0; k < K; k++) o[ir[k]] += sr[k];
+  }
+  return 0;
+}
+"""
+
+
+def source() -> str:
+    """The pool family's C source (both float types)."""
+    return _ops.header() + _ops.typed(_TEMPLATE)
+
+
+def _fits(x: Any) -> bool:
+    return isinstance(x, np.ndarray) and x.ndim == 4 and x.dtype in _ops.FLOAT_TYPES
+
+
+def max_pool2d(
+    x: np.ndarray,
+    kernel: tuple[int, ...],
+    stride: tuple[int, ...],
+    padding: tuple[int, ...],
+    dilation: tuple[int, ...],
+    ceil_mode: bool,
+    force: bool = False,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """A 2-d max pool of x (N, C, H, W) float32/float64: (values, flat int64 indices in each plane), or
+    None where the compiled kernel does not take it (too small, another rank or dtype, no compiler).
+    ``force``: any size (tests, benchmarks)."""
+    if not _fits(x):
+        return None
+    out = pool_out_sizes(tuple(x.shape[2:]), kernel, stride, padding, dilation, ceil_mode)
+    n, c, h, w = x.shape
+    if not force and not _ops.wanted("max_pool", n * c * math.prod(out) * math.prod(kernel)):
+        return None
+    lib = _ops.library("pool", source)
+    if lib is None:
+        return None
+    xd = _ops.dense(x, x.dtype)
+    y = np.empty((n, c, *out), dtype=x.dtype)
+    idx = np.empty((n, c, *out), dtype=np.int64)
+    if y.size:
+        p = _ops.params(n * c, h, w, *out, *kernel, *stride, *padding, *dilation)
+        fn = _ops.function(lib, "burn_max_pool2d", x.dtype, 4)
+        fn(_ops.ptr(xd), _ops.ptr(y), _ops.ptr(idx), _ops.ptr(p))
+    return y, idx
+
+
+def avg_pool2d(
+    x: np.ndarray,
+    kernel: tuple[int, ...],
+    stride: tuple[int, ...],
+    padding: tuple[int, ...],
+    count_include_pad: bool,
+    ceil_mode: bool,
+    force: bool = False,
+) -> np.ndarray | None:
+    """A 2-d avg pool of x (N, C, H, W) float32/float64 (the divisor: ``burn.backend``'s rule), or None
+    where the compiled kernel does not take it. ``force``: any size (tests, benchmarks)."""
+    if not _fits(x):
+        return None
+    spatial = tuple(x.shape[2:])
+    out = pool_out_sizes(spatial, kernel, stride, padding, (1, 1), ceil_mode)
+    n, c, h, w = x.shape
+    if not force and not _ops.wanted("avg_pool", n * c * math.prod(out) * math.prod(kernel)):
+        return None
+    lib = _ops.library("pool", source)
+    if lib is None:
+        return None
+    xd = _ops.dense(x, x.dtype)
+    y = np.empty((n, c, *out), dtype=x.dtype)
+    if y.size:
+        divisor = _ops.dense(P.avg_divisor(spatial, kernel, stride, padding, out, count_include_pad), x.dtype)
+        p = _ops.params(n * c, h, w, *out, *kernel, *stride, *padding)
+        fn = _ops.function(lib, "burn_avg_pool2d", x.dtype, 4)
+        fn(_ops.ptr(xd), _ops.ptr(divisor), _ops.ptr(y), _ops.ptr(p))
+    return y
+
+
+def scatter_add_rows(
+    x: np.ndarray, index: np.ndarray, src: np.ndarray, force: bool = False
+) -> np.ndarray | None:
+    """``scatter_add(x, dim=-1, index, src)`` where index and src have x's shape but the last dim, x is
+    float32/float64 and every index is already known in range: one compiled pass, or None where the
+    kernel does not take it (other shapes or dtypes, too small, no compiler). ``force``: any size."""
+    if (
+        not isinstance(x, np.ndarray)
+        or x.dtype not in _ops.FLOAT_TYPES
+        or x.ndim == 0
+        or index.shape != src.shape
+        or index.shape[:-1] != x.shape[:-1]
+        or index.dtype.kind not in "iu"
+        or src.dtype != x.dtype
+    ):
+        return None
+    if not force and not _ops.wanted("scatter_rows", src.size + x.size):
+        return None
+    lib = _ops.library("pool", source)
+    if lib is None:
+        return None
+    xd, sd = _ops.dense(x, x.dtype), _ops.dense(src, x.dtype)
+    idx = _ops.dense(index, np.dtype(np.int64))
+    out = np.empty_like(xd)
+    if out.size:
+        rows = math.prod(x.shape[:-1])
+        p = _ops.params(rows, x.shape[-1], index.shape[-1])
+        fn = _ops.function(lib, "burn_scatter_rows", x.dtype, 5)
+        fn(_ops.ptr(xd), _ops.ptr(idx), _ops.ptr(sd), _ops.ptr(out), _ops.ptr(p))
+    return out
