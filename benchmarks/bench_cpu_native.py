@@ -15,7 +15,14 @@ the variants take turns, several rounds, and each figure is the median.
 ``ratios``: ``native_vs_fusion_numpy``, ``native_vs_numpy`` and ``*_vs_torch`` are time over time
 (below 1: the first is faster).
 
-    python benchmarks/bench_cpu_native.py [--quick] [--out results.json]
+``--ops``: instead, the plain cpu device's compiled ops (``burn._native._ops*``), one op per figure, on
+``numpy`` (``BURN_CPU_NATIVE=0``: the numpy backend's own path), ``native`` (the compiled kernel, as
+``burn.device("cpu")`` picks it past its size threshold) and ``torch`` (the same op in PyTorch eager,
+same threads): depthwise 3x3 convs (MobileNetV2's, stride 1 and 2), a grouped conv, max and avg pools,
+the max pool's backward scatter, softmax, log-softmax and layer-norm rows (numpy's formula as the
+numpy side: the plain device composes layer norm from basic ops).
+
+    python benchmarks/bench_cpu_native.py [--quick] [--ops] [--out results.json]
 """
 
 from __future__ import annotations
@@ -150,9 +157,104 @@ def bench_workload(workload: str, rounds: int, min_time: float) -> dict[str, Any
     return out
 
 
+def _op_fns() -> dict[str, tuple[Any, Any]]:
+    """Each op benchmark: (burn call on the plain cpu backend's numpy arrays, torch call)."""
+    import burn
+    import numpy as np
+    from burn._native import _ops_rows
+
+    b = burn.device("cpu").backend
+    rng = np.random.default_rng(0)
+
+    def arr(*shape: int) -> Any:
+        return rng.standard_normal(shape, dtype=np.float32)
+
+    dw, dw_w = arr(8, 96, 56, 56), arr(96, 1, 3, 3)
+    gx, gw = arr(8, 64, 28, 28), arr(64, 8, 3, 3)
+    px, ax = arr(8, 64, 112, 112), arr(8, 64, 56, 56)
+    _, idx = b.max_pool(px, (3, 3), (2, 2), (1, 1), (1, 1), False)
+    grad, zero, flat = arr(*idx.shape), np.zeros((8, 64, 112 * 112), np.float32), idx.reshape(8, 64, -1)
+    rows, ln_w, ln_b = arr(4096, 1024), arr(1024), arr(1024)
+
+    def layer_norm() -> Any:
+        if _ops_rows.layer_norm_rows(rows, ln_w, ln_b, 1e-5) is None:  # numpy: the composed formula
+            mean = rows.mean(-1, keepdims=True)
+            diff = rows - mean
+            return diff / np.sqrt((diff * diff).mean(-1, keepdims=True) + 1e-5) * ln_w + ln_b
+        return None
+
+    burn_ops = {
+        "dwconv3x3_s1": lambda: b.conv(dw, dw_w, None, (1, 1), (1, 1), (1, 1), 96),
+        "dwconv3x3_s2": lambda: b.conv(dw, dw_w, None, (2, 2), (1, 1), (1, 1), 96),
+        "gconv3x3_g8": lambda: b.conv(gx, gw, None, (1, 1), (1, 1), (1, 1), 8),
+        "max_pool3x3_s2": lambda: b.max_pool(px, (3, 3), (2, 2), (1, 1), (1, 1), False),
+        "avg_pool3x3_s1": lambda: b.avg_pool(ax, (3, 3), (1, 1), (1, 1), True, False),
+        "max_pool_backward": lambda: b.scatter_add(zero, 2, flat, grad.reshape(8, 64, -1)),
+        "softmax": lambda: b.softmax(rows, 1),
+        "log_softmax": lambda: b.log_softmax(rows, 1),
+        "layer_norm": layer_norm,
+    }
+    try:
+        import torch
+    except ImportError:
+        return {k: (f, None) for k, f in burn_ops.items()}
+    torch.set_num_threads(os.cpu_count() or 1)
+    T = torch.from_numpy
+    tf = torch.nn.functional
+    tdw, tdw_w, tgx, tgw, tpx, tax, trows = (T(a) for a in (dw, dw_w, gx, gw, px, ax, rows))
+    tidx, tgrad = T(idx), T(grad)
+    t_ops = {
+        "dwconv3x3_s1": lambda: tf.conv2d(tdw, tdw_w, None, 1, 1, 1, 96),
+        "dwconv3x3_s2": lambda: tf.conv2d(tdw, tdw_w, None, 2, 1, 1, 96),
+        "gconv3x3_g8": lambda: tf.conv2d(tgx, tgw, None, 1, 1, 1, 8),
+        "max_pool3x3_s2": lambda: tf.max_pool2d(tpx, 3, 2, 1, return_indices=True),
+        "avg_pool3x3_s1": lambda: tf.avg_pool2d(tax, 3, 1, 1),
+        "max_pool_backward": lambda: torch.ops.aten.max_pool2d_with_indices_backward(
+            tgrad, tpx, [3, 3], [2, 2], [1, 1], [1, 1], False, tidx
+        ),
+        "softmax": lambda: torch.softmax(trows, 1),
+        "log_softmax": lambda: torch.log_softmax(trows, 1),
+        "layer_norm": lambda: tf.layer_norm(trows, (1024,), T(ln_w), T(ln_b)),
+    }
+    return {k: (f, t_ops[k]) for k, f in burn_ops.items()}
+
+
+def bench_ops(rounds: int, min_time: float) -> dict[str, Any]:
+    """Milliseconds per op on numpy (``BURN_CPU_NATIVE=0``), native and torch: medians of ``rounds``
+    rounds, the variants taking turns; ratios native/numpy and native/torch."""
+
+    def switched(fn: Any, native: bool) -> Any:
+        def run() -> None:
+            if native:
+                os.environ.pop("BURN_CPU_NATIVE", None)
+            else:
+                os.environ["BURN_CPU_NATIVE"] = "0"
+            fn()
+
+        return run
+
+    out: dict[str, Any] = {}
+    for name, (fn, tfn) in _op_fns().items():
+        variants = {"numpy": switched(fn, False), "native": switched(fn, True)}
+        if tfn is not None:
+            variants["torch"] = tfn
+        times: dict[str, list[float]] = {v: [] for v in variants}
+        for _ in range(rounds):
+            for v, f in variants.items():
+                times[v].append(time_for(f, lambda: None, min_time, warmup=2))
+        row: dict[str, Any] = {v: round(sorted(t)[len(t) // 2] * 1e3, 3) for v, t in times.items()}
+        row["native_vs_numpy"] = round(row["native"] / row["numpy"], 3)
+        if "torch" in row:
+            row["native_vs_torch"] = round(row["native"] / row["torch"], 3)
+        out[name] = row
+    os.environ.pop("BURN_CPU_NATIVE", None)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="3 rounds of 0.5 s per figure (default 5 of 1.5 s)")
+    ap.add_argument("--ops", action="store_true", help="the plain cpu device's compiled ops, one by one")
     ap.add_argument("--out", help="also write the JSON here")
     args = ap.parse_args()
     rounds, min_time = (3, 0.5) if args.quick else (5, 1.5)
@@ -165,6 +267,10 @@ def main() -> None:
         result["torch"] = torch.__version__
     except ImportError:
         result["torch"] = None
+    if args.ops:
+        result["ops_ms"] = bench_ops(rounds, min_time)
+        emit_json(result, args.out)
+        return
     figures = {w: bench_workload(w, rounds, min_time) for w in WORKLOADS}
     result["ms"] = figures
     ratios: dict[str, Any] = {}

@@ -80,7 +80,7 @@ def typed(template: str) -> str:
 def library(family: str, source: Callable[[], str]) -> Any:
     """The compiled library of ``family`` (its C from ``source()``), or None where there is no compiler
     or its build failed (warned once per family; numpy runs from then on)."""
-    tc = toolchain()
+    tc = _current()
     if not tc.available:
         return None
     key = (family, tc)
@@ -112,13 +112,26 @@ def function(lib: Any, name: str, dtype: np.dtype, nargs: int) -> Any:
 def wanted(op: str, work: int) -> bool:
     """Whether ``op`` of this much ``work`` takes the compiled kernel (see ``THRESHOLDS``); False
     where no compiler works. Cheap: the toolchain is probed once per process."""
-    return work >= THRESHOLDS[op] and toolchain().available
+    return work >= THRESHOLDS[op] and _current().available
+
+
+_memo: dict[tuple[str | None, ...], Toolchain] = {}
+
+
+def _current() -> Toolchain:
+    """``toolchain()`` kept per setting of the variables that choose it (an op asks on every call,
+    and finding the compiler looks along ``PATH``)."""
+    key = tuple(os.environ.get(v) for v in ("BURN_CPU_NATIVE", "CC", "BURN_CACHE_DIR"))
+    tc = _memo.get(key)
+    if tc is None:
+        tc = _memo[key] = toolchain()
+    return tc
 
 
 def enabled() -> bool:
     """Whether the plain cpu device runs its compiled kernels at all (a C compiler works and
     ``BURN_CPU_NATIVE`` is not ``0``)."""
-    return toolchain().available
+    return _current().available
 
 
 def ptr(a: np.ndarray | None) -> int:
@@ -136,15 +149,3 @@ def dense(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=dtype)
 
 
-def ops_enabled_reason() -> str:
-    """Why the plain cpu device's ops run on numpy alone ("" where compiled kernels are used)."""
-    tc = toolchain()
-    return "" if tc.available else tc.reason or "no compiler"
-
-
-def threads() -> int:
-    """The OpenMP threads a kernel may use: ``OMP_NUM_THREADS`` where set, else every core."""
-    try:
-        return max(1, int(os.environ.get("OMP_NUM_THREADS", "").split(",")[0]))
-    except ValueError:
-        return os.cpu_count() or 1
