@@ -18,7 +18,8 @@ the variants take turns, several rounds, and each figure is the median.
 ``--ops``: instead, the plain cpu device's compiled ops (``burn._native._ops*``), one op per figure, on
 ``numpy`` (``BURN_CPU_NATIVE=0``: the numpy backend's own path), ``native`` (the compiled kernel, as
 ``burn.device("cpu")`` picks it past its size threshold) and ``torch`` (the same op in PyTorch eager,
-same threads): depthwise 3x3 convs (MobileNetV2's, stride 1 and 2), a grouped conv, max and avg pools,
+same threads): depthwise 3x3 convs (MobileNetV2's, stride 1 and 2) and their input and weight gradients,
+a grouped conv, max and avg pools,
 the max pool's backward scatter, softmax, log-softmax and layer-norm rows (numpy's formula as the
 numpy side: the plain device composes layer norm from basic ops).
 
@@ -186,6 +187,10 @@ def _op_fns() -> dict[str, tuple[Any, Any]]:
     burn_ops = {
         "dwconv3x3_s1": lambda: b.conv(dw, dw_w, None, (1, 1), (1, 1), (1, 1), 96),
         "dwconv3x3_s2": lambda: b.conv(dw, dw_w, None, (2, 2), (1, 1), (1, 1), 96),
+        "dwconv3x3_grad_input": lambda: b.conv_transpose(dw, dw_w, None, (1, 1), (1, 1), (0, 0), (1, 1), 96),
+        "dwconv3x3_grad_weight": lambda: b.conv_weight_grad(
+            dw, dw, (96, 1, 3, 3), (1, 1), (1, 1), (1, 1), 96
+        ),
         "gconv3x3_g8": lambda: b.conv(gx, gw, None, (1, 1), (1, 1), (1, 1), 8),
         "max_pool3x3_s2": lambda: b.max_pool(px, (3, 3), (2, 2), (1, 1), (1, 1), False),
         "avg_pool3x3_s1": lambda: b.avg_pool(ax, (3, 3), (1, 1), (1, 1), True, False),
@@ -206,6 +211,12 @@ def _op_fns() -> dict[str, tuple[Any, Any]]:
     t_ops = {
         "dwconv3x3_s1": lambda: tf.conv2d(tdw, tdw_w, None, 1, 1, 1, 96),
         "dwconv3x3_s2": lambda: tf.conv2d(tdw, tdw_w, None, 2, 1, 1, 96),
+        "dwconv3x3_grad_input": lambda: torch.ops.aten.convolution_backward(
+            tdw, tdw, tdw_w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 96, [True, False, False]
+        ),
+        "dwconv3x3_grad_weight": lambda: torch.ops.aten.convolution_backward(
+            tdw, tdw, tdw_w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 96, [False, True, False]
+        ),
         "gconv3x3_g8": lambda: tf.conv2d(tgx, tgw, None, 1, 1, 1, 8),
         "max_pool3x3_s2": lambda: tf.max_pool2d(tpx, 3, 2, 1, return_indices=True),
         "avg_pool3x3_s1": lambda: tf.avg_pool2d(tax, 3, 1, 1),

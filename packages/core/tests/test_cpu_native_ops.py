@@ -1,7 +1,7 @@
 """The plain cpu device's compiled kernels (``burn._native._ops*``): grouped/depthwise conv, max and avg
 pools, the max pool's backward scatter, softmax/log-softmax and layer-norm rows.
 
-- each kernel (forced past its size threshold) over random shapes, strides, padding, dilation and
+- each kernel (forced past its size threshold; a grouped conv's input and weight gradients too) over random shapes, strides, padding, dilation and
   groups, float32 and float64, against a float64 numpy reference (conv, softmax, layer norm: within
   float32 rounding) or against the numpy path itself (pools, scatter: exactly, NaN and inf included);
 - the backend's dispatch: with every threshold at 0 the numpy backend's ops (and a training step
@@ -14,6 +14,7 @@ The compiling tests skip where no C compiler works; the fallback tests run every
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from typing import Any
 
@@ -21,7 +22,8 @@ import burn
 import numpy as np
 import pytest
 from burn import _native
-from burn._native import _ops, _ops_conv, _ops_pool, _ops_rows
+from burn._native import _ops, _ops_conv, _ops_conv_grad, _ops_pool, _ops_rows
+from burn.backend import conv_transpose_out_sizes
 
 TC = _native.toolchain()
 needs_cc = pytest.mark.skipif(not TC.available, reason=f"no working C compiler: {TC.reason}")
@@ -102,6 +104,37 @@ def test_conv2d_strided_input_and_nonfinite() -> None:
     np.testing.assert_array_equal(np.isinf(y), np.isinf(ref))
     fin = np.isfinite(ref)
     np.testing.assert_allclose(y[fin], ref[fin], rtol=1e-5, atol=1e-4)
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_conv_backward_matches_the_float64_numpy_path(dtype: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """conv_transpose (the input gradient) and conv_weight_grad of grouped convs against the numpy
+    path run in float64 (im2col and matmuls, with the native kernels off)."""
+    rng = np.random.default_rng(11)
+    for xs, ws, stride, pad, dil, groups in _conv_cases(rng, 25):
+        if groups == 1:
+            continue
+        x = rng.standard_normal(xs).astype(dtype)
+        w = rng.standard_normal(ws).astype(dtype)
+        y = _ref_conv(x, w, None, stride, pad, dil, groups)
+        g = rng.standard_normal(y.shape).astype(dtype)
+        grown = conv_transpose_out_sizes(y.shape[2:], ws[2:], stride, pad, (0, 0), dil)
+        out_pad = tuple(a - b for a, b in zip(xs[2:], grown))
+        x64, w64, g64 = x.astype(np.float64), w.astype(np.float64), g.astype(np.float64)
+
+        def reference() -> tuple[Any, Any]:
+            gx = B.conv_transpose(g64, w64, None, stride, pad, out_pad, dil, groups)  # noqa: B023
+            return gx, B.conv_weight_grad(x64, g64, ws, stride, pad, dil, groups)  # noqa: B023
+
+        gx_ref, gw_ref = _without_native(monkeypatch, reference)
+        gx = _ops_conv_grad.conv_transpose2d(g, w, None, stride, pad, out_pad, dil, groups, force=True)
+        gw = _ops_conv_grad.conv_weight_grad2d(x, g, ws, stride, pad, dil, groups, force=True)
+        assert gx is not None and gw is not None and gx.shape == xs and gw.shape == ws
+        scale_x = np.abs(g).max() * np.abs(w).max() * math.prod(ws[1:]) * ws[0] + 1
+        scale_w = np.abs(g).max() * np.abs(x).max() * math.prod(y.shape) / ws[0] + 1
+        np.testing.assert_allclose(gx, gx_ref, rtol=0, atol=RTOL[dtype] * scale_x)
+        np.testing.assert_allclose(gw, gw_ref, rtol=0, atol=RTOL[dtype] * scale_w)
 
 
 def _without_native(monkeypatch: pytest.MonkeyPatch, fn: Any) -> Any:

@@ -26,34 +26,44 @@ import numpy as np
 
 from ._toolchain import MVEC_DECLARATIONS, Toolchain, build, toolchain
 
-# the op's work from which the compiled kernel runs instead of numpy (benchmarks/bench_cpu_native.py
-# --ops measures both sides; figures for float32 on 2 cores):
+# the op's work from which the compiled kernel runs instead of numpy. Measured on this machine (2 shared
+# cores, float32, medians of 31 calls, one thread each side: numpy's time / the kernel's, in us); a
+# call costs the kernel 30-40 us of Python (shapes, ctypes), which sets the small end.
+# ``benchmarks/bench_cpu_native.py --ops`` measures the large end against numpy and PyTorch.
 THRESHOLDS: dict[str, int] = {
-    # grouped and depthwise conv (1 < groups): numpy runs one im2col GEMM per group, a batched matmul
-    # of thin matrices over a copied window matrix; the direct kernel ran a (8, 96, 56, 56) depthwise
-    # 3x3 conv in 10.5 ms against 38 ms, 8 groups of 8 channels in 16 ms against 24 ms, and lost only
-    # on tiny convs (a (1, 32, 16, 16) depthwise 3x3, 74k multiply-adds: 0.27 ms against 0.12 ms, the
-    # call and thread wake-up): multiply-adds. groups == 1 stays on numpy's BLAS-based rows: the
-    # direct kernel lost there even on an RGB stem (a (8, 3, 224, 224) 3x3/2 conv to 32 channels: 72 ms
-    # against 33 ms; im2col depth 27 still feeds BLAS well)
-    "conv_grouped": 1 << 18,
+    # grouped and depthwise conv (1 < groups; shallow groups only, see GROUPED_MAX_DEPTH): numpy runs
+    # one im2col GEMM per group over a copied window matrix. Depthwise 3x3 over 32 channels: 91/54 at
+    # 4.6k multiply-adds, 257/190 at 295k; (8, 96, 56, 56): 57/32 ms. groups == 1 stays on numpy's
+    # BLAS-based rows: the direct kernel lost even on an RGB stem (a (8, 3, 224, 224) 3x3/2 conv to 32
+    # channels: 72 ms against 33 ms). Unit: multiply-adds
+    "conv_grouped": 1 << 12,
     # max pool: numpy takes a max and a compare-and-count per tap over the output (or an argmax over
-    # copied window rows); the kernel one pass: output elements times taps
-    "max_pool": 1 << 10,
-    # avg pool: numpy adds one strided tap view at a time: output elements times taps
+    # copied window rows), the kernel one pass: 115/41 at 256 taps, 187/88 at 16k. Unit: output
+    # elements times kernel taps
+    "max_pool": 1 << 8,
+    # avg pool: numpy adds one strided tap view at a time: 105/103 at 256 taps, 99/123 at 1k, 138/100
+    # at 4k, 61/24 ms at (8, 64, 56, 56) 3x3. Unit: output elements times kernel taps
     "avg_pool": 1 << 12,
-    # scatter-add along the last dim (a max pool's backward): numpy's bincount of float64 weights
-    # plus index arithmetic; the kernel one add per source element: source elements
-    "scatter_rows": 1 << 12,
+    # scatter-add along the last dim (a max pool's backward): numpy's bincount of float64 weights plus
+    # index arithmetic, the kernel one add per source element: 76/41 at 512, 258/58 at 32k. Unit:
+    # elements of x plus of the source
+    "scatter_rows": 1 << 9,
     # softmax / log-softmax over the last dim: numpy makes four passes and three temporaries, the
-    # kernel two passes per row (in cache): elements
+    # kernel two passes per row (in cache): 24/28 at 256, 29/29 at 1k, 57/39 at 4k. Unit: elements
     "softmax": 1 << 12,
-    # layer-norm rows (used by the fused path and ONNX's LayerNormalization): elements
+    # layer-norm rows (no plain-cpu op: F.layer_norm composes basic ops; for fused and ONNX callers):
+    # numpy's formula 68 ms / 25 ms at (4096, 1024). Unit: elements
     "layer_norm": 1 << 12,
 }
-# elements of work from which a kernel's outer loop runs on OpenMP threads (a smaller one loses more
-# waking the threads than they save)
-PARALLEL_MIN = 1 << 16
+# grouped convs whose group window (C_in/groups * KH * KW) is deeper than this stay on numpy unless
+# depthwise (C_in/groups == 1, any kernel): one thread each side, (8, C, 28, 28) 3x3 convs, native over
+# numpy: 0.66 at C_in/groups 1, 0.58 at 2 (depth 18), 1.13 at 4 (36), 1.09 at 8, 2.15 at 32 (BLAS's
+# blocking wins once a group's GEMM is deep)
+GROUPED_MAX_DEPTH = 27
+# work (the kernel's own unit) from which a kernel's outer loop runs on OpenMP threads: below it, waking
+# the threads on a loaded machine cost more than they saved (a depthwise conv of 295k multiply-adds:
+# 190 us on one thread, 306 us on two at 2^16)
+PARALLEL_MIN = 1 << 20
 
 FLOAT_TYPES = {np.dtype(np.float32): ("float", "f32"), np.dtype(np.float64): ("double", "f64")}
 _FAILED = "failed"
@@ -147,5 +157,3 @@ def params(*values: int | float) -> np.ndarray:
 def dense(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """``a`` as a C-contiguous array of ``dtype`` (itself where it already is one)."""
     return np.ascontiguousarray(a, dtype=dtype)
-
-

@@ -152,8 +152,9 @@ def conv2d(
     force: bool = False,
 ) -> np.ndarray | None:
     """``conv(x, weight, bias)`` (x (N, C, H, W), weight (C_out, C/groups, KH, KW), float32 or float64) by
-    the compiled direct kernel, or None where it does not take this conv (groups == 1, too small by
-    ``THRESHOLDS``, another dtype, no compiler): then the caller's numpy path runs. ``force``: take
+    the compiled direct kernel, or None where it does not take this conv (groups == 1, a group's window
+    deeper than ``GROUPED_MAX_DEPTH`` unless depthwise, too small by ``THRESHOLDS``, another dtype, no
+    compiler): then the caller's numpy path runs. ``force``: take
     any conv, groups == 1 and tiny ones too (tests, benchmarks)."""
     if x.ndim != 4 or x.dtype not in _ops.FLOAT_TYPES or weight.dtype != x.dtype:
         return None
@@ -161,7 +162,9 @@ def conv2d(
         return None
     out = tuple(conv_out_sizes_padded(x.shape[2:], weight.shape[2:], stride, padding, dilation))
     macs = x.shape[0] * math.prod(weight.shape) * math.prod(out)
-    if not force and (groups == 1 or not _ops.wanted("conv_grouped", macs)):
+    depth = math.prod(weight.shape[1:])  # a group's window: C_in/groups * KH * KW
+    shallow = weight.shape[1] == 1 or depth <= _ops.GROUPED_MAX_DEPTH
+    if not force and (groups == 1 or not shallow or not _ops.wanted("conv_grouped", macs)):
         return None
     lib = _ops.library("conv", source)
     if lib is None:

@@ -5,8 +5,9 @@ max pool in the epilogue (with more than one BLAS thread, a batch split over a s
 ``_threads``); other convs via im2col (a strided window view copied into a reused workspace, padding
 in kept zero-bordered buffers: ``_conv_plans``, ``_workspace``) + a few large BLAS matmuls per batch,
 conv_transpose via matmul + col2im (shifted whole-plane adds at unit stride). Pools: ``_pool``.
-Grouped and depthwise 2-d convs run the compiled direct kernel (``burn._native._ops_conv``) where a C
-compiler works and the conv is large enough, numpy's im2col otherwise.
+Grouped and depthwise 2-d convs (forward, conv_transpose for their input gradient, conv_weight_grad) run
+compiled kernels (``burn._native._ops_conv``, ``_ops_conv_grad``) where a C compiler works and the conv
+is shallow and large enough, numpy's im2col otherwise.
 
 Written against ``self.xp`` (numpy here) so a CuPy-based backend can reuse the class with cupy. Output
 sizes come from ``burn.backend``'s shape rules, the homes every backend shares.
@@ -262,6 +263,14 @@ class NdArrayModuleOps(NdArrayPoolOps):  # NdArrayBackend(NdArrayModuleOps, Back
         groups: int,
     ) -> Array:
         xp = self.xp
+        if xp.__name__ == "numpy" and x.ndim == 4 and groups > 1:  # a grouped conv's input gradient
+            from .._native import _ops_conv_grad
+
+            y = _ops_conv_grad.conv_transpose2d(
+                x, weight, bias, tuple(stride), tuple(padding), tuple(output_padding), tuple(dilation), groups
+            )
+            if y is not None:
+                return y
         n, c_in, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
         c_out_g, kernel = weight.shape[1], tuple(weight.shape[2:])
         c_out, c_in_g = c_out_g * groups, c_in // groups
@@ -284,6 +293,26 @@ class NdArrayModuleOps(NdArrayPoolOps):  # NdArrayBackend(NdArrayModuleOps, Back
         y = xp.ascontiguousarray(y)
         _epilogue(xp, y, bias, None, False)  # a fresh copy: safe in place
         return y
+
+    def conv_weight_grad(
+        self,
+        x: Array,
+        g: Array,
+        wshape: Ints,
+        stride: Ints,
+        padding: Ints,
+        dilation: Ints,
+        groups: int,
+    ) -> Array:
+        if self.xp.__name__ == "numpy" and x.ndim == 4 and groups > 1:  # compiled where it pays
+            from .._native import _ops_conv_grad
+
+            gw = _ops_conv_grad.conv_weight_grad2d(
+                x, g, tuple(wshape), tuple(stride), tuple(padding), tuple(dilation), groups
+            )
+            if gw is not None:
+                return gw
+        return super().conv_weight_grad(x, g, wshape, stride, padding, dilation, groups)
 
     def unfold4d(self, x: Array, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints) -> Array:
         xp = self.xp
