@@ -38,8 +38,9 @@ THRESHOLDS: dict[str, int] = {
     # channels: 72 ms against 33 ms). Unit: multiply-adds
     "conv_grouped": 1 << 12,
     # max pool: numpy takes a max and a compare-and-count per tap over the output (or an argmax over
-    # copied window rows), the kernel one pass: 115/41 at 256 taps, 187/88 at 16k. Unit: output
-    # elements times kernel taps
+    # copied window rows), the kernel one pass: 115/41 at 256 taps, 187/88 at 16k; at parity on one
+    # thread for large pools ((8, 64, 112, 112) 3x3/2: 35 ms each side), where its OpenMP threads split
+    # the planes. Unit: output elements times kernel taps
     "max_pool": 1 << 8,
     # avg pool: numpy adds one strided tap view at a time: 105/103 at 256 taps, 99/123 at 1k, 138/100
     # at 4k, 61/24 ms at (8, 64, 56, 56) 3x3. Unit: output elements times kernel taps

@@ -27,34 +27,68 @@ int burn_max_pool2d_SUF(const scalar_t* restrict x, scalar_t* restrict y, int64_
                         const int64_t* p) {
   const int64_t planes = p[0], H = p[1], W = p[2], OH = p[3], OW = p[4], KH = p[5], KW = p[6];
   const int64_t SH = p[7], SW = p[8], PH = p[9], PW = p[10], DH = p[11], DW = p[12];
+  int failed = 0;
   #pragma omp parallel for schedule(static) if(planes * OH * OW * KH * KW > BURN_PARALLEL_MIN)
   for (int64_t q = 0; q < planes; q++) {
     const scalar_t* restrict xp = x + q * H * W;
+    int32_t* restrict kr = (int32_t*)malloc((size_t)(OW > 0 ? OW : 1) * sizeof(int32_t));
+    if (!kr) {
+      #pragma omp atomic write
+      failed = 1;
+      continue;
+    }
     for (int64_t oh = 0; oh < OH; oh++) {
       scalar_t* restrict yr = y + (q * OH + oh) * OW;
       int64_t* restrict ir = idx + (q * OH + oh) * OW;
       /* taps in row-major order over the whole output row (branch-free selects): the first tap
-         seeds it, a later one replaces where strictly greater or the first NaN */
+         seeds it (padding read as -inf), a later one replaces where strictly greater or the first
+         NaN; a later tap's padding (-inf) never replaces, so only its valid columns are visited.
+         The winning tap's number is kept as int32 in a row of the task's own (same-width selects
+         vectorise), then widened to the flat input index */
       for (int64_t kh = 0; kh < KH; kh++) {
         const int64_t ih = oh * SH - PH + kh * DH;
         const int in_h = ih >= 0 && ih < H;
         const scalar_t* restrict xr = xp + (in_h ? ih : 0) * W;
         for (int64_t kw = 0; kw < KW; kw++) {
           const int64_t off = kw * DW - PW;
-          const int seed = kh == 0 && kw == 0;
-          for (int64_t ow = 0; ow < OW; ow++) {
-            const int64_t iw = ow * SW + off;
-            const scalar_t v = in_h && iw >= 0 && iw < W ? xr[iw] : (scalar_t)-INFINITY;
-            const scalar_t m = yr[ow];
-            const int take = seed || v > m || (v != v && m == m);
-            yr[ow] = take ? v : m;
-            ir[ow] = take ? ih * W + iw : ir[ow];
+          const int32_t k = (int32_t)(kh * KW + kw);
+          if (k == 0) {
+            for (int64_t ow = 0; ow < OW; ow++) {
+              const int64_t iw = ow * SW + off;
+              yr[ow] = in_h && iw >= 0 && iw < W ? xr[iw] : (scalar_t)-INFINITY;
+              kr[ow] = 0;
+            }
+            continue;
+          }
+          if (!in_h) continue;
+          int64_t lo = off < 0 ? (-off + SW - 1) / SW : 0;
+          int64_t hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / SW + 1;
+          if (hi > OW) hi = OW;
+          if (SW == 1) {
+            for (int64_t ow = lo; ow < hi; ow++) {
+              const scalar_t v = xr[ow + off], m = yr[ow];
+              const int take = v > m || (v != v && m == m);
+              yr[ow] = take ? v : m;
+              kr[ow] = take ? k : kr[ow];
+            }
+          } else {
+            for (int64_t ow = lo; ow < hi; ow++) {
+              const scalar_t v = xr[ow * SW + off], m = yr[ow];
+              const int take = v > m || (v != v && m == m);
+              yr[ow] = take ? v : m;
+              kr[ow] = take ? k : kr[ow];
+            }
           }
         }
       }
+      for (int64_t ow = 0; ow < OW; ow++) {
+        const int64_t k = kr[ow], kh = k / KW, kw = k % KW;
+        ir[ow] = (oh * SH - PH + kh * DH) * W + ow * SW - PW + kw * DW;
+      }
     }
+    free(kr);
   }
-  return 0;
+  return failed;
 }
 
 int burn_avg_pool2d_SUF(const scalar_t* restrict x, const scalar_t* restrict divisor,
@@ -112,7 +146,7 @@ int burn_scatter_rows_SUF(const scalar_t* restrict x, const int64_t* restrict in
 
 def source() -> str:
     """The pool family's C source (both float types)."""
-    return _ops.header() + _ops.typed(_TEMPLATE)
+    return _ops.header() + "#include <stdlib.h>\n" + _ops.typed(_TEMPLATE)
 
 
 def _fits(x: Any) -> bool:
@@ -146,7 +180,8 @@ def max_pool2d(
     if y.size:
         p = _ops.params(n * c, h, w, *out, *kernel, *stride, *padding, *dilation)
         fn = _ops.function(lib, "burn_max_pool2d", x.dtype, 4)
-        fn(_ops.ptr(xd), _ops.ptr(y), _ops.ptr(idx), _ops.ptr(p))
+        if fn(_ops.ptr(xd), _ops.ptr(y), _ops.ptr(idx), _ops.ptr(p)):
+            return None  # a task's scratch row could not be allocated: numpy's path
     return y, idx
 
 
