@@ -21,6 +21,7 @@ import burn
 import numpy as np
 from burn.backend import from_primitive
 
+from ._chains import fused_chain
 from ._graph import Node
 from ._ops import _nn
 from ._ops._elementwise import _relu
@@ -231,4 +232,5 @@ FUSED: dict[str, OpSpec] = {
     "FusedConv": OpSpec("FusedConv", fused_conv, "fused"),
     "FusedGemm": OpSpec("FusedGemm", fused_conv, "fused"),
     "AddRelu": OpSpec("AddRelu", add_relu, "fused"),
+    "FusedChain": OpSpec("FusedChain", fused_chain, "fused"),
 }

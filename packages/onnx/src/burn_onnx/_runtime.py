@@ -247,6 +247,21 @@ class Runner:
             self.static = self._static_values(self.graph, set(self.constants), self._params)
         return folded
 
+    def fuse_chains(self) -> int:
+        """Replace the main graph's element-wise chains by ``FusedChain`` nodes (``_chains``), after
+        ``fold_constants`` (a chain's one-element constants become its kernel's scalars). Returns how
+        many chain nodes were made."""
+        from ._chains import fuse_chains
+        from ._fused import FUSED
+
+        made = fuse_chains(self.graph, self.constants, self.static)
+        if made:
+            for node in self.graph.nodes:
+                if node.op_type in FUSED:  # the new nodes (an id of a dropped node may be reused)
+                    self.specs[id(node)] = FUSED[node.op_type]
+            self.static = self._static_values(self.graph, set(self.constants), self._params)
+        return made
+
     # ------------------------------------------------------------------ analysis
     def _static_values(self, graph: Graph, constants: set[str], params: set[str]) -> frozenset[str]:
         """Names whose values depend only on constants and on input shapes (resolved once per signature)."""
