@@ -218,3 +218,13 @@ def test_conformance_cases_of_chain_ops_pass_compiled() -> None:
     results = run_suite(names=names, engine=thrice)
     failed = {name: r.detail for name, r in results.items() if r.status != "pass"}
     assert not failed, failed
+
+
+def test_chains_on_every_device(device: burn.Device) -> None:
+    """Devices other than the plain cpu one run a chain's nodes through their converters (the GPU
+    backends fuse on their own): the same results as cpu's compiled kernel."""
+    data, feeds, want = _gelu()
+    m = burn_onnx.load(data, device=device)
+    for _ in range(3):
+        got = m(**feeds).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -37,6 +37,7 @@ CHAIN_DOMAIN = "burn_onnx.fused"
 # check, a conversion) compiles nothing; from the second call on a plan replays, which repays a build
 # (about 0.1 s, once per kernel source: later processes load it from the disk cache) within a few calls
 CHAIN_AFTER = 1
+MAX_SIGNATURES = 16  # input signatures a chain keeps a plan for (the runner keeps 8 per model)
 UNARY = {
     "Neg": "neg",
     "Abs": "abs",
@@ -276,6 +277,8 @@ def _compiled(ctx: Any, node: Node, values: tuple[Any, ...], plans: dict[Any, An
     key = (id(backend), *((p.shape, p.dtype) for p in prims))
     plan = plans.get(key)
     if plan is None:
+        if len(plans) >= MAX_SIGNATURES:  # a model fed ever new shapes: keep the newest few
+            plans.clear()
         rt = _runtime(ctx, backend)
         kernel = False if rt is None else _plan(node, values, prims, rt)
         plan = plans[key] = False if kernel is False else (kernel, rt)
@@ -315,6 +318,8 @@ def _unfused(ctx: Any, node: Node, values: tuple[Any, ...]) -> Any:
 
 
 def fused_chain(ctx: Any, node: Node, *values: Any) -> Any:
+    """The ``FusedChain`` converter: the original nodes on the first ``CHAIN_AFTER`` calls, then one
+    kernel wherever ``_compiled`` applies."""
     memo = ctx.runner.memo
     entry = memo.get(("chain", id(node)))
     if entry is None:
