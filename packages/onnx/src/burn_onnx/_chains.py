@@ -88,7 +88,7 @@ def _clip_bounds(node: Node, constants: dict[str, burn.Tensor]) -> tuple[float, 
     if node.opset < 11:
         lo, hi = node.attrs.get("min"), node.attrs.get("max")
     else:
-        bounds = []
+        bounds: list[float | None] = []
         for name in (node.input(1), node.input(2)):
             if not name:
                 bounds.append(None)
@@ -236,8 +236,8 @@ def _runtime(ctx: Any, backend: Any) -> Any:
     return memo[key][1]
 
 
-def _plan(node: Node, values: tuple[Any, ...], prims: list[np.ndarray], rt: Any) -> Any:
-    """The chain's ``FusedKernel`` for these inputs, or False where it does not apply."""
+def _plan(node: Node, values: tuple[Any, ...], prims: list[np.ndarray], rt: Any) -> FusedKernel | None:
+    """The chain's ``FusedKernel`` for these inputs, or None where it does not apply."""
     attrs = node.attrs
     conds = attrs["conds"]
     floats = [v.dtype for i, v in enumerate(values) if i not in conds]
@@ -246,27 +246,29 @@ def _plan(node: Node, values: tuple[Any, ...], prims: list[np.ndarray], rt: Any)
         or any(dt is not floats[0] for dt in floats)
         or floats[0] not in (burn.float32, burn.float64)
     ):
-        return False
+        return None
     if any(values[i].dtype is not burn.bool_ for i in conds):
-        return False
+        return None
     dt = floats[0]
     try:
         shape = broadcast_shape(*[p.shape for p in prims], *attrs["scalar_shapes"])
     except Exception:
-        return False  # the converters give the error
+        return None  # the converters give the error
     n, s = len(values), len(attrs["scalars"])
     number = {"t": 0, "s": n, "o": n + s}
     ops = []
     for kind, name, args in attrs["ops"]:
         out = burn.bool_ if kind == "binary" and name in ("eq", "lt", "le", "gt", "ge") else dt
         if not rt.fusable(kind, name, dt, out):
-            return False
+            return None
         ops.append(FusedOp(kind, name, dt, out, tuple(number[k] + i for k, i in args)))
     inputs = tuple(v.dtype for v in values)
     return FusedKernel(tuple(shape), inputs, (dt,) * s, tuple(ops), (n + s + len(ops) - 1,))
 
 
-def _compiled(ctx: Any, node: Node, values: tuple[Any, ...], plans: dict[Any, Any]) -> Any:
+def _compiled(
+    ctx: Any, node: Node, values: tuple[Any, ...], plans: dict[Any, tuple[FusedKernel, Any] | None]
+) -> Any:
     """The chain run as one kernel of the numpy backend's runtime, or None where that does not apply."""
     if not values or not all(isinstance(v, burn.Tensor) for v in values):
         return None
@@ -275,16 +277,16 @@ def _compiled(ctx: Any, node: Node, values: tuple[Any, ...], plans: dict[Any, An
         return None  # not the plain numpy backend
     backend = values[0].backend
     key = (id(backend), *((p.shape, p.dtype) for p in prims))
-    plan = plans.get(key)
-    if plan is None:
+    if key not in plans:
         if len(plans) >= MAX_SIGNATURES:  # a model fed ever new shapes: keep the newest few
             plans.clear()
         rt = _runtime(ctx, backend)
-        kernel = False if rt is None else _plan(node, values, prims, rt)
-        plan = plans[key] = False if kernel is False else (kernel, rt)
-    if plan is False:
+        kernel = None if rt is None else _plan(node, values, prims, rt)
+        plans[key] = None if kernel is None else (kernel, rt)
+    found = plans[key]
+    if found is None:
         return None
-    kernel, rt = plan
+    kernel, rt = found
     (out,) = rt.execute(kernel, prims, list(node.attrs["scalars"]))
     return from_primitive(out, backend, kernel.out_dtypes()[0])
 
