@@ -2,17 +2,17 @@
 
 Models (``_onnx_exports``: built with torch and ``torch.onnx.export``, random weights): ResNet-18,
 MobileNetV2, a BERT-style encoder, a GPT-2-style decoder and a ViT, plus bench_onnx's ResNet-like CNN.
-For each thread count (``--threads 1,all``) worker processes run with numpy's BLAS, OpenMP (burn's
-compiled kernels) and onnxruntime's intra-op pool all at that count: one with burn's compiled cpu
-kernels (``burn``: ``burn_onnx.load(data, device="cpu")``, what a user gets where a C compiler is
-present) and one with ``BURN_CPU_NATIVE=0`` (``burn_numpy``: numpy alone). Per model and batch:
-milliseconds per forward, wall (``*_ms``) and process CPU time (``*_cpu_ms``), medians of ``--runs``
-timings of at least ``--min-time`` s each, burn and onnxruntime taking turns, after ``--warmup``
-untimed forwards (past compilation: steady-state inference); ``*_vs_onnxruntime``: burn's time over
-onnxruntime's, by CPU time at one thread (robust to a machine shared with other work) and by wall
-time otherwise; ``*_max_diff``: the largest difference from onnxruntime's output.
-``--profile`` adds burn's time by ONNX op type (the replayed plan's steps timed one by one) and
-onnxruntime's profiler's time by op type.
+For each thread count (``--threads 1,all``) a worker process runs with numpy's BLAS, OpenMP (burn's
+compiled kernels) and onnxruntime's intra-op pool all at that count, and times, taking turns:
+onnxruntime; ``burn``: ``burn_onnx.load(data, device="cpu")``, what a user gets where a C compiler is
+present (compiled kernels); ``burn_numpy``: a second such model on numpy alone (its element-wise chains
+first ran under ``BURN_CPU_NATIVE=0``). Per model and batch: milliseconds per forward, wall
+(``*_ms``) and process CPU time (``*_cpu_ms``), medians of ``--runs`` timings of at least
+``--min-time`` s each, after ``--warmup`` untimed forwards (past compilation: steady-state inference);
+``*_vs_onnxruntime``: burn's time over onnxruntime's, by CPU time at one thread (robust to a machine
+shared with other work) and by wall time otherwise; ``*_max_diff``: the largest difference from
+onnxruntime's output. ``--profile`` adds burn's time by ONNX op type (the replayed plan's steps timed
+one by one) and onnxruntime's profiler's time by op type.
 
     python benchmarks/bench_onnx_models.py [--models resnet18,bert] [--batches 1,32] [--threads 1,all]
 """
@@ -111,8 +111,9 @@ def _ort_profile(data: bytes, x: Any, threads: int, runs: int) -> dict[str, floa
 
 
 def worker(args: argparse.Namespace, threads: int) -> list[dict[str, Any]]:
-    """One process at ``threads`` threads: onnxruntime and burn (compiled kernels on or off, as this
-    process's ``BURN_CPU_NATIVE`` says) per model and batch."""
+    """One process at ``threads`` threads: onnxruntime, burn with compiled kernels and burn on numpy
+    alone (a second model whose chains met ``BURN_CPU_NATIVE=0`` when they first ran), per model and
+    batch, taking turns."""
     import burn
     import burn_onnx
     import numpy as np
@@ -127,24 +128,43 @@ def worker(args: argparse.Namespace, threads: int) -> list[dict[str, Any]]:
         for batch in (int(b) for b in args.batches.split(",")):
             x = make(batch)
             (reference,) = session.run(None, {"x": x})[:1]
-            model = burn_onnx.load(data, device="cpu")
-            for _ in range(args.warmup):  # past compilation: steady-state inference
-                model(x)
+            models = {"burn": burn_onnx.load(data, device="cpu")}
+            if not args.no_numpy:  # its chains find no compiler when they first run: numpy alone
+                models["burn_numpy"] = burn_onnx.load(data, device="cpu")
+            for key, model in models.items():
+                saved = os.environ.get("BURN_CPU_NATIVE")
+                os.environ["BURN_CPU_NATIVE"] = "0" if key == "burn_numpy" else saved or "1"
+                try:
+                    # past compilation (a chain's runtime is taken at its 2nd call): steady-state inference
+                    for _ in range(max(2, args.warmup)):
+                        model(x)
+                finally:
+                    os.environ.pop("BURN_CPU_NATIVE")
+                    if saved is not None:
+                        os.environ["BURN_CPU_NATIVE"] = saved
             times: dict[str, list[tuple[float, float]]] = defaultdict(list)
             for _ in range(args.runs):  # the sides take turns: a loaded machine drifts
                 times["onnxruntime"].append(
                     _timing(lambda s=session, x=x: s.run(None, {"x": x}), args.min_time)
                 )
-                times["burn"].append(_timing(lambda m=model, x=x: m(x).numpy(), args.min_time))
+                for key, model in models.items():
+                    times[key].append(_timing(lambda m=model, x=x: m(x).numpy(), args.min_time))
             case: dict[str, Any] = {"model": name, "batch": batch, "threads": threads}
             for key, ts in times.items():
                 case[f"{key}_ms"] = round(float(np.median([t[0] for t in ts])) * 1e3, 3)
                 case[f"{key}_cpu_ms"] = round(float(np.median([t[1] for t in ts])) * 1e3, 3)
-            case["burn_max_diff"] = float(np.abs(model(x).numpy().astype(np.float64) - reference).max())
+            for key, model in models.items():
+                got = model(x).numpy().astype(np.float64)
+                case[f"{key}_max_diff"] = float(np.abs(got - reference).max())
             case["reference_max"] = float(np.abs(reference).max())
+            clock = "cpu_ms" if threads == 1 else "ms"  # one thread: CPU time, robust to a shared machine
+            for key in models:
+                case[f"{key}_vs_onnxruntime"] = round(
+                    case[f"{key}_{clock}"] / case[f"onnxruntime_{clock}"], 3
+                )
             if args.profile:
                 xt = burn.tensor(x, device="cpu")
-                case["profile_burn_ms"] = _burn_profile(model, xt, 3)
+                case["profile_burn_ms"] = _burn_profile(models["burn"], xt, 3)
                 case["profile_onnxruntime_ms"] = _ort_profile(data, x, threads, 3)
             print(json.dumps(case), file=sys.stderr, flush=True)
             cases.append(case)
@@ -159,7 +179,7 @@ def main() -> None:
     ap.add_argument("--min-time", type=float, default=0.5, help="seconds per timing")
     ap.add_argument("--runs", type=int, default=3, help="timings per case (medians reported)")
     ap.add_argument("--warmup", type=int, default=4, help="untimed forwards per burn model first")
-    ap.add_argument("--no-numpy", action="store_true", help="leave out the run with compiled kernels off")
+    ap.add_argument("--no-numpy", action="store_true", help="leave out the model with compiled kernels off")
     ap.add_argument("--profile", action="store_true", help="time by op type, burn and onnxruntime")
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--out", help="also write the JSON here")
@@ -170,26 +190,10 @@ def main() -> None:
     result: dict[str, Any] = {"cpus": os.cpu_count(), "cases": []}
     for t in args.threads.split(","):
         threads = (os.cpu_count() or 1) if t == "all" else int(t)
-        found: dict[str, list[dict[str, Any]]] = {}
-        for native in ("1",) if args.no_numpy else ("1", "0"):
-            env = dict(os.environ, BURN_CPU_NATIVE=native, **{v: str(threads) for v in _THREAD_VARS})
-            cmd = [sys.executable, __file__, *sys.argv[1:], "--worker", str(threads)]
-            done = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, check=True)
-            found[native] = json.loads(done.stdout.strip().splitlines()[-1])
-        for i, case in enumerate(found["1"]):
-            for key, other in (("burn_numpy", found.get("0", [{}] * len(found["1"]))[i]),):
-                for field in ("ms", "cpu_ms", "max_diff"):
-                    if f"burn_{field}" in other:
-                        case[f"{key}_{field}"] = other[f"burn_{field}"]
-                if "profile_burn_ms" in other:
-                    case["profile_burn_numpy_ms"] = other["profile_burn_ms"]
-            clock = "cpu_ms" if threads == 1 else "ms"  # one thread: CPU time, robust to a shared machine
-            for key in ("burn", "burn_numpy"):
-                if f"{key}_{clock}" in case:
-                    case[f"{key}_vs_onnxruntime"] = round(
-                        case[f"{key}_{clock}"] / case[f"onnxruntime_{clock}"], 3
-                    )
-            result["cases"].append(case)
+        env = dict(os.environ, **{v: str(threads) for v in _THREAD_VARS})
+        cmd = [sys.executable, __file__, *sys.argv[1:], "--worker", str(threads)]
+        done = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, check=True)
+        result["cases"] += json.loads(done.stdout.strip().splitlines()[-1])
     sys.path.insert(0, HERE)
     from _common import emit_json
 

@@ -190,6 +190,7 @@ def test_a_value_read_outside_the_chain_ends_it() -> None:
         np.testing.assert_allclose(m(x).numpy(), np.sin(t) + t, rtol=2e-6)
 
 
+@pytest.mark.skipif(not NATIVE, reason="no C compiler: chains run the converters, as the suite checks")
 def test_conformance_cases_of_chain_ops_pass_compiled() -> None:
     """The conformance suite's cases of the ops a chain takes (Add, Erf, Clip, Where, ...), each model
     called three times (its chain compiled from the second call on where a compiler is present): every
