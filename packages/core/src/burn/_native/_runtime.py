@@ -85,38 +85,58 @@ class NativeRuntime(ReferenceRuntime):
             cache["native_runs"] = runs + 1
             return super().execute(plan, inputs, scalars)
         shape = plan.shape
-        arrays = [np.asarray(x) for x in inputs]
-        outs = [np.empty(shape, NUMPY_DTYPES[dt]) for dt in plan.out_dtypes()]
+        arrays = [x if type(x) is np.ndarray else np.asarray(x) for x in inputs]
+        dtypes = cache.get("native_out")
+        if dtypes is None:
+            dtypes = cache["native_out"] = [NUMPY_DTYPES[dt] for dt in plan.out_dtypes()]
+        outs = [np.empty(shape, dt) for dt in dtypes]
         if 0 in shape:
             return outs
+        # a layout seen before: its kernel and meta words straight away (a call costs a few
+        # microseconds of Python, not the tens the strides' analysis takes)
+        layout = ("native_layout", *((a.shape, a.strides) for a in arrays))
+        known = cache.get(layout)
+        if known is None:
+            known = self._layout(plan, shape, outs, arrays)
+            if known is None:
+                return super().execute(plan, inputs, scalars)
+            if len(cache) < 64:  # a plan fed ever new views: analyse those each time
+                cache[layout] = known
+        fn, meta, nd, copy = known
+        if copy:  # a view whose strides are not whole elements
+            arrays = [np.ascontiguousarray(a) for a in arrays]
+        ptrs = np.array([t.__array_interface__["data"][0] for t in (*outs, *arrays)], np.uintp)
+        sc = np.array(scalars, np.float64) if scalars else _NO_SCALARS
+        addr = meta.__array_interface__["data"][0]
+        fn(addr, addr + 8 * nd, ptrs.__array_interface__["data"][0], sc.__array_interface__["data"][0])
+        self.native_runs += 1
+        return outs
+
+    def _layout(
+        self, plan: FusedKernel, shape: tuple[int, ...], outs: list[np.ndarray], arrays: list[np.ndarray]
+    ) -> tuple[Any, np.ndarray, int, bool] | None:
+        """The compiled kernel, its meta words (the collapsed shape, then each tensor's strides), the
+        collapsed rank and whether inputs must be copied dense, for these outputs and inputs; None
+        where the build failed (numpy from then on)."""
         tensors = [*outs, *arrays]
         strides = [_strides(a, shape) for a in tensors]
-        if any(s is None for s in strides):  # a view whose strides are not whole elements
-            arrays = [np.ascontiguousarray(a) for a in arrays]
-            tensors = [*outs, *arrays]
+        copy = any(s is None for s in strides)
+        if copy:
+            tensors = [*outs, *(np.ascontiguousarray(a) for a in arrays)]
             strides = [_strides(a, shape) for a in tensors]
         cshape, cstrides = _collapse(shape, strides)  # type: ignore[arg-type]
         inner = "".join("d" if s[-1] == 1 else "b" if s[-1] == 0 else "s" for s in cstrides)
         spec = ("native", len(cshape), inner)
+        cache = plan.cache
         fn = cache.get(spec)
         if fn is None:
             fn = cache[spec] = self._kernel(
                 plan, spec, lambda: CRenderer().elementwise(skeleton(plan), len(cshape), inner)
             )
         if fn is _FAILED:
-            return super().execute(plan, inputs, scalars)
+            return None
         meta = np.array([*cshape, *(x for s in cstrides for x in s)], np.int64)
-        ptrs = np.array([t.__array_interface__["data"][0] for t in tensors], np.uintp)
-        sc = np.array(scalars, np.float64) if scalars else _NO_SCALARS
-        addr = meta.__array_interface__["data"][0]
-        fn(
-            addr,
-            addr + 8 * len(cshape),
-            ptrs.__array_interface__["data"][0],
-            sc.__array_interface__["data"][0],
-        )
-        self.native_runs += 1
-        return outs
+        return fn, meta, len(cshape), copy
 
     def _reduce(self, plan: FusedKernel, inputs: list[Any], scalars: list[Any]) -> list[Any] | None:
         """A reduce kernel as one compiled kernel (chain, reduction and epilogue per row), or None where
