@@ -16,7 +16,8 @@
 ``train_demo("digits", out_dir)`` (``burn web train-demo digits -o OUT/``) writes a page that trains the
 digits CNN in a Worker with a live chart, browser metrics, pause/resume and "download weights".
 
-``NativeSchedule(out_dir)`` runs the same schedule natively through wgpu-py (tests, real-GPU figures).
+``NativeSchedule(out_dir)`` runs the same schedule natively through wgpu-py (tests, real-GPU figures);
+``NativeTrainer(out_dir)`` does the same for an exported trainer: ``step(batch, lr=...)`` as the page.
 """
 
 from typing import TYPE_CHECKING
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from ._demo import TrainDemo, train_demo
     from ._export import WebExport, export
     from ._native import NativeSchedule
+    from ._native_train import NativeTrainer
     from ._record import WebExportError
     from ._train_export import TrainingExport, export_training
 
@@ -34,6 +36,7 @@ _LAZY = {
     "WebExport": "._export",
     "export": "._export",
     "NativeSchedule": "._native",
+    "NativeTrainer": "._native_train",
     "WebExportError": "._record",
     "TrainingExport": "._train_export",
     "export_training": "._train_export",
@@ -48,6 +51,7 @@ __getattr__ = lazy_attributes(__name__, _LAZY, globals())
 
 __all__ = [
     "NativeSchedule",
+    "NativeTrainer",
     "TrainDemo",
     "TrainingExport",
     "WebExport",
