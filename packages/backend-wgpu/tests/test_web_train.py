@@ -1,6 +1,7 @@
 """Training in a page (issue 37): an MLP's step exported with SGD and with Adam, the MLP with batch norm,
 and the digits example's CNN with Adam, run in headless Chromium (SwiftShader's WebGPU adapter),
-against the same steps run natively by burn with burn.optim on numpy and on wgpu: the losses and the
+against the same steps run natively by burn with burn.optim on numpy and on wgpu, and against the
+exported schedule replayed natively through wgpu-py (NativeTrainer): the losses and the
 accuracy metric of 50 steps (different batches, a learning rate changing every step, some steps
 without read back) within 1e-4 relative; the page's saved record loads in Python into the same module
 and predicts as the natively trained model; evaluate() gives the loaded model's metrics; a batch of
@@ -195,6 +196,14 @@ def test_training_in_chromium_matches_burn(browser: Any, tmp_path: Any, model: s
             assert abs(g["loss"] - on_wgpu[i]) <= RTOL * abs(w), (i, g, on_wgpu[i])
             assert g["accuracy"] == pytest.approx(acc, abs=1e-6), (i, g, acc)
     assert want[-1] < want[0]  # it trains
+
+    # the same exported schedule replayed natively through wgpu-py (NativeTrainer) gives the page's losses
+    replay = burn_wgpu.web.NativeTrainer(tmp_path / "page")
+    for i, g in enumerate(got):
+        n = replay.step(batches[i % 4], lr=_lr(i), read=g is not None)
+        if g is not None:
+            assert abs(n["loss"] - g["loss"]) <= RTOL * abs(g["loss"]), (i, n, g)
+            assert n["accuracy"] == g["accuracy"], (i, n, g)
 
     # the page's record: a burn record of the same module, predicting as the natively trained model
     loaded = burn.record.from_bytes(make(), bytes(res["record"]))
