@@ -6,6 +6,11 @@ with Adam (same lr, betas and epsilon), the same batch size and the same batches
     python benchmarks/bench_web_train.py [--models mlp,cnn] [--steps 30] [--batch-size 32] [--lr 1e-3] \
         [--read both|on|off] [--engines burn,tfjs] [--tfjs ~/.cache/burn/tfjs] [--json out.json]
     python benchmarks/bench_web_train.py --npm-install      # once: npm install the two packages into --tfjs
+    python benchmarks/bench_web_train.py --native [--models ...] [--steps 30] [--json out.json]  # no browser
+
+``--native`` (no browser, no npm: the GPU machine) replays each exported trainer natively through wgpu-py
+(``burn_wgpu.web.NativeTrainer``) beside burn-wgpu's own training step (same model, weights, batches and
+Adam, fusion on) and PyTorch CUDA eager where there is one (``_web_train_native.py`` says how it times).
 
 TF.js comes from ``--tfjs DIR`` (default ``$BURN_TFJS_DIR`` or ``~/.cache/burn/tfjs``), a folder holding
 ``node_modules/@tensorflow/tfjs`` and ``node_modules/@tensorflow/tfjs-backend-webgpu`` (``--npm-install``
@@ -94,6 +99,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--npm-install", action="store_true", help=f"npm install TF.js {TFJS_VERSION} and exit"
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the JSON here")
+    parser.add_argument(
+        "--native",
+        action="store_true",
+        help="no browser: the exported step replayed natively (wgpu-py) vs burn-wgpu and PyTorch CUDA",
+    )
     args = parser.parse_args(argv)
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
@@ -373,10 +383,44 @@ def bench_model(browser: Any, name: str, args: argparse.Namespace, work: Path) -
     return row
 
 
+def _emit(doc: dict[str, Any], out: Path | None) -> None:
+    text = json.dumps(doc, indent=2)
+    print(text)
+    if out:
+        out.write_text(text)
+
+
+def native(args: argparse.Namespace) -> int:
+    """``--native``: each model's exported step replayed natively beside burn-wgpu's own (no browser)."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_web_train_native", Path(__file__).resolve().parent / "_web_train_native.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.models:
+            rows.append(mod.bench_native_model(sys.modules[__name__], name, args, Path(tmp)))
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    doc = {
+        "benchmark": "bench_web_train",
+        "mode": "native",
+        "optimizer": {"name": "adam", "lr": args.lr, "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-5},
+        "engines": ["native", "burn_wgpu", "torch_cuda"],
+        "steps": args.steps,
+        "models": rows,
+    }
+    _emit(doc, args.json)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.npm_install:
         return npm_install(args.tfjs)
+    if args.native:
+        return native(args)
     if "tfjs" in args.engines:
         reason = missing_tfjs(args.tfjs)
         if reason:
@@ -413,10 +457,7 @@ def main(argv: list[str] | None = None) -> int:
         "read": args.read,
         "models": rows,
     }
-    text = json.dumps(doc, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text)
+    _emit(doc, args.json)
     return 0
 
 

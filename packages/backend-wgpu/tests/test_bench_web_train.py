@@ -2,7 +2,9 @@
 CI has no npm, so TF.js never runs here. Its arguments parse as documented, a missing TF.js install is
 a one-line error that says how to install it (before any browser starts), and ``--engines burn`` runs a
 few steps of the exported MLP trainer in headless Chromium and prints the documented JSON, its GPU
-work counted in the page agreeing with the exported schedule's own counts. No timing is asserted."""
+work counted in the page agreeing with the exported schedule's own counts; ``--native`` (no browser)
+replays the exported MLP trainer natively beside burn-wgpu's own step and prints its JSON, both engines
+starting from the same weights (the same first loss). No timing is asserted."""
 
 from __future__ import annotations
 
@@ -33,7 +35,8 @@ def test_arguments(bench: Any, monkeypatch: Any, tmp_path: Path) -> None:
     monkeypatch.setenv("BURN_TFJS_DIR", str(tmp_path))
     args = bench.parse_args([])
     assert args.models == ["mlp", "cnn"] and args.engines == ["burn", "tfjs"]
-    assert (args.read, args.tfjs, args.tfjs_backend) == ("both", tmp_path, "auto")
+    assert (args.read, args.tfjs, args.tfjs_backend, args.native) == ("both", tmp_path, "auto", False)
+    assert bench.parse_args(["--native"]).native
     args = bench.parse_args(["--engines", "burn", "--models", "cnn", "--read", "off", "--tfjs", "/x"])
     assert (args.engines, args.models, args.read, args.tfjs) == (["burn"], ["cnn"], "off", Path("/x"))
     for bad in (["--engines", "torch"], ["--models", "resnet"], ["--steps", "0"], ["--read", "sometimes"]):
@@ -76,3 +79,27 @@ def test_burn_engine_json(bench: Any, tmp_path: Path, capsys: Any) -> None:
     assert 0 < fig["read"]["min_ms"] <= fig["read"]["median_ms"]
     assert fig["pipelined"]["ms_per_step"] > 0 and fig["pipelined"]["block"] == 2
     assert all(math.isfinite(fig[k]) and fig[k] > 0 for k in ("loss_first", "loss_last"))
+
+
+def test_native_json(bench: Any, tmp_path: Path, capsys: Any) -> None:
+    pytest.importorskip("wgpu")
+    out = tmp_path / "out.json"
+    argv = ["--native", "--models", "mlp", "--steps", "2", "--warmup", "0", "--block", "2", "--blocks", "1"]
+    assert bench.main([*argv, "--batch-size", "8", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert json.loads(capsys.readouterr().out) == doc
+    assert doc["benchmark"] == "bench_web_train" and doc["mode"] == "native"
+    (row,) = doc["models"]
+    assert row["model"] == "mlp" and row["burn_export"]["schedule_counts"]["step"]["submits"] == 1
+    for engine in ("native", "burn_wgpu"):
+        fig = row[engine]
+        assert 0 < fig["read"]["min_ms"] <= fig["read"]["median_ms"] and fig["pipelined"]["ms_per_step"] > 0
+        assert math.isfinite(fig["loss_last"]) and fig["first_step_ms"] > 0
+    # the same initial weights and batch: the page's schedule and burn-wgpu agree on the first loss
+    assert row["native"]["loss_first"] == pytest.approx(row["burn_wgpu"]["loss_first"], rel=1e-4)
+    assert row["native"]["adapter"]
+    assert set(row["ratio_native_over_burn_wgpu"]) == {"read_median", "pipelined"}
+    if "skipped" in row["torch_cuda"]:  # no CUDA here: said why, no ratio
+        assert "ratio_native_over_torch_cuda" not in row
+    else:
+        assert row["ratio_native_over_torch_cuda"]["read_median"] > 0
