@@ -191,13 +191,13 @@ def read_block(path: Path, marker: str, what: str) -> dict[str, Any]:
     text = path.read_text(encoding="utf-8")  # a missing file: FileNotFoundError names it
     start, end = text.find(f"/*{marker}*/"), text.find("/*END*/")
     if start < 0 or end < start:
-        raise ValueError(f"{what}: {path}: not a file of a burn web export (no /*{marker}*/ block)")
+        raise ValueError(f"{what}: {path}: not a page of burn web export (no /*{marker}*/ block)")
     try:
         block = json.loads(text[start + len(marker) + 4 : end])
     except ValueError as exc:
-        raise ValueError(f"{what}: {path}: the {marker} block is not JSON ({exc})") from None
+        raise ValueError(f"{what}: {path}: the {marker.lower()} block is not JSON ({exc})") from None
     if not isinstance(block, dict):
-        raise ValueError(f"{what}: {path}: the {marker} block is not a JSON object")
+        raise ValueError(f"{what}: {path}: the {marker.lower()} block is not a JSON object")
     return block
 
 

@@ -23,12 +23,13 @@ class NativeTrainer:
 
     >>> import tempfile, burn_wgpu.web
     >>> from burn.nn import functional as F
+    >>> burn.seed(0)
     >>> batch = {"x": np.ones((3, 4), np.float32), "y": np.array([0, 1, 1], np.int32)}
     >>> out = burn_wgpu.web.export_training(
     ...     nn.LinearConfig(4, 2).init(), lambda m, x, y: F.cross_entropy(m(x), y),
     ...     burn.optim.AdamConfig().init(), batch, tempfile.mkdtemp())
     >>> trainer = NativeTrainer(out.out_dir)
-    >>> first, second = trainer.step(batch, lr=0.1)["loss"], trainer.step(batch, lr=0.1)["loss"]
+    >>> first, second = trainer.step(batch, lr=0.01)["loss"], trainer.step(batch, lr=0.01)["loss"]
     >>> second < first, trainer.step_count
     (True, 2)
     """
