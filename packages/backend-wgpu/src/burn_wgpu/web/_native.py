@@ -92,8 +92,12 @@ class Program:
     layouts shared between kernels that bind alike, and every bind group made once."""
 
     def __init__(
-        self, device: Any, schedule: dict[str, Any], blob: bytes, shared: Mapping[int, Any] | None = None
-    ):
+        self,
+        device: Any,
+        schedule: dict[str, Any],
+        blob: bytes | memoryview,
+        shared: Mapping[int, Any] | None = None,
+    ) -> None:
         import wgpu
 
         self.device, self.schedule = dev, sch = device, schedule
