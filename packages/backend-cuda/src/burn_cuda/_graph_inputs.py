@@ -10,8 +10,8 @@ their old values were read from (aliasing).
   buffers: a value seen to become an input at the next run (the replay before the capture records
   which position wrote each value a tensor got; launches add what they see), where no step after
   the one writing it reads that input and no call reads it at all. ``_settled`` asks for one more
-  capture when launches find pairs the capture did not know; the graph it replaces hands over its
-  aliased buffers (``_inherit``), so programs reading them in place keep reading the same memory.
+  capture when launches find pairs the capture did not know (with buffers of its own: the last
+  graph's may still be held by the tensors it lent them to).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 # declines, and the program is captured again, at most this many times; the graph hints key counting
 # them (the other keys are positions: ``_settled``)
 RECAPTURES, DECLINES = 2, -1
-OLD = -2  # the graph hints key of the graph a RECAPTURE replaces (its aliased input buffers are kept)
+OLD = -2  # the graph hints key of the graph a RECAPTURE replaces (no lender to the new capture)
 FEED_CAPTURES = 4  # feed graphs captured per program at most (the pairs settle at the first launches)
 
 # captured programs still alive, whatever holds them: burn.memory_stats adds their private pools
@@ -223,36 +223,11 @@ class GraphInputs:
             ki += 1
         return plan
 
-    def _inherit(self, old: CudaGraphProgram) -> None:
-        """Take over from the graph this one replaces the state of the input buffers both write their
-        updates over: the values it lent there (``_reclaim`` copies out those a tensor still holds
-        before this graph's first launch overwrites them) and the programs reading them in place. Their
-        references were counted in ``refs`` (at the capture): they are expected holders, not extra."""
-        kept = {
-            p for p, k in self.aliased.items() if old.aliased.get(p) == k and old.inputs[k] is self.inputs[k]
-        }
-        values = self.values
-        self.lent = [(ref, p) for ref, p in old.lent if p in kept]
-        for ref, p in self.lent:
-            node = ref()
-            if node is not None and node.value is values[p]:
-                self.refs[p] -= 1
-        for ref, per in old.readers:
-            if ref() is None:
-                continue
-            mine = {p: n for p, n in per.items() if p in kept}
-            if mine:
-                self.readers.append((ref, mine))
-                for p, n in mine.items():
-                    self.refs[p] -= n
-        for p in kept:  # the old graph's own references (its values and input list), gone with it
-            self.refs[p] -= 2
-
     def _settled(self, leaves: list[Any]) -> bool:
         """False (at most ``RECAPTURES`` times per program) when this launch shows that a capture now
         would copy less: inputs that are this graph's own written values its capture did not write over
         their buffers (it had not seen them become inputs: ``_alias_plan``). The program is then
-        captured again (the pairs kept on the runtime, and the input buffers it wrote over kept). An
+        captured again (the pairs kept on the runtime). An
         aliased input holding another of this graph's buffers (weights swapped by the user) declines
         too: the copies into aliased buffers run after ``_reclaim`` and could overwrite each other."""
         hint = self.runtime.graph_hints.setdefault(id(self.program), {})

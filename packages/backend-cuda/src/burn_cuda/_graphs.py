@@ -9,19 +9,21 @@ runtime to capture the program (``CudaFusion.capture_program``); this module doe
   weight in an inference loop), or that is a buffer another captured program lends (the activations
   a forward graph wrote, read by the backward's graph), is read in place instead, and a launch where
   it changed is declined (the program then replays step by step and is captured again later);
-* an input that is a buffer the last launch lent (a training step's weights and moments: each step
-  reads what the step before wrote) is copied by a *feed* instead: one kernel copying every lent
-  buffer into its input buffer (``_multicopy``), built once the pairs are known (at the first
-  launches) and launched before the program's graph. A training step's hundreds of copies become one
-  launch at memory bandwidth; an input that is not the buffer its pair names this time is copied on
-  its own after the feed;
-* once the launches have shown which input each written value becomes at the next launch (a weight
-  and its update, each moment and its update), the program is captured again (once) with those
-  values written over their input buffers, where the kernel writing one runs dense (each thread
-  reads its elements before it stores) and nothing later in the program reads the input: a
-  training step then copies nothing into its inputs, and its weights and moments exist once, not
-  twice (the input buffer and the lent result). Inputs that other captured programs lend (a forward
-  graph reading the weights the optimizer's graph wrote) are read in place at that capture (below);
+* an input that is a buffer the last launch lent, or that another captured program lends but was not
+  captured before this one (a forward graph reading the weights the optimizer's graph wrote), is
+  copied by a *feed* instead: one kernel copying every such buffer into its input buffer
+  (``_multicopy``), built once the pairs are known (at the first launches) and launched before the
+  program's graph; an input that is not the buffer its pair names this time is copied on its own
+  after the feed;
+* a written value that becomes an input at the next run (a weight and its update, each Adam moment
+  and its update: the replay before the capture records which position wrote each value a tensor
+  got) is written over that input's buffer in the captured program, where the kernel writing it runs
+  element-wise (each thread reads its elements before it stores) and nothing later reads the input
+  (``_graph_inputs``). A training step then copies nothing into those inputs, and its weights and
+  moments exist once, not twice (the input buffer and the lent result). A launch that finds pairs
+  the capture did not know captures the program once more (``RECAPTURE``). Values computed at the
+  capture are handed out in the graph's own buffers, so a program captured after this one in the
+  same step reads them in place;
 * a fused kernel's scalars (a learning rate, Adam's bias corrections: they change from step to step)
   are read from small device tables instead of kernel arguments; the tables are rewritten from the
   stream's scalars before every launch;
@@ -39,8 +41,9 @@ runtime to capture the program (``CudaFusion.capture_program``); this module doe
   holds any more (the last step's weights and moments, once the optimizer replaced them) cost
   nothing. A lent buffer that something else references directly (a view of it, an exported
   array: its reference count says so) makes the launch decline, so graph memory is never
-  overwritten under a reader. Values that are views, or that are input buffers, are copied out at
-  once as before.
+  overwritten under a reader. Values that are views (but for the one whole reshape of a buffer of
+  the graph's own, a bias gradient), or that are input buffers not written over, are copied out at
+  once as before. ``CudaFusion.graph_events`` records captures and why graphs were dropped.
 
 A program whose capture fails (an op that synchronises with the host, an API call capture refuses)
 keeps replaying step by step; the failure is not an error.
@@ -188,18 +191,13 @@ class CudaGraphProgram(GraphInputs):
             owner = lent.get(id(leaf.value)) if direct else None
             if owner is not None:
                 owners[id(leaf.value)] = owner
-        # a graph captured again keeps the input buffers the last one wrote its updates over: other
-        # graphs read them in place, and would have to be captured again too
-        self.inputs = []
-        for k, (leaf, direct) in enumerate(zip(leaves, self.direct)):
-            v = leaf.value
-            prev = old.inputs[k] if old is not None and k in old.own_inputs else None
-            if direct:
-                self.inputs.append(v)
-            elif prev is not None and prev.shape == v.shape and prev.dtype == v.dtype:
-                self.inputs.append(prev)
-            else:
-                self.inputs.append(cp.empty(v.shape, dtype=v.dtype))
+        # buffers of the graph's own for the others (not the last graph's: tensors it lent them to may
+        # still hold them, and this capture's fill would write over them)
+        old = None
+        self.inputs = [
+            leaf.value if direct else cp.empty(leaf.value.shape, dtype=leaf.value.dtype)
+            for leaf, direct in zip(leaves, self.direct)
+        ]
         self._fill(cp, leaves, scalars)
         vals = program.run_values(self.fusion, stream, leaves, [leaf.value for leaf in leaves], self._kernel)
         # the written values that become inputs next time (seen at the replay before this capture, or
@@ -288,9 +286,6 @@ class CudaGraphProgram(GraphInputs):
             self.own_inputs = frozenset(self.aliased.values())
             self.lendable = _lendable(values, self.inputs, self.aliased)
             self.refs = {p: _refs(values, p) for p in self.lendable}  # views inside the graph count
-            if old is not None:
-                self._inherit(old)
-            old = None
             self.lent_ids = {id(values[p]): p for p in self.lendable}
             self._register_reads(owners)
             captured = any(seg[0] == GRAPH for seg in segments)
