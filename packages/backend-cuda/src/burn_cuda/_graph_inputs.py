@@ -137,13 +137,13 @@ class GraphInputs:
         captured before it). Inputs that are such buffers but not in the kernel's pairs (the first
         launches; a model that swapped a weight) make a new feed over the pairs seen now, at most
         ``FEED_CAPTURES`` times per program (past that, they are copied one by one)."""
-        values, ids = self.values, self.lent_ids
+        values, ids, own = self.values, self.lent_ids, self.own_inputs
         others: dict[int, tuple[CudaGraphProgram, int]] | None = None
         pairs: list[tuple[int, int | None, Any]] = []
         for k, (buf, leaf, direct) in enumerate(zip(self.inputs, leaves, self.direct)):
             v = leaf.value
-            if direct or buf is v or not _same_layout(buf, v):
-                continue
+            if direct or buf is v or k in own or not _same_layout(buf, v):
+                continue  # an aliased buffer is filled after ``_reclaim`` (``_fill``'s ``later``)
             p = ids.get(id(v))
             if p is not None and values[p] is v:
                 pairs.append((k, p, v))
