@@ -72,7 +72,9 @@ def safetensors_bytes(arrays: dict[str, Any], metadata: dict[str, str]) -> bytes
 
     # safetensors writes an array's memory as it lies: a strided view (a backend's expand or
     # transpose read back as is) must be made dense first or its bytes come out in the wrong order
-    arrays = {n: np.ascontiguousarray(a) for n, a in arrays.items()}
+    # C order, keeping 0-d arrays 0-d (np.ascontiguousarray would make them 1-d)
+    arrays = {n: np.asarray(a) for n, a in arrays.items()}
+    arrays = {n: a if a.flags.c_contiguous else a.copy(order="C") for n, a in arrays.items()}
     bf16 = {n for n, a in arrays.items() if a.dtype.name == "bfloat16"}
     for n in bf16:  # the bits, tagged BF16 below (see the module docstring)
         arrays[n] = arrays[n].view("uint16")
