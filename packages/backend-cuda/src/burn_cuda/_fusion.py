@@ -51,9 +51,8 @@ class CudaFusion:
         self.calls_between_graphs: list[str] = []  # recent calls capture refused (they split a graph)
         # what a graph's launches learnt about its program, for its next capture (``_graphs._settled``):
         # program id -> the stream positions to write over the graph's own input buffers (position ->
-        # input index), under ``_graphs.DECLINES`` how often its graph asked to be captured again, under
-        # ``_graphs.OLD`` the graph the next capture replaces
-        self.graph_hints: dict[int, dict[int, Any]] = {}
+        # input index), and under ``_graph_inputs.DECLINES`` how often its graph asked to be captured again
+        self.graph_hints: dict[int, dict[int, int]] = {}
         self.graph_events: list[str] = []  # recent captures and why graphs were dropped or captured again
 
     def fusable(self, kind: str, name: str, compute: DType, out: DType) -> bool:

@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 # declines, and the program is captured again, at most this many times; the graph hints key counting
 # them (the other keys are positions: ``_settled``)
 RECAPTURES, DECLINES = 2, -1
-OLD = -2  # the graph hints key of the graph a RECAPTURE replaces (no lender to the new capture)
 FEED_CAPTURES = 4  # feed graphs captured per program at most (the pairs settle at the first launches)
 
 # captured programs still alive, whatever holds them: burn.memory_stats adds their private pools
@@ -252,7 +251,6 @@ class GraphInputs:
             return True
         hint.update(pairs)
         hint[DECLINES] = hint.get(DECLINES, 0) + 1
-        hint[OLD] = self
         self._note(f"{len(pairs)} inputs are its own written values: captured again")
         return False
 

@@ -61,7 +61,6 @@ from ._bf16 import bits
 from ._dtypes import TO_NP, param_dtype
 from ._graph_inputs import (
     LIVE_GRAPHS,
-    OLD,
     GraphInputs,
     _call_inputs,
     _copy_into,
@@ -177,9 +176,6 @@ class CudaGraphProgram(GraphInputs):
         # launch where it is not that buffer any more is declined like any other changed input
         last = program.leaf_values
         hints = self.runtime.graph_hints.setdefault(id(program), {})
-        old: CudaGraphProgram | None = hints.pop(OLD, None)
-        if old is not None:  # the graph this capture replaces: not a lender to itself
-            LIVE_GRAPHS.discard(old)
         lent = _lent_by_others(self)
         self.direct = [
             (last is not None and leaf.value is last[i]) or id(leaf.value) in lent
@@ -193,7 +189,6 @@ class CudaGraphProgram(GraphInputs):
                 owners[id(leaf.value)] = owner
         # buffers of the graph's own for the others (not the last graph's: tensors it lent them to may
         # still hold them, and this capture's fill would write over them)
-        old = None
         self.inputs = [
             leaf.value if direct else cp.empty(leaf.value.shape, dtype=leaf.value.dtype)
             for leaf, direct in zip(leaves, self.direct)
