@@ -31,6 +31,7 @@ from burn.fusion import FusedKernel, FusedOp
 
 from ._errors import OnnxError
 from ._graph import Graph, Node
+from ._optimize import _pinned
 
 CHAIN_DOMAIN = "burn_onnx.fused"
 # calls of a chain that run the original converters before it runs compiled: a model called once (a
@@ -124,15 +125,6 @@ def _readers(graph: Graph) -> dict[str, list[Node]]:
             if name:
                 found.setdefault(name, []).append(node)
     return found
-
-
-def _pinned(graph: Graph) -> set[str]:
-    names = {o.name for o in graph.outputs}
-    for sub in graph.subgraphs():
-        for node in sub.nodes:
-            names.update(i for i in node.inputs if i)
-        names.update(o.name for o in sub.outputs)
-    return names
 
 
 def _chain_node(members: list[Node], constants: dict[str, burn.Tensor]) -> Node:
