@@ -20,14 +20,15 @@ import numpy as np
 
 from ..backend import conv_out_sizes_padded
 from . import _ops
+from ._c_loops import CONV_PARAMS, strided_loop, valid_range
 
-_TEMPLATE = r"""
+_TEMPLATE = (
+    r"""
 int burn_conv2d_SUF(const scalar_t* restrict x, const scalar_t* restrict w,
                     const scalar_t* restrict bias, scalar_t* restrict y, const int64_t* p) {
-  const int64_t N = p[0], C = p[1], H = p[2], W = p[3], CO = p[4], KH = p[5], KW = p[6];
-  const int64_t OH = p[7], OW = p[8], SH = p[9], SW = p[10], PH = p[11], PW = p[12];
-  const int64_t DH = p[13], DW = p[14], G = p[15];
-  const int64_t CG = C / G, COG = CO / G, planes = N * CO;
+"""
+    + CONV_PARAMS
+    + r"""  const int64_t CG = C / G, COG = CO / G, planes = N * CO;
   const int64_t work = planes * OH * OW * CG * KH * KW;
   #pragma omp parallel for schedule(dynamic, 1) if(work > BURN_PARALLEL_MIN)
   for (int64_t q = 0; q < planes; q++) {
@@ -48,17 +49,11 @@ int burn_conv2d_SUF(const scalar_t* restrict x, const scalar_t* restrict w,
           const scalar_t* restrict wr = wp + (ci * KH + kh) * KW;
           for (int64_t kw = 0; kw < KW; kw++) {
             const int64_t off = kw * DW - PW;  /* input column of output column ow: ow * SW + off */
-            int64_t lo = off < 0 ? (-off + SW - 1) / SW : 0;
-            int64_t hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / SW + 1;
-            if (hi > OW) hi = OW;
-            const scalar_t wv = wr[kw];
-            if (SW == 1) {
-              #pragma omp simd
-              for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow + off];
-            } else {
-              for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * SW + off];
-            }
-          }
+"""
+    + valid_range(12, "W", "OW")
+    + "            const scalar_t wv = wr[kw];\n"
+    + strided_loop(12, "ow", "yr[ow] += wv * xr[@];", "omp simd")
+    + r"""          }
         }
       }
     }
@@ -71,10 +66,9 @@ int burn_conv2d_SUF(const scalar_t* restrict x, const scalar_t* restrict w,
    image); wt: the weights packed (G, blocks, CG, KH, KW, COB), zero past a group's last channel */
 int burn_conv2d_block_SUF(const scalar_t* restrict x, const scalar_t* restrict wt,
                           const scalar_t* restrict bias, scalar_t* restrict y, const int64_t* p) {
-  const int64_t N = p[0], C = p[1], H = p[2], W = p[3], CO = p[4], KH = p[5], KW = p[6];
-  const int64_t OH = p[7], OW = p[8], SH = p[9], SW = p[10], PH = p[11], PW = p[12];
-  const int64_t DH = p[13], DW = p[14], G = p[15];
-  const int64_t CG = C / G, COG = CO / G, NB = (COG + COB - 1) / COB, taps = CG * KH * KW;
+"""
+    + CONV_PARAMS
+    + r"""  const int64_t CG = C / G, COG = CO / G, NB = (COG + COB - 1) / COB, taps = CG * KH * KW;
   const int64_t tasks = N * G * NB * OH;
   const int64_t work = N * CO * OH * OW * taps;
   #pragma omp parallel for schedule(static) if(work > BURN_PARALLEL_MIN)
@@ -122,6 +116,7 @@ int burn_conv2d_block_SUF(const scalar_t* restrict x, const scalar_t* restrict w
   return 0;
 }
 """
+)
 
 
 # the blocked kernel's output channels x columns in registers (8 x 8 floats: 8 of AVX2's 16 vector

@@ -21,15 +21,16 @@ import numpy as np
 
 from ..backend import conv_transpose_out_sizes
 from . import _ops
+from ._c_loops import CONV_PARAMS, strided_loop, valid_range
 
-_TEMPLATE = r"""
+_TEMPLATE = (
+    r"""
 int burn_conv_transpose2d_SUF(const scalar_t* restrict x, const scalar_t* restrict w,
                               const scalar_t* restrict bias, scalar_t* restrict y, const int64_t* p) {
   /* x (N, C, H, W), w (C, COG, KH, KW), y (N, CO, OH, OW), CO = G * COG */
-  const int64_t N = p[0], C = p[1], H = p[2], W = p[3], CO = p[4], KH = p[5], KW = p[6];
-  const int64_t OH = p[7], OW = p[8], SH = p[9], SW = p[10], PH = p[11], PW = p[12];
-  const int64_t DH = p[13], DW = p[14], G = p[15];
-  const int64_t CG = C / G, COG = CO / G, planes = N * CO;
+"""
+    + CONV_PARAMS
+    + r"""  const int64_t CG = C / G, COG = CO / G, planes = N * CO;
   #pragma omp parallel for schedule(dynamic, 1) if(planes * H * W * CG * KH * KW > BURN_PARALLEL_MIN)
   for (int64_t q = 0; q < planes; q++) {
     const int64_t n = q / CO, co = q % CO, g = co / COG, cj = co % COG;
@@ -50,17 +51,11 @@ int burn_conv_transpose2d_SUF(const scalar_t* restrict x, const scalar_t* restri
           const scalar_t* restrict xr = xc + iy * W;
           for (int64_t kw = 0; kw < KW; kw++) {
             const int64_t off = kw * DW - PW;  /* ox = ix * SW + off */
-            int64_t lo = off < 0 ? (-off + SW - 1) / SW : 0;
-            int64_t hi = OW - 1 - off < 0 ? 0 : (OW - 1 - off) / SW + 1;
-            if (hi > W) hi = W;
-            const scalar_t wv = wc[kh * KW + kw];
-            if (SW == 1) {
-              #pragma omp simd
-              for (int64_t ix = lo; ix < hi; ix++) yr[ix + off] += wv * xr[ix];
-            } else {
-              for (int64_t ix = lo; ix < hi; ix++) yr[ix * SW + off] += wv * xr[ix];
-            }
-          }
+"""
+    + valid_range(12, "OW", "W")
+    + "            const scalar_t wv = wc[kh * KW + kw];\n"
+    + strided_loop(12, "ix", "yr[@] += wv * xr[ix];", "omp simd")
+    + r"""          }
         }
       }
     }
@@ -71,10 +66,9 @@ int burn_conv_transpose2d_SUF(const scalar_t* restrict x, const scalar_t* restri
 int burn_conv_weight_grad2d_SUF(const scalar_t* restrict x, const scalar_t* restrict gy,
                                 scalar_t* restrict gw, const int64_t* p) {
   /* x (N, C, H, W), gy (N, CO, OH, OW), gw (CO, CG, KH, KW) */
-  const int64_t N = p[0], C = p[1], H = p[2], W = p[3], CO = p[4], KH = p[5], KW = p[6];
-  const int64_t OH = p[7], OW = p[8], SH = p[9], SW = p[10], PH = p[11], PW = p[12];
-  const int64_t DH = p[13], DW = p[14], G = p[15];
-  const int64_t CG = C / G, COG = CO / G;
+"""
+    + CONV_PARAMS
+    + r"""  const int64_t CG = C / G, COG = CO / G;
   #pragma omp parallel for schedule(dynamic, 1) if(N * CO * OH * OW * CG * KH * KW > BURN_PARALLEL_MIN)
   for (int64_t co = 0; co < CO; co++) {
     const int64_t g = co / COG;
@@ -82,10 +76,9 @@ int burn_conv_weight_grad2d_SUF(const scalar_t* restrict x, const scalar_t* rest
       for (int64_t kh = 0; kh < KH; kh++) {
         for (int64_t kw = 0; kw < KW; kw++) {
           const int64_t off = kw * DW - PW;
-          int64_t lo = off < 0 ? (-off + SW - 1) / SW : 0;
-          int64_t hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / SW + 1;
-          if (hi > OW) hi = OW;
-          double total = 0;
+"""
+    + valid_range(10, "W", "OW")
+    + r"""          double total = 0;
           for (int64_t n = 0; n < N; n++) {
             const scalar_t* restrict xc = x + (n * C + g * CG + ci) * H * W;
             const scalar_t* restrict gp = gy + (n * CO + co) * OH * OW;
@@ -95,13 +88,9 @@ int burn_conv_weight_grad2d_SUF(const scalar_t* restrict x, const scalar_t* rest
               const scalar_t* restrict xr = xc + ih * W;
               const scalar_t* restrict gr = gp + oh * OW;
               scalar_t s = 0;
-              if (SW == 1) {
-                #pragma omp simd reduction(+:s)
-                for (int64_t ow = lo; ow < hi; ow++) s += gr[ow] * xr[ow + off];
-              } else {
-                for (int64_t ow = lo; ow < hi; ow++) s += gr[ow] * xr[ow * SW + off];
-              }
-              total += s;
+"""
+    + strided_loop(14, "ow", "s += gr[ow] * xr[@];", "omp simd reduction(+:s)")
+    + r"""              total += s;
             }
           }
           gw[((co * CG + ci) * KH + kh) * KW + kw] = (scalar_t)total;
@@ -112,6 +101,7 @@ int burn_conv_weight_grad2d_SUF(const scalar_t* restrict x, const scalar_t* rest
   return 0;
 }
 """
+)
 
 
 def source() -> str:
