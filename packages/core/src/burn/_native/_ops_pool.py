@@ -21,8 +21,17 @@ import numpy as np
 from ..backend import _pool_defaults as P
 from ..backend import pool_out_sizes
 from . import _ops
+from ._c_loops import strided_loop, valid_range
 
-_TEMPLATE = r"""
+# a later tap of the max pool at output column ow (``@``: its input column): strictly greater, or the
+# first NaN over a number, replaces the running max and its tap number (branch-free selects)
+_MAX_TAP = """const scalar_t v = xr[@], m = yr[ow];
+const int take = v > m || (v != v && m == m);
+yr[ow] = take ? v : m;
+kr[ow] = take ? k : kr[ow];"""
+
+_TEMPLATE = (
+    r"""
 int burn_max_pool2d_SUF(const scalar_t* restrict x, scalar_t* restrict y, int64_t* restrict idx,
                         const int64_t* p) {
   const int64_t planes = p[0], H = p[1], W = p[2], OH = p[3], OW = p[4], KH = p[5], KW = p[6];
@@ -61,25 +70,10 @@ int burn_max_pool2d_SUF(const scalar_t* restrict x, scalar_t* restrict y, int64_
             continue;
           }
           if (!in_h) continue;
-          int64_t lo = off < 0 ? (-off + SW - 1) / SW : 0;
-          int64_t hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / SW + 1;
-          if (hi > OW) hi = OW;
-          if (SW == 1) {
-            for (int64_t ow = lo; ow < hi; ow++) {
-              const scalar_t v = xr[ow + off], m = yr[ow];
-              const int take = v > m || (v != v && m == m);
-              yr[ow] = take ? v : m;
-              kr[ow] = take ? k : kr[ow];
-            }
-          } else {
-            for (int64_t ow = lo; ow < hi; ow++) {
-              const scalar_t v = xr[ow * SW + off], m = yr[ow];
-              const int take = v > m || (v != v && m == m);
-              yr[ow] = take ? v : m;
-              kr[ow] = take ? k : kr[ow];
-            }
-          }
-        }
+"""
+    + valid_range(10, "W", "OW")
+    + strided_loop(10, "ow", _MAX_TAP)
+    + r"""        }
       }
       for (int64_t ow = 0; ow < OW; ow++) {
         const int64_t k = kr[ow], kh = k / KW, kw = k % KW;
@@ -104,21 +98,16 @@ int burn_avg_pool2d_SUF(const scalar_t* restrict x, const scalar_t* restrict div
     for (int64_t kh = 0; kh < KH; kh++) {
       for (int64_t kw = 0; kw < KW; kw++) {
         const int64_t off = kw - PW;
-        int64_t lo = off < 0 ? (-off + SW - 1) / SW : 0;
-        int64_t hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / SW + 1;
-        if (hi > OW) hi = OW;
-        for (int64_t oh = 0; oh < OH; oh++) {
+"""
+    + valid_range(8, "W", "OW")
+    + r"""        for (int64_t oh = 0; oh < OH; oh++) {
           const int64_t ih = oh * SH - PH + kh;
           if (ih < 0 || ih >= H) continue;
           const scalar_t* restrict xr = xp + ih * W;
           scalar_t* restrict yr = yp + oh * OW;
-          if (SW == 1) {
-            #pragma omp simd
-            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += xr[ow + off];
-          } else {
-            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += xr[ow * SW + off];
-          }
-        }
+"""
+    + strided_loop(10, "ow", "yr[ow] += xr[@];", "omp simd")
+    + r"""        }
       }
     }
     for (int64_t o = 0; o < OH * OW; o++) yp[o] /= divisor[o];
@@ -142,6 +131,7 @@ int burn_scatter_rows_SUF(const scalar_t* restrict x, const int64_t* restrict in
   return 0;
 }
 """
+)
 
 
 def source() -> str:
