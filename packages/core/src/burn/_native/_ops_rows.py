@@ -18,14 +18,38 @@ import numpy as np
 
 from . import _ops
 
-_TEMPLATE = r"""
-int burn_softmax_SUF(const scalar_t* restrict x, scalar_t* restrict y, const int64_t* p) {
-  const int64_t R = p[0], D = p[1], log_out = p[2];
-  #pragma omp parallel for schedule(static) if(R * D > BURN_PARALLEL_MIN)
+# a row kernel's OpenMP loop over the rows and the row's input and output
+_ROW_HEAD = """  #pragma omp parallel for schedule(static) if(R * D > BURN_PARALLEL_MIN)
   for (int64_t r = 0; r < R; r++) {
     const scalar_t* restrict xr = x + r * D;
     scalar_t* restrict yr = y + r * D;
-    scalar_t m = xr[0];
+"""
+
+# layer norm's output row by which of weight and bias are given: (the C condition, the formula's
+# tail after the normalised value); the first that holds is taken
+_AFFINE = (("w && b", " * w[i] + b[i]"), ("w", " * w[i]"), ("b", " + b[i]"), ("", ""))
+
+
+def _affine_output() -> str:
+    """The if-chain over ``_AFFINE``: one vectorised pass per case, so no element tests a pointer."""
+    lines = []
+    for i, (cond, tail) in enumerate(_AFFINE):
+        opener = (("if" if i == 0 else "} else if") + f" ({cond})") if cond else "} else"
+        lines += [
+            f"    {opener} {{",
+            "      #pragma omp simd",
+            f"      for (int64_t i = 0; i < D; i++) yr[i] = (xr[i] - mu) * inv{tail};",
+        ]
+    return "\n".join([*lines, "    }\n"])
+
+
+_TEMPLATE = (
+    r"""
+int burn_softmax_SUF(const scalar_t* restrict x, scalar_t* restrict y, const int64_t* p) {
+  const int64_t R = p[0], D = p[1], log_out = p[2];
+"""
+    + _ROW_HEAD
+    + r"""    scalar_t m = xr[0];
     for (int64_t i = 1; i < D; i++) {
       const scalar_t v = xr[i];
       m = (v > m || v != v) && m == m ? v : m;  /* NaN wins, as numpy's max */
@@ -56,11 +80,9 @@ int burn_layer_norm_SUF(const scalar_t* restrict x, const scalar_t* restrict w,
                         scalar_t* restrict rstd, const int64_t* p) {
   const int64_t R = p[0], D = p[1];
   const scalar_t eps = (scalar_t)(*(const double*)(p + 2));
-  #pragma omp parallel for schedule(static) if(R * D > BURN_PARALLEL_MIN)
-  for (int64_t r = 0; r < R; r++) {
-    const scalar_t* restrict xr = x + r * D;
-    scalar_t* restrict yr = y + r * D;
-    scalar_t s = 0, q = 0;
+"""
+    + _ROW_HEAD
+    + r"""    scalar_t s = 0, q = 0;
     #pragma omp simd reduction(+:s)
     for (int64_t i = 0; i < D; i++) s += xr[i];
     const scalar_t mu = s / (scalar_t)D;
@@ -69,23 +91,13 @@ int burn_layer_norm_SUF(const scalar_t* restrict x, const scalar_t* restrict w,
     const scalar_t inv = (scalar_t)1 / sqrt(q / (scalar_t)D + eps);
     mean[r] = mu;
     rstd[r] = inv;
-    if (w && b) {
-      #pragma omp simd
-      for (int64_t i = 0; i < D; i++) yr[i] = (xr[i] - mu) * inv * w[i] + b[i];
-    } else if (w) {
-      #pragma omp simd
-      for (int64_t i = 0; i < D; i++) yr[i] = (xr[i] - mu) * inv * w[i];
-    } else if (b) {
-      #pragma omp simd
-      for (int64_t i = 0; i < D; i++) yr[i] = (xr[i] - mu) * inv + b[i];
-    } else {
-      #pragma omp simd
-      for (int64_t i = 0; i < D; i++) yr[i] = (xr[i] - mu) * inv;
-    }
-  }
+"""
+    + _affine_output()
+    + r"""  }
   return 0;
 }
 """
+)
 
 
 def source() -> str:
