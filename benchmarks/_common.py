@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -67,7 +68,7 @@ def warm_up_gpu(dev: Any, seconds: float) -> None:
     time_for(lambda: x @ y, dev.backend.sync, seconds)
 
 
-def emit_json(result: dict[str, Any], out: str | None) -> None:
+def emit_json(result: dict[str, Any], out: str | Path | None) -> None:
     """Print ``result`` as indented JSON; also write it to the file ``out`` when one is given."""
     text = json.dumps(result, indent=2)
     print(text)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib.util
 import json
 import shutil
 import statistics
@@ -37,17 +36,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-TESTS = ROOT / "packages" / "backend-wgpu" / "tests"
-
-
-def _load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"bench_web_{name}", TESTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from _common import emit_json
+from _web_browser import BROWSER, count_js, load_test_helper, start_browser
 
 
 def _explicit_dilations(data: bytes) -> bytes:
@@ -68,14 +58,10 @@ def _explicit_dilations(data: bytes) -> bytes:
 
 
 # Counts GPU work of whatever runs in the page: compute dispatches and queue submits (per steady run).
-COUNT_JS = """() => {
-  if (window.burnCounts) return;
-  const counts = (window.burnCounts = { dispatches: 0, submits: 0 });
-  const dispatch = GPUComputePassEncoder.prototype.dispatchWorkgroups;
-  GPUComputePassEncoder.prototype.dispatchWorkgroups = function (...a) { counts.dispatches++; return dispatch.apply(this, a); };
-  const submit = GPUQueue.prototype.submit;
-  GPUQueue.prototype.submit = function (...a) { counts.submits++; return submit.apply(this, a); };
-}"""
+COUNT_JS = count_js(
+    "burnCounts",
+    (("GPUComputePassEncoder", "dispatchWorkgroups", "dispatches"), ("GPUQueue", "submit", "submits")),
+)
 
 PAGE_JS = """async ([feeds, reps]) => {
   const t0 = performance.now();
@@ -224,10 +210,7 @@ def native_only(M: Any, names: list[str], reps: int, out: Path | None) -> int:
             )
             rows.append(row)
     doc = {"benchmark": "bench_web", "mode": "native-only", "reps": reps, "models": rows}
-    text = json.dumps(doc, indent=2)
-    print(text)
-    if out:
-        out.write_text(text)
+    emit_json(doc, out)
     return 0
 
 
@@ -309,15 +292,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--native-only", action="store_true", help="no browser: native replay + onnxruntime")
     args = parser.parse_args(argv)
-    M = _load("_web_models")
+    M = load_test_helper("_web_models", "bench_web")
     if args.native_only:
         return native_only(M, args.models.split(","), args.reps, args.json)
-    browser_mod = _load("_browser")
-    reason = browser_mod.unavailable()
-    if reason:
-        print(json.dumps({"error": reason}))
+    browser = start_browser("bench_web")
+    if browser is None:
         return 2
-    browser = browser_mod.Browser()
     rows = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -330,14 +310,11 @@ def main(argv: list[str] | None = None) -> int:
         browser.close()
     doc = {
         "benchmark": "bench_web",
-        "browser": "chromium-headless-shell, WebGPU on SwiftShader",
+        "browser": BROWSER,
         "reps": args.reps,
         "models": rows,
     }
-    text = json.dumps(doc, indent=2)
-    print(text)
-    if args.json:
-        args.json.write_text(text)
+    emit_json(doc, args.json)
     return 0
 
 

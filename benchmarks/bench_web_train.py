@@ -46,8 +46,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-TESTS = ROOT / "packages" / "backend-wgpu" / "tests"
+from _common import emit_json
+from _web_browser import BROWSER, count_js, start_browser
+
 TFJS_VERSION = "4.22.0"
 TFJS_PACKAGES = ("@tensorflow/tfjs", "@tensorflow/tfjs-backend-webgpu")
 TFJS_BUNDLES = {  # the UMD bundles the page loads (they set window.tf and register the webgpu backend)
@@ -61,15 +62,6 @@ CLASSES = 10
 
 def default_tfjs_dir() -> Path:
     return Path(os.environ.get("BURN_TFJS_DIR", Path.home() / ".cache" / "burn" / "tfjs"))
-
-
-def _load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"bench_web_train_{name}", TESTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -181,18 +173,15 @@ def export_burn(name: str, batch: dict[str, Any], lr: float, folder: Path) -> di
 
 # Counts GPU work of whatever runs in the page, both engines alike (each engine's step is measured
 # by the difference of these counters around it).
-COUNT_JS = """() => {
-  if (window.gpuCounts) return;
-  const c = (window.gpuCounts = { passes: 0, dispatches: 0, submits: 0 });
-  const wrap = (proto, name, key) => {
-    const f = proto[name];
-    proto[name] = function (...a) { c[key]++; return f.apply(this, a); };
-  };
-  wrap(GPUCommandEncoder.prototype, "beginComputePass", "passes");
-  wrap(GPUComputePassEncoder.prototype, "dispatchWorkgroups", "dispatches");
-  wrap(GPUComputePassEncoder.prototype, "dispatchWorkgroupsIndirect", "dispatches");
-  wrap(GPUQueue.prototype, "submit", "submits");
-}"""
+COUNT_JS = count_js(
+    "gpuCounts",
+    (
+        ("GPUCommandEncoder", "beginComputePass", "passes"),
+        ("GPUComputePassEncoder", "dispatchWorkgroups", "dispatches"),
+        ("GPUComputePassEncoder", "dispatchWorkgroupsIndirect", "dispatches"),
+        ("GPUQueue", "submit", "submits"),
+    ),
+)
 
 # One model, the chosen engines, alternated step by step. cfg: model, engines, batches ({x, y} lists),
 # xShape (burn, NCHW), tfShape (TF.js, NHWC or flat), lr, eps, steps, warmup, block, blocks, read,
@@ -383,13 +372,6 @@ def bench_model(browser: Any, name: str, args: argparse.Namespace, work: Path) -
     return row
 
 
-def _emit(doc: dict[str, Any], out: Path | None) -> None:
-    text = json.dumps(doc, indent=2)
-    print(text)
-    if out:
-        out.write_text(text)
-
-
 def native(args: argparse.Namespace) -> int:
     """``--native``: each model's exported step replayed natively beside burn-wgpu's own (no browser)."""
     spec = importlib.util.spec_from_file_location(
@@ -411,7 +393,7 @@ def native(args: argparse.Namespace) -> int:
         "steps": args.steps,
         "models": rows,
     }
-    _emit(doc, args.json)
+    emit_json(doc, args.json)
     return 0
 
 
@@ -426,12 +408,9 @@ def main(argv: list[str] | None = None) -> int:
         if reason:
             print(json.dumps({"error": reason}))
             return 2
-    browser_mod = _load("_browser")
-    reason = browser_mod.unavailable()
-    if reason:
-        print(json.dumps({"error": reason}))
+    browser = start_browser("bench_web_train")
+    if browser is None:
         return 2
-    browser = browser_mod.Browser()
     rows = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -448,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         browser.close()
     doc = {
         "benchmark": "bench_web_train",
-        "browser": "chromium-headless-shell, WebGPU on SwiftShader",
+        "browser": BROWSER,
         "optimizer": {"name": "adam", "lr": args.lr, "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-5},
         "engines": args.engines,
         "tfjs_version": TFJS_VERSION if "tfjs" in args.engines else None,
@@ -457,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
         "read": args.read,
         "models": rows,
     }
-    _emit(doc, args.json)
+    emit_json(doc, args.json)
     return 0
 
 

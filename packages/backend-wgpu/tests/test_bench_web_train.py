@@ -27,7 +27,10 @@ def bench() -> Any:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    # the script imports its folder's helpers (_common, _web_browser), as when run from there
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(SCRIPT.parent))
+        spec.loader.exec_module(module)
     return module
 
 
