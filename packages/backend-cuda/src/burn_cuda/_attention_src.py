@@ -21,6 +21,8 @@ computed in float32.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from ._bf16 import PREAMBLE as BF16
 from ._rawkernels import CVT
 
@@ -150,21 +152,86 @@ __device__ __forceinline__ float sum16(float v) {
 }
 """
 
-_FWD = r"""
-extern "C" __global__ void __launch_bounds__(256) burn_attn_fwd(
-    const T* q, const T* k, const T* v, const M* mp, T* out, float* lse, int H, int L, int S, float scale,
-    long long qb, long long qh, long long qr, long long kb, long long kh, long long kr,
-    long long vb, long long vh, long long vr, long long mb, long long mh, long long mr, long long mc,
-    long long ob, long long oh, long long orow) {
-  extern __shared__ float sm[];
-  float* Qs = sm;
-  float* Ks = Qs + 64 * EP;
-  float* Vs = Ks + 64 * EP;
-  float* Ps = Vs + 64 * EVP;
-  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-  const int bh = blockIdx.y, bi = bh / H, hi = bh - bi * H, i0 = blockIdx.x * 64;
-  Mask m = {mp, bi * mb + hi * mh, mr, mc};
-  load_rows(Qs, q + bi * qb + hi * qh, qr, i0, L, E, EP);
+# each tiled kernel's dynamic shared memory, in order: (buffer, floats per row of its 64 rows; "1": one
+# float per row). The kernels' pointers and ``shared_bytes`` both follow it.
+_SHARED = {
+    "fwd": (("Qs", "EP"), ("Ks", "EP"), ("Vs", "EVP"), ("Ps", "65")),
+    "dq": (("Qs", "EP"), ("Gs", "EVP"), ("Ks", "EP"), ("Vs", "EVP"), ("Ds", "65")),
+    "dkv": (
+        ("Ks", "EP"),
+        ("Vs", "EVP"),
+        ("Qs", "EP"),
+        ("Gs", "EVP"),
+        ("Ps", "65"),
+        ("Ds", "65"),
+        ("Ls", "1"),
+        ("Dd", "1"),
+    ),
+}
+
+# the strides of q, k and v (batch, head, row) and of the mask (batch, head, row, column), in the
+# signature of every tiled kernel
+_QKVM_STRIDES = (
+    "    long long qb, long long qh, long long qr, long long kb, long long kh, long long kr,\n"
+    "    long long vb, long long vh, long long vr, long long mb, long long mh, long long mr, long long mc,\n"
+)
+# what both gradient kernels read first (their outputs follow)
+_GRAD_INPUTS = (
+    "const T* q, const T* k, const T* v, const M* mp, const T* g, const float* lse, const float* dd,\n    "
+)
+
+
+def _tile_kernel(kind: str, args: str, strides: str, tile: str) -> str:
+    """The start of tiled kernel ``burn_attn_{kind}``: its signature (``args``, the q/k/v/mask strides,
+    then the outputs' ``strides``), the shared memory cut as ``_SHARED[kind]``, the thread's place in
+    the 16 x 16 block, the block's (batch, head) and first row (``tile``: i0 for a query tile, j0 for
+    a key tile), and the mask seen from that (batch, head)."""
+    layout = _SHARED[kind]
+    pointers = f"  float* {layout[0][0]} = sm;\n"
+    for (prev, width), (name, _) in pairwise(layout):
+        pointers += f"  float* {name} = {prev} + 64{'' if width == '1' else ' * ' + width};\n"
+    return (
+        f'\nextern "C" __global__ void __launch_bounds__(256) burn_attn_{kind}(\n'
+        f"    {args}\n{_QKVM_STRIDES}    {strides}) {{\n"
+        "  extern __shared__ float sm[];\n"
+        f"{pointers}"
+        "  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;\n"
+        f"  const int bh = blockIdx.y, bi = bh / H, hi = bh - bi * H, {tile} = blockIdx.x * 64;\n"
+        "  Mask m = {mp, bi * mb + hi * mh, mr, mc};\n"
+    )
+
+
+def _row_stats(indent: int, lse_to: str, d_to: str) -> str:
+    """Query row i's log-sum-exp into ``lse_to`` (-inf, a row that attends nothing, read as 0: its
+    scores are -inf, so P stays 0 instead of NaN) and its D into ``d_to``; 0 past the last row."""
+    pad = " " * indent
+    return (
+        f"{pad}const float x = i < L ? lse[(long long)bh * L + i] : 0.f;\n"
+        f"{pad}{lse_to} = isinf(x) ? 0.f : x;\n"
+        f"{pad}{d_to} = i < L ? dd[(long long)bh * L + i] : 0.f;\n"
+    )
+
+
+def _store_cols(dim: str, dst: str, value: str) -> str:
+    """A thread's columns of one output row: ``dst`` (``col`` its column) = ``value`` (``c`` the
+    thread's column slot), over the q/k head dim (``dim`` "E") or v's ("V")."""
+    slots, width = ("CE", "E") if dim == "E" else ("CV", "EV")
+    return (
+        f"    for (int c = 0; c < {slots}; ++c) {{\n"
+        "      const int col = tx + 16 * c;\n"
+        f"      if (col < {width}) {dst} = st({value});\n"
+        "    }\n"
+    )
+
+
+_FWD = (
+    _tile_kernel(
+        "fwd",
+        "const T* q, const T* k, const T* v, const M* mp, T* out, float* lse, int H, int L, int S, float scale,",
+        "long long ob, long long oh, long long orow",
+        "i0",
+    )
+    + r"""  load_rows(Qs, q + bi * qb + hi * qh, qr, i0, L, E, EP);
   const T* kp = k + bi * kb + hi * kh;
   const T* vp = v + bi * vb + hi * vh;
   float mx[4], l[4], o[4][CV];
@@ -204,14 +271,13 @@ extern "C" __global__ void __launch_bounds__(256) burn_attn_fwd(
     if (i >= L) continue;
     const float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;
     const long long at = bi * ob + hi * oh + i * orow;
-    for (int c = 0; c < CV; ++c) {
-      const int col = tx + 16 * c;
-      if (col < EV) out[at + col] = st(o[r][c] * inv);
-    }
-    if (tx == 0) lse[(long long)bh * L + i] = l[r] > 0.f ? mx[r] + logf(l[r]) : NEG_INF;
+"""
+    + _store_cols("V", "out[at + col]", "o[r][c] * inv")
+    + r"""    if (tx == 0) lse[(long long)bh * L + i] = l[r] > 0.f ? mx[r] + logf(l[r]) : NEG_INF;
   }
 }
 """
+)
 
 _STATS = r"""
 extern "C" __global__ void __launch_bounds__(256) burn_attn_stats(
@@ -230,33 +296,23 @@ extern "C" __global__ void __launch_bounds__(256) burn_attn_stats(
 }
 """
 
-_DQ = r"""
-extern "C" __global__ void __launch_bounds__(256) burn_attn_dq(
-    const T* q, const T* k, const T* v, const M* mp, const T* g, const float* lse, const float* dd,
-    T* dq, int H, int L, int S, float scale,
-    long long qb, long long qh, long long qr, long long kb, long long kh, long long kr,
-    long long vb, long long vh, long long vr, long long mb, long long mh, long long mr, long long mc,
-    long long gb, long long gh, long long gr, long long db, long long dh, long long dr) {
-  extern __shared__ float sm[];
-  float* Qs = sm;
-  float* Gs = Qs + 64 * EP;
-  float* Ks = Gs + 64 * EVP;
-  float* Vs = Ks + 64 * EP;
-  float* Ds = Vs + 64 * EVP;
-  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-  const int bh = blockIdx.y, bi = bh / H, hi = bh - bi * H, i0 = blockIdx.x * 64;
-  Mask m = {mp, bi * mb + hi * mh, mr, mc};
-  load_rows(Qs, q + bi * qb + hi * qh, qr, i0, L, E, EP);
+_DQ = (
+    _tile_kernel(
+        "dq",
+        _GRAD_INPUTS + "T* dq, int H, int L, int S, float scale,",
+        "long long gb, long long gh, long long gr, long long db, long long dh, long long dr",
+        "i0",
+    )
+    + r"""  load_rows(Qs, q + bi * qb + hi * qh, qr, i0, L, E, EP);
   load_rows(Gs, g + bi * gb + hi * gh, gr, i0, L, EV, EVP);
   const T* kp = k + bi * kb + hi * kh;
   const T* vp = v + bi * vb + hi * vh;
   float row_lse[4], row_d[4], acc[4][CE];
   for (int r = 0; r < 4; ++r) {
     const int i = i0 + ty + 16 * r;
-    const float x = i < L ? lse[(long long)bh * L + i] : 0.f;
-    row_lse[r] = isinf(x) ? 0.f : x;
-    row_d[r] = i < L ? dd[(long long)bh * L + i] : 0.f;
-    for (int c = 0; c < CE; ++c) acc[r][c] = 0.f;
+"""
+    + _row_stats(4, "row_lse[r]", "row_d[r]")
+    + r"""    for (int c = 0; c < CE; ++c) acc[r][c] = 0.f;
   }
   for (int j0 = 0; j0 < key_end(S, i0); j0 += 64) {
     next_kv(Ks, Vs, kp, kr, vp, vr, j0, S);
@@ -276,35 +332,22 @@ extern "C" __global__ void __launch_bounds__(256) burn_attn_dq(
   for (int r = 0; r < 4; ++r) {
     const int i = i0 + ty + 16 * r;
     if (i >= L) continue;
-    for (int c = 0; c < CE; ++c) {
-      const int col = tx + 16 * c;
-      if (col < E) dq[bi * db + hi * dh + i * dr + col] = st(acc[r][c] * scale);
-    }
-  }
+"""
+    + _store_cols("E", "dq[bi * db + hi * dh + i * dr + col]", "acc[r][c] * scale")
+    + r"""  }
 }
 """
+)
 
-_DKV = r"""
-extern "C" __global__ void __launch_bounds__(256) burn_attn_dkv(
-    const T* q, const T* k, const T* v, const M* mp, const T* g, const float* lse, const float* dd,
-    T* dk, T* dv, int H, int L, int S, float scale,
-    long long qb, long long qh, long long qr, long long kb, long long kh, long long kr,
-    long long vb, long long vh, long long vr, long long mb, long long mh, long long mr, long long mc,
-    long long gb, long long gh, long long gr, long long kgb, long long kgh, long long kgr,
-    long long vgb, long long vgh, long long vgr) {
-  extern __shared__ float sm[];
-  float* Ks = sm;
-  float* Vs = Ks + 64 * EP;
-  float* Qs = Vs + 64 * EVP;
-  float* Gs = Qs + 64 * EP;
-  float* Ps = Gs + 64 * EVP;
-  float* Ds = Ps + 64 * 65;
-  float* Ls = Ds + 64 * 65;
-  float* Dd = Ls + 64;
-  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-  const int bh = blockIdx.y, bi = bh / H, hi = bh - bi * H, j0 = blockIdx.x * 64;
-  Mask m = {mp, bi * mb + hi * mh, mr, mc};
-  load_rows(Ks, k + bi * kb + hi * kh, kr, j0, S, E, EP);
+_DKV = (
+    _tile_kernel(
+        "dkv",
+        _GRAD_INPUTS + "T* dk, T* dv, int H, int L, int S, float scale,",
+        "long long gb, long long gh, long long gr, long long kgb, long long kgh, long long kgr,\n"
+        "    long long vgb, long long vgh, long long vgr",
+        "j0",
+    )
+    + r"""  load_rows(Ks, k + bi * kb + hi * kh, kr, j0, S, E, EP);
   load_rows(Vs, v + bi * vb + hi * vh, vr, j0, S, EV, EVP);
   const T* qp = q + bi * qb + hi * qh;
   const T* gp = g + bi * gb + hi * gh;
@@ -323,10 +366,9 @@ extern "C" __global__ void __launch_bounds__(256) burn_attn_dkv(
     load_rows(Gs, gp, gr, i0, L, EV, EVP);
     if (threadIdx.x < 64) {
       const int i = i0 + threadIdx.x;
-      const float x = i < L ? lse[(long long)bh * L + i] : 0.f;
-      Ls[threadIdx.x] = isinf(x) ? 0.f : x;
-      Dd[threadIdx.x] = i < L ? dd[(long long)bh * L + i] : 0.f;
-    }
+"""
+    + _row_stats(6, "Ls[threadIdx.x]", "Dd[threadIdx.x]")
+    + r"""    }
     __syncthreads();
     float s[4][4], dp[4][4];
     tile_dot(s, Ks, Qs, E, EP, tx, ty);
@@ -348,17 +390,13 @@ extern "C" __global__ void __launch_bounds__(256) burn_attn_dkv(
     const int j = j0 + ty + 16 * r;
     if (j >= S) continue;
     const long long katt = bi * kgb + hi * kgh + j * kgr, vatt = bi * vgb + hi * vgh + j * vgr;
-    for (int c = 0; c < CE; ++c) {
-      const int col = tx + 16 * c;
-      if (col < E) dk[katt + col] = st(ak[r][c] * scale);
-    }
-    for (int c = 0; c < CV; ++c) {
-      const int col = tx + 16 * c;
-      if (col < EV) dv[vatt + col] = st(av[r][c]);
-    }
-  }
+"""
+    + _store_cols("E", "dk[katt + col]", "ak[r][c] * scale")
+    + _store_cols("V", "dv[vatt + col]", "av[r][c]")
+    + r"""  }
 }
 """
+)
 
 _BODIES = {"fwd": _FWD, "stats": _STATS, "dq": _DQ, "dkv": _DKV}
 
@@ -372,11 +410,5 @@ def source(kind: str, dtype: str, mask: str, e: int, ev: int) -> str:
 
 def shared_bytes(kind: str, e: int, ev: int) -> int:
     """Dynamic shared memory of kernel ``kind`` in bytes."""
-    ep, evp, tile = e + 1, ev + 1, TILE * (TILE + 1)
-    floats = {
-        "fwd": TILE * (2 * ep + evp) + tile,
-        "stats": 0,
-        "dq": TILE * (2 * ep + 2 * evp) + tile,
-        "dkv": TILE * (2 * ep + 2 * evp) + 2 * tile + 2 * TILE,
-    }[kind]
-    return 4 * floats
+    width = {"EP": e + 1, "EVP": ev + 1, "65": TILE + 1, "1": 1}
+    return 4 * sum(TILE * width[w] for _, w in _SHARED.get(kind, ()))
