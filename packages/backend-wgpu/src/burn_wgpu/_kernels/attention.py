@@ -183,6 +183,49 @@ def _shared(name: str, rows: int, n: int) -> str:
     return f"var<workgroup> {name}: array<vec4<f32>, {rows * _n4(n)}>;"
 
 
+def _per_query(e: int, ev: int, bk: int) -> list[str]:
+    """The forward's and dq's start (one invocation per query): the key and value tiles in workgroup
+    memory, the entry point, query ``i`` (``ii``: clamped, for loads) and its row of q times scale."""
+    return [
+        _shared("ks", bk, e),
+        _shared("vs", bk, ev),
+        *_main(),
+        f"    let i = wid.x * {ROWS}u + lid.x;",
+        "    let ii = min(i, L - 1u);",
+        *_load_row("qr", "q", "QO + b * QB + h * QH + ii * QR", "QC", e, " * scale"),
+    ]
+
+
+def _key_tiles(mask: str, e: int, ev: int, bk: int) -> list[str]:
+    """The forward's and dq's loop over the key tiles the query block can see, opened: each tile's k
+    and v rows loaded into workgroup memory, then a barrier (the caller writes the body and closes)."""
+    lines = [
+        "    let kbase = KO + b * KB + h * KH;",
+        "    let vbase = VO + b * VB + h * VH;",
+        "    let mrow = MO + b * MB + h * MH + ii * MR;",
+        "    var kend = S;",
+    ]
+    if mask == "causal":  # the block's last query sees keys up to its own index
+        lines.append(f"    kend = min(S, min(L, (wid.x + 1u) * {ROWS}u));")
+    return [
+        *lines,
+        f"    for (var j0 = 0u; j0 < kend; j0 += {bk}u) {{",
+        *_load_tile("ks", "k", "kbase", "KR", "KC", e, bk, "j0", "S"),
+        *_load_tile("vs", "v", "vbase", "VR", "VC", ev, bk, "j0", "S"),
+        "        workgroupBarrier();",
+    ]
+
+
+def _each_key(mask: str, bk: int) -> list[str]:
+    """Inside ``_key_tiles``: the loop over the tile's keys ``j``, opened, with ``ok`` and ``add``
+    (``_allowed``) for query ``i``."""
+    return [
+        f"        for (var jj = 0u; jj < {bk}u; jj++) {{",
+        "            let j = j0 + jj;",
+        *("    " + s for s in _allowed(mask, "i", "j", "mrow")),
+    ]
+
+
 @lru_cache(maxsize=64)
 def forward(dtype: DType, e: int, ev: int, mask: str) -> Kernel:
     """The forward kernel for ``dtype`` (f32 or f16), head dims ``e`` and ``ev`` and ``mask`` (one of
@@ -193,33 +236,15 @@ def forward(dtype: DType, e: int, ev: int, mask: str) -> Kernel:
     lines = _head(dtype, mask, binds)
     lines.append(render_helpers(("inf",)))
     lines += [
-        _shared("ks", bk, e),
-        _shared("vs", bk, ev),
-        *_main(),
-        f"    let i = wid.x * {ROWS}u + lid.x;",
-        "    let ii = min(i, L - 1u);",
-        *_load_row("qr", "q", "QO + b * QB + h * QH + ii * QR", "QC", e, " * scale"),
+        *_per_query(e, ev, bk),
         f"    var acc: array<vec4<f32>, {v4}>;",
         "    var m = -3.0e38;",
         "    var l = 0.0;",
-        "    let kbase = KO + b * KB + h * KH;",
-        "    let vbase = VO + b * VB + h * VH;",
-        "    let mrow = MO + b * MB + h * MH + ii * MR;",
-        "    var kend = S;",
-    ]
-    if mask == "causal":  # the block's last query sees keys up to its own index
-        lines.append(f"    kend = min(S, min(L, (wid.x + 1u) * {ROWS}u));")
-    lines += [
-        f"    for (var j0 = 0u; j0 < kend; j0 += {bk}u) {{",
-        *_load_tile("ks", "k", "kbase", "KR", "KC", e, bk, "j0", "S"),
-        *_load_tile("vs", "v", "vbase", "VR", "VC", ev, bk, "j0", "S"),
-        "        workgroupBarrier();",
+        *_key_tiles(mask, e, ev, bk),
         f"        var sc: array<f32, {bk}>;",
         "        var bits = 0u;",
         "        var tmax = -3.0e38;",
-        f"        for (var jj = 0u; jj < {bk}u; jj++) {{",
-        "            let j = j0 + jj;",
-        *("    " + s for s in _allowed(mask, "i", "j", "mrow")),
+        *_each_key(mask, bk),
         "            if (!ok) { continue; }",
         "            " + _dot("qr[c]", f"ks[jj * {e4}u + c]", e, "add"),
         "            sc[jj] = s;",
@@ -278,32 +303,14 @@ def dq(dtype: DType, e: int, ev: int, mask: str) -> Kernel:
     binds += _mask_bindings(mask) + [("g", "read", t), ("st", "read", "f32")]
     lines = _head(dtype, mask, binds)
     lines += [
-        _shared("ks", bk, e),
-        _shared("vs", bk, ev),
-        *_main(),
-        f"    let i = wid.x * {ROWS}u + lid.x;",
-        "    let ii = min(i, L - 1u);",
-        *_load_row("qr", "q", "QO + b * QB + h * QH + ii * QR", "QC", e, " * scale"),
+        *_per_query(e, ev, bk),
         *_load_row("gr", "g", f"(bh * L + ii) * {ev}u", "1u", ev),
         "    let lse_i = st[bh * L + ii];",
         "    let d_i = st[NROWS + bh * L + ii];",
         "    let live = lse_i > -1.0e38;",  # a row with no key: lse -inf, zero gradients
         f"    var acc: array<vec4<f32>, {e4}>;",
-        "    let kbase = KO + b * KB + h * KH;",
-        "    let vbase = VO + b * VB + h * VH;",
-        "    let mrow = MO + b * MB + h * MH + ii * MR;",
-        "    var kend = S;",
-    ]
-    if mask == "causal":
-        lines.append(f"    kend = min(S, min(L, (wid.x + 1u) * {ROWS}u));")
-    lines += [
-        f"    for (var j0 = 0u; j0 < kend; j0 += {bk}u) {{",
-        *_load_tile("ks", "k", "kbase", "KR", "KC", e, bk, "j0", "S"),
-        *_load_tile("vs", "v", "vbase", "VR", "VC", ev, bk, "j0", "S"),
-        "        workgroupBarrier();",
-        f"        for (var jj = 0u; jj < {bk}u; jj++) {{",
-        "            let j = j0 + jj;",
-        *("    " + s for s in _allowed(mask, "i", "j", "mrow")),
+        *_key_tiles(mask, e, ev, bk),
+        *_each_key(mask, bk),
         "            if (!ok || !live) { continue; }",
         "            " + _dot("qr[c]", f"ks[jj * {e4}u + c]", e, "add"),
         "            let p = exp(s - lse_i);",
