@@ -139,3 +139,52 @@ def test_a_step_split_over_graphs_reads_the_updated_weights_in_place(cuda, monke
     assert any(g.aliased for g in graphs)
     readers = [g for g in graphs if not g.aliased]
     assert any(sum(g.direct) >= 4 for g in readers), [g.direct for g in readers]
+
+
+class _Deep(nn.Module):
+    def __init__(self, device) -> None:
+        self.layers = [nn.LinearConfig(16, 16).init(device) for _ in range(6)]
+        self.head = nn.LinearConfig(16, 4).init(device)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = F.relu(layer(x)) + x
+        return self.head(x)
+
+
+def _train_deep(device, steps, on_step=None):
+    burn.seed(0)
+    model, opt = _Deep(device), burn.optim.AdamWConfig(weight_decay=0.01).init()
+    rng = np.random.default_rng(2)
+    x = burn.tensor(rng.standard_normal((8, 16)).astype(np.float32), device=device)
+    y = burn.tensor(rng.integers(0, 4, 8).astype(np.int32), device=device)
+    losses = []
+    for i in range(steps):
+        loss = F.cross_entropy(model(x), y)
+        model = opt.step(1e-2, model, loss.backward())
+        losses.append(float(loss.item()))
+        if on_step is not None:
+            on_step(i)
+    return losses, model.head.weight.val().numpy()
+
+
+@pytest.mark.parametrize("segment", [24, 40, 64])
+def test_a_step_cut_into_several_graphs_settles(cuda, monkeypatch, segment):
+    """The stream cut every ``segment`` ops (``stream_segment``): a step is several programs whose graphs
+    read each other's buffers in a cycle (the update's outputs feed the next forward). A capture gives
+    its values new buffers, which drops the graphs reading the old ones in place; each such input is
+    then copied in (``graph_copied``), so the graphs settle and every flush of the last steps launches
+    one, with the unfused run's results."""
+    steps = 24
+    plain = _train_deep(burn.device("cuda:0", autodiff=True, fusion=False), steps)
+    dev, fb = _fused(monkeypatch)
+    monkeypatch.setattr(fb.runtime, "stream_segment", segment)
+    monkeypatch.setattr(fb.runtime, "graph_copied", {})
+    seen: list[tuple[int, int]] = []
+    got = _train_deep(dev, steps, lambda i: seen.append((fb.stats["flushes"], fb.stats["graph_launches"])))
+    np.testing.assert_allclose(got[0], plain[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[1], plain[1], rtol=1e-5, atol=1e-6)
+    flushes = seen[-1][0] - seen[-5][0]
+    launched = seen[-1][1] - seen[-5][1]
+    assert flushes >= 4 * 3, flushes  # several programs per step
+    assert launched == flushes, (launched, flushes, fb.runtime.graph_events[-12:])

@@ -112,6 +112,15 @@ def test_a_long_stream_is_flushed(monkeypatch):
     assert [float(b.to_numpy(h)[0]) for h in held] == [1.0 + i for i in range(40)]
 
 
+def test_a_runtime_stream_segment_cuts_the_stream_shorter():
+    b, rt = _fused()
+    rt.stream_segment = 10  # a runtime asking for shorter streams (burn-cuda: BURN_FUSION_SEGMENT)
+    x = _t(b, [1.0])
+    held = [b.binary("add", x, float(i)) for i in range(40)]
+    assert b.stats["flushes"] >= 3  # 40 ops: run every 11 without a read
+    assert [float(b.to_numpy(h)[0]) for h in held] == [1.0 + i for i in range(40)]
+
+
 def test_sync_and_read_many_run_everything_in_one_pass():
     b, rt = _fused()
     x = _t(b, [1.0, 2.0])

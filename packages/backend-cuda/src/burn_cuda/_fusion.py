@@ -17,6 +17,7 @@ values in its chain runs as its element-wise kernel and then the backend's reduc
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,9 @@ class CudaFusion:
 
     def __init__(self, backend: CudaBackend) -> None:
         self.backend = backend
+        # ops a stream records before it runs without a read (``BURN_FUSION_SEGMENT``): each part of a
+        # step launches (its CUDA graph) while the host records the next part
+        self.stream_segment = _segment()
         self._kernels: dict[tuple[Any, ...], Kernel] = {}
         self.capture_failures: list[str] = []  # why recent programs could not become CUDA graphs
         self.calls_between_graphs: list[str] = []  # recent calls capture refused (they split a graph)
@@ -54,6 +58,9 @@ class CudaFusion:
         # input index), and under ``_graph_inputs.DECLINES`` how often its graph asked to be captured again
         self.graph_hints: dict[int, dict[int, int]] = {}
         self.graph_events: list[str] = []  # recent captures and why graphs were dropped or captured again
+        # program id -> its inputs that a graph read in place and found changed at a launch: its later
+        # captures copy them in (``_graph_inputs._ready``)
+        self.graph_copied: dict[int, set[int]] = {}
 
     def fusable(self, kind: str, name: str, compute: DType, out: DType) -> bool:
         if compute not in TO_NP or out not in TO_NP:
@@ -260,6 +267,18 @@ class CudaFusion:
         return outs
 
 
+def _segment() -> int:
+    raw = os.environ.get("BURN_FUSION_SEGMENT", str(SEGMENT))
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 16:
+        raise ValueError(f"BURN_FUSION_SEGMENT must be an integer >= 16 (ops per stream), got {raw!r}")
+    return value
+
+
+SEGMENT = 4096  # the default ``stream_segment``
 _BLOCK = 256
 _REDUCE_LONG = 16384  # a reduce kernel's rows may be this long whatever their number
 _REDUCE_MANY = 256  # ... and longer where there are at least this many

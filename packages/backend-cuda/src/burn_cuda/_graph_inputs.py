@@ -102,10 +102,19 @@ class GraphInputs:
 
     def _ready(self, leaves: list[Any]) -> bool:
         """Whether every input the graph reads in place is still the same array (else the graph cannot
-        serve this stream)."""
-        return all(
-            not direct or leaf.value is buf for buf, leaf, direct in zip(self.inputs, leaves, self.direct)
-        )
+        serve this stream). The inputs that changed are remembered for the program
+        (``CudaFusion.graph_copied``): its next capture copies them in instead, so programs that read
+        each other's buffers in a cycle (a step cut into several graphs: each capture gives its values
+        new buffers, dropping the graphs that read the old ones) settle after one drop per input
+        instead of dropping each other at every step."""
+        changed = {
+            k
+            for k, (buf, leaf, direct) in enumerate(zip(self.inputs, leaves, self.direct))
+            if direct and leaf.value is not buf
+        }
+        if changed:
+            self.runtime.graph_copied.setdefault(id(self.program), set()).update(changed)
+        return not changed
 
     def _fill(
         self, cp: Any, leaves: list[Any], scalars: list[Any], later: list[tuple[int, Any]] | None = None

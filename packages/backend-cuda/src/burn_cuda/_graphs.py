@@ -177,8 +177,9 @@ class CudaGraphProgram(GraphInputs):
         last = program.leaf_values
         hints = self.runtime.graph_hints.setdefault(id(program), {})
         lent = _lent_by_others(self)
+        copied = self.runtime.graph_copied.get(id(program), ())  # read in place once, then changed
         self.direct = [
-            (last is not None and leaf.value is last[i]) or id(leaf.value) in lent
+            i not in copied and ((last is not None and leaf.value is last[i]) or id(leaf.value) in lent)
             for i, leaf in enumerate(leaves)
         ]
         # the inputs read in place that another program lends: id -> (that program, its position)

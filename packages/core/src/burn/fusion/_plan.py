@@ -254,7 +254,9 @@ class FusionRuntime(Protocol):
     ``execute_reusing(plan, inputs, scalars, donors)``: ``execute`` that may write outputs into the
     inputs numbered in ``donors`` (values nothing reads after this kernel and no view shares; fusion
     finds them when it replays a program) and return those inputs as the outputs, where the buffer
-    fits (shape, dtype, layout).
+    fits (shape, dtype, layout); ``stream_segment``: the most ops a stream records before it is run
+    without a read (default 4096; a runtime whose launches do not wait may prefer shorter streams, so
+    the device works on a step's first part while the host records the rest).
 
     >>> runtime = burn.fusion.ReferenceRuntime(burn.device("cpu").backend)  # the runtime of no renderer
     >>> runtime.max_tensors, runtime.fusable("unary", "exp", burn.float32, burn.float32)

@@ -119,10 +119,12 @@ class Recording(Backend):
         self._cut = 0  # a stream length where the stream equals a planned one (see _recorded)
 
     def _recorded(self, n: int) -> None:
-        """After an op joined the stream, now ``n`` nodes long: flush a long stream; and where the
+        """After an op joined the stream, now ``n`` nodes long: flush a long stream (longer than the
+        runtime's ``stream_segment`` where it has one: a GPU runtime launching each flushed program
+        without waiting runs a step's first part while the host records the rest); and where the
         stream now equals one already planned, mark the cut, so the next op first runs it (a step of a
         loop that reads nothing ends where the same step ended before, and replays)."""
-        if n > PENDING_LIMIT:
+        if n > (getattr(self.runtime, "stream_segment", None) or PENDING_LIMIT):
             boundary = self._boundary
             self.flush()
             self._boundary = boundary  # a flush for length is no step boundary
