@@ -181,7 +181,7 @@ def _names(src: str) -> set[str]:
 @pytest.mark.parametrize("name", sorted(_elementwise()))
 def test_elementwise_sources_are_well_formed(name, bfloat16_tables):
     from burn_cuda import _fusion
-    from burn_cuda._renderer import dense_source, source
+    from burn_cuda._renderer import dense_source, source, strided_source
 
     plan = _elementwise()[name]
     ins, outs, body = source(plan)
@@ -199,6 +199,13 @@ def test_elementwise_sources_are_well_formed(name, bfloat16_tables):
             head = _check(src, _names(src))
             assert ("__restrict__" in head) is not aliased
             assert all(f"l{k}[i]" in src for k in range(len(plan.inputs)))
+            for rank in (0, 1, len(plan.shape)):
+                src = strided_source(plan, "k", rank, aliased=aliased)
+                head = _check(src, _names(src))
+                assert ("__restrict__" in head) is not aliased
+                assert all(f"l{k}[off{k}]" in src for k in range(len(plan.inputs)))
+                assert head.count("const long long sh") == rank
+                assert head.count("const long long st") == rank * len(plan.inputs)
 
 
 @pytest.mark.parametrize("name", sorted(_reduces()))
@@ -235,7 +242,7 @@ def test_every_source_compiles(cuda, bfloat16_tables):
     import cupy
     from burn_cuda import _fusion, _kernels
     from burn_cuda._epilogue import TILES, gemm_source
-    from burn_cuda._renderer import dense_source, reduce_source, source
+    from burn_cuda._renderer import dense_source, reduce_source, source, strided_source
 
     for name, plan in _elementwise().items():
         ins, outs, body = source(plan)
@@ -246,6 +253,8 @@ def test_every_source_compiles(cuda, bfloat16_tables):
         if _fusion._dense_ok(plan):
             cupy.RawKernel(dense_source(plan, "k"), "k").compile()
             cupy.RawKernel(dense_source(plan, "k", aliased=True), "k").compile()
+            for rank in (0, len(plan.shape)):
+                cupy.RawKernel(strided_source(plan, "k", rank), "k").compile()
     for plan in _reduces().values():
         cupy.RawKernel(reduce_source(plan, "k"), "k").compile()
     for plan in _epilogues().values():

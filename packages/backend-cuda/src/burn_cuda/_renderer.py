@@ -8,7 +8,8 @@ in float registers between ops and rounded only when stored). bfloat16 arrays tr
 scalars come as float32 and are rounded in the kernel.
 
 Kernel templates: ``source`` (a ``cupy.ElementwiseKernel``: CuPy broadcasts and strides the
-inputs), ``dense_source`` (a RawKernel over dense inputs of the output's shape), ``reduce_source``
+inputs; for float16 plans), ``dense_source`` (a RawKernel over dense inputs of the output's shape),
+``strided_source`` (a RawKernel over inputs of any strides), ``reduce_source``
 (a RawKernel running a reduce kernel, one block per result) and, for ``_epilogue``'s tiled GEMM, the
 epilogue's lines (``CudaRenderer.epilogue``).
 """
@@ -153,6 +154,29 @@ class CudaRenderer(Renderer):
             + "\n}\n"
         )
 
+    def strided(self, sk: Skeleton, name: str, rank: int) -> str:
+        """A RawKernel running ``sk`` over inputs of any element strides (broadcast ones 0) seen from a
+        ``rank``-dim shape, the outputs dense of that shape (see ``strided_source``)."""
+        k = len(sk.plan.inputs)
+        params = [*self.params(sk), "const long long n"]
+        params += [f"const long long sh{d}" for d in range(rank)]
+        params += [f"const long long st{i}_{d}" for i in range(k) for d in range(rank)]
+        walk = self.index([str(i) for i in range(k)], rank, "i", "")
+        body = self.lines(
+            sk.main.statements,
+            load_at=lambda i: f"l{i}[off{i}]",
+            scalar_at=lambda j: f"s{j}",
+            store_at=lambda j: f"o{j}[i]",
+        )
+        return (
+            _kernels.PREAMBLE
+            + f'extern "C" __global__ void {name}({", ".join(params)}) {{\n'
+            + "const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+            + "if (i >= n) return;\n"
+            + "\n".join([*walk, *body])
+            + "\n}\n"
+        )
+
     def reduce(self, sk: Skeleton, name: str) -> str:
         """A RawKernel running reduce kernel ``sk`` (see ``reduce_source``)."""
         plan, main, red = sk.plan, sk.main, sk.reduce
@@ -246,6 +270,14 @@ def dense_source(plan: FusedKernel, name: str, aliased: bool = False) -> str:
     ``__restrict__`` (each thread still loads its element of every input before any store: the
     stores come last and depend on nothing after them)."""
     return CudaRenderer(restrict=not aliased).dense(skeleton(plan), name)
+
+
+def strided_source(plan: FusedKernel, name: str, rank: int, aliased: bool = False) -> str:
+    """The CUDA C of a RawKernel running element-wise ``plan`` over inputs of any strides: parameters
+    the inputs, the scalars, the outputs (dense, of the iteration shape), n, the iteration shape
+    (``rank`` dims, adjacent dims the caller could merge merged) and each input's strides over it in
+    elements (0 where it is broadcast). ``aliased``: as ``dense_source``'s."""
+    return CudaRenderer(restrict=not aliased).strided(skeleton(plan), name, rank)
 
 
 def reduce_source(plan: FusedKernel, name: str) -> str:

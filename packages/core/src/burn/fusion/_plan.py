@@ -254,7 +254,10 @@ class FusionRuntime(Protocol):
     ``execute_reusing(plan, inputs, scalars, donors)``: ``execute`` that may write outputs into the
     inputs numbered in ``donors`` (values nothing reads after this kernel and no view shares; fusion
     finds them when it replays a program) and return those inputs as the outputs, where the buffer
-    fits (shape, dtype, layout); ``stream_segment``: the most ops a stream records before it is run
+    fits (shape, dtype, layout); ``compile_ahead()``: a context manager under which ``execute`` only
+    starts compiling the plan's kernel (in the background) and returns zero-filled results of the
+    right shapes and dtypes: a stream seen the first time is planned under it, then run, so a first
+    step's kernels compile side by side (``BURN_COMPILE_AHEAD=0`` turns this off); ``stream_segment``: the most ops a stream records before it is run
     without a read (default 4096; a runtime whose launches do not wait may prefer shorter streams, so
     the device works on a step's first part while the host records the rest).
 

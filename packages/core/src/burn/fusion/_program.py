@@ -97,7 +97,11 @@ class Replaying(Launching):
             rec = self._rec = _Recorder(stream, leaves, scalars) if key is not None else None
             start = time.perf_counter()
             try:
-                self._plan_stream(stream)
+                ahead = getattr(self.runtime, "compile_ahead", None) if rec is not None else None
+                if ahead is not None and os.environ.get("BURN_COMPILE_AHEAD", "1") != "0":
+                    rec = self._plan_ahead(stream, leaves, scalars, ahead)
+                else:
+                    self._plan_stream(stream)
             finally:
                 self._rec = None
                 self.seconds["plan"] += time.perf_counter() - start
@@ -117,6 +121,36 @@ class Replaying(Launching):
                 if n.op is not None:
                     n.done(failed)
             raise
+
+    def _plan_ahead(
+        self, stream: list[Node], leaves: list[Node], scalars: list[Any], ahead: Callable[[], Any]
+    ) -> _Recorder:
+        """Plan ``stream`` with the runtime's kernels only compiled, then run what was planned: the
+        planning pass runs under ``ahead()`` (``FusionRuntime.compile_ahead``), where the runtime starts
+        compiling each kernel it is asked for in the background and returns zero-filled results of
+        the kernel's shapes instead of running it (the calls run as usual, on those values); then the
+        stream's nodes are put back as they were recorded and the program is run as a replay runs it,
+        each kernel waiting for its own compilation. The kernels of a first step compile side by side
+        instead of one after the other. Where the planning pass fails (a call refusing the zeros), the
+        stream is planned again the usual way. Returns the recorder holding the program."""
+        saved = [(n.op, n.args, n.nleaves, n.size, n.value) for n in stream]
+        stats = dict(self.stats)
+        rec = self._rec
+        assert rec is not None
+        try:
+            with ahead():
+                self._plan_stream(stream)
+        except Exception:
+            rec = None
+        for n, (op, args, nleaves, size, value) in zip(stream, saved):
+            n.op, n.args, n.nleaves, n.size, n.value = op, args, nleaves, size, value
+        self.stats.update(stats)
+        if rec is None:  # plan the usual way
+            rec = self._rec = _Recorder(stream, leaves, scalars)
+            self._plan_stream(stream)
+            return rec
+        rec.program().run(self, stream, leaves, scalars)
+        return rec
 
     def empty_cache(self) -> None:
         """``burn.empty_cache``: run what is recorded, then drop the kept programs (with the device graphs
