@@ -206,6 +206,8 @@ def test_elementwise_sources_are_well_formed(name, bfloat16_tables):
                 assert all(f"l{k}[off{k}]" in src for k in range(len(plan.inputs)))
                 assert head.count("const long long sh") == rank
                 assert head.count("const long long st") == rank * len(plan.inputs)
+                assert "unsigned int r = " in src  # coordinates in 32 bits below 2**31 elements
+                assert "long long r = " in strided_source(plan, "k", rank, aliased=aliased, wide=True)
 
 
 @pytest.mark.parametrize("name", sorted(_reduces()))

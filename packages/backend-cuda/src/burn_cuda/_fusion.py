@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import threading
 from collections.abc import Iterator
@@ -157,10 +158,10 @@ class CudaFusion:
             self._raw_kernel(cp, plan, "raw", dense_source, ahead=True)
         else:
             walk = _strided_walk(inputs, shape)
-            if walk is not None:
-                rank = len(walk[0])
-                render = functools.partial(strided_source, rank=rank)
-                self._raw_kernel(cp, plan, f"strided{rank}", render, ahead=True)
+            n = math.prod(shape)
+            if walk is not None and n:
+                tag, render = _strided_kernel(len(walk[0]), n, False)
+                self._raw_kernel(cp, plan, tag, render, ahead=True)
         return _typed(plan, [cp.zeros(shape, dtype=param_dtype(TO_NP[dt])) for dt in plan.out_dtypes()])
 
     def _elementwise(
@@ -181,10 +182,7 @@ class CudaFusion:
         walk = _strided_walk(inputs, plan.shape) if _dense_ok(plan) and n else None
         if walk is not None:
             shape, strides = walk
-            rank = len(shape)
-            tag = f"strided{rank}{'_aliased' if aliased else ''}"
-            render = functools.partial(strided_source, rank=rank, aliased=aliased)
-            strided = self._raw_kernel(cp, plan, tag, render)
+            strided = self._raw_kernel(cp, plan, *_strided_kernel(len(shape), n, aliased))
             args = [*map(bits, inputs), *_scalar_args(plan, scalars), *outs, np.int64(n)]
             args += [np.int64(d) for d in shape]
             args += [np.int64(st) for per in strides for st in per]
@@ -356,6 +354,14 @@ def _compile(kernel: Any, device: int) -> None:
 
     with cupy.cuda.Device(device):
         kernel.compile()
+
+
+def _strided_kernel(rank: int, n: int, aliased: bool) -> tuple[str, Any]:
+    """The ``_raw_kernel`` tag and renderer of a strided element-wise kernel of ``rank`` dims over ``n``
+    elements (64-bit coordinates from 2**31 elements)."""
+    wide = n >= 2**31
+    tag = f"strided{rank}{'_wide' if wide else ''}{'_aliased' if aliased else ''}"
+    return tag, functools.partial(strided_source, rank=rank, aliased=aliased, wide=wide)
 
 
 def _strided_walk(

@@ -154,14 +154,21 @@ class CudaRenderer(Renderer):
             + "\n}\n"
         )
 
-    def strided(self, sk: Skeleton, name: str, rank: int) -> str:
+    def strided(self, sk: Skeleton, name: str, rank: int, wide: bool = False) -> str:
         """A RawKernel running ``sk`` over inputs of any element strides (broadcast ones 0) seen from a
-        ``rank``-dim shape, the outputs dense of that shape (see ``strided_source``)."""
+        ``rank``-dim shape, the outputs dense of that shape (see ``strided_source``). The element
+        number is split into coordinates in 32-bit unsigned arithmetic unless ``wide`` (2**31 elements
+        or more): a 64-bit division costs several times a 32-bit one, and the walk does one per dim."""
         k = len(sk.plan.inputs)
+        idx = "long long" if wide else "unsigned int"
         params = [*self.params(sk), "const long long n"]
         params += [f"const long long sh{d}" for d in range(rank)]
         params += [f"const long long st{i}_{d}" for i in range(k) for d in range(rank)]
-        walk = self.index([str(i) for i in range(k)], rank, "i", "")
+        walk = [f"{idx} r = ({idx})i;", *(f"long long off{i} = 0;" for i in range(k))]
+        for d in reversed(range(rank)):
+            walk.append(f"{{ const {idx} c = r % ({idx})sh{d}; r /= ({idx})sh{d};")
+            walk += [f"  off{i} += (long long)c * st{i}_{d};" for i in range(k)]
+            walk.append("}")
         body = self.lines(
             sk.main.statements,
             load_at=lambda i: f"l{i}[off{i}]",
@@ -272,12 +279,13 @@ def dense_source(plan: FusedKernel, name: str, aliased: bool = False) -> str:
     return CudaRenderer(restrict=not aliased).dense(skeleton(plan), name)
 
 
-def strided_source(plan: FusedKernel, name: str, rank: int, aliased: bool = False) -> str:
+def strided_source(plan: FusedKernel, name: str, rank: int, aliased: bool = False, wide: bool = False) -> str:
     """The CUDA C of a RawKernel running element-wise ``plan`` over inputs of any strides: parameters
     the inputs, the scalars, the outputs (dense, of the iteration shape), n, the iteration shape
     (``rank`` dims, adjacent dims the caller could merge merged) and each input's strides over it in
-    elements (0 where it is broadcast). ``aliased``: as ``dense_source``'s."""
-    return CudaRenderer(restrict=not aliased).strided(skeleton(plan), name, rank)
+    elements (0 where it is broadcast). ``aliased``: as ``dense_source``'s; ``wide``: n may reach
+    2**31 (64-bit coordinates)."""
+    return CudaRenderer(restrict=not aliased).strided(skeleton(plan), name, rank, wide)
 
 
 def reduce_source(plan: FusedKernel, name: str) -> str:
