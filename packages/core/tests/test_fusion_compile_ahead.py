@@ -30,6 +30,7 @@ class Ahead(ReferenceRuntime):
         self.compiled: list[tuple] = []  # plan keys started in the planning pass
         self.ran: list[tuple] = []  # plan keys run for real
         self.fail_ahead = fail_ahead
+        self.reused: list[tuple] = []  # plan keys run through execute_reusing
 
     @contextlib.contextmanager
     def compile_ahead(self):
@@ -38,6 +39,10 @@ class Ahead(ReferenceRuntime):
             yield
         finally:
             self.ahead = False
+
+    def execute_reusing(self, plan, inputs, scalars, donors):
+        self.reused.append(plan.key)  # a replay's kernels: never the run right after planning
+        return self.execute(plan, inputs, scalars)
 
     def execute(self, plan, inputs, scalars):
         outs = super().execute(plan, inputs, scalars)
@@ -102,6 +107,7 @@ def test_a_stream_planned_ahead_equals_numpy_and_runs_each_kernel_once(program):
     for got, ref in zip(first, want):
         np.testing.assert_array_equal(got, ref)
     assert sorted(rt.ran) == sorted(rt.compiled)  # every kernel compiled ahead ran once, for real
+    assert not rt.reused  # as compiled: through execute, as a planned stream runs
     kernels = b.stats["kernels"]
     assert kernels == len(rt.ran)  # the planning pass counts nothing
     rt.compiled.clear()

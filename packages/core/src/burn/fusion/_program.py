@@ -149,7 +149,7 @@ class Replaying(Launching):
             rec = self._rec = _Recorder(stream, leaves, scalars)
             self._plan_stream(stream)
             return rec
-        rec.program().run(self, stream, leaves, scalars)
+        rec.program().run(self, stream, leaves, scalars, reuse=False)
         return rec
 
     def empty_cache(self) -> None:
@@ -357,9 +357,14 @@ class _Program:
             if wanted(n):
                 n.done(vals[p] if copy is None else copy(vals[p]))
 
-    def run(self, b: Launching, stream: list[Node], leaves: list[Node], scalars: list[Any]) -> None:
+    def run(
+        self, b: Launching, stream: list[Node], leaves: list[Node], scalars: list[Any], reuse: bool = True
+    ) -> None:
+        """Run the steps over ``stream``'s nodes; ``reuse``: kernels may write into dead inputs
+        (``execute_reusing``), as a replay does (not the run right after compile-ahead planning, whose
+        kernels were compiled for ``execute``, as a planned stream runs them)."""
         execute, run_call = b.runtime.execute, b._run_call
-        reusing = getattr(b.runtime, "execute_reusing", None)
+        reusing = getattr(b.runtime, "execute_reusing", None) if reuse else None
         kernels = fused = reused = 0
         for step in self.steps:
             if step[0] == KERNEL:
