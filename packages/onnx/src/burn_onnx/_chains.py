@@ -20,7 +20,6 @@ within float32 rounding (the C kernels are written as numpy's own).
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any
 
@@ -31,7 +30,7 @@ from burn.fusion import FusedKernel, FusedOp
 
 from ._errors import OnnxError
 from ._graph import Graph, Node
-from ._optimize import _pinned
+from ._optimize import _clip_bounds, _pinned, _scalar
 
 CHAIN_DOMAIN = "burn_onnx.fused"
 # calls of a chain that run the original converters before it runs compiled: a model called once (a
@@ -79,33 +78,6 @@ SOLO_OPS = frozenset({"Erf", "Sigmoid", "Softplus", "Tanh"})
 
 
 # ---------------------------------------------------------------------------------------- the pass
-def _scalar(name: str, constants: dict[str, burn.Tensor]) -> tuple[float, tuple[int, ...]] | None:
-    """A one-element float or integer constant as (value, shape), else None."""
-    t = constants.get(name)
-    if t is None or t.numel() != 1 or not (t.dtype.is_float or t.dtype.is_int):
-        return None
-    return float(t.numpy().reshape(-1)[0]), tuple(t.shape)
-
-
-def _clip_bounds(node: Node, constants: dict[str, burn.Tensor]) -> tuple[float, float] | None:
-    if node.opset < 11:
-        lo, hi = node.attrs.get("min"), node.attrs.get("max")
-    else:
-        bounds: list[float | None] = []
-        for name in (node.input(1), node.input(2)):
-            if not name:
-                bounds.append(None)
-                continue
-            found = _scalar(name, constants)
-            if found is None:
-                return None  # a bound computed at run time: the node stays
-            bounds.append(found[0])
-        lo, hi = bounds
-    low = -math.inf if lo is None else float(lo)
-    high = math.inf if hi is None else float(hi)
-    return None if low > high else (low, high)
-
-
 def _fusable(node: Node, constants: dict[str, burn.Tensor], static: frozenset[str]) -> bool:
     if node.domain or node.op_type not in CHAIN_OPS or len(node.outputs) != 1 or not node.outputs[0]:
         return False

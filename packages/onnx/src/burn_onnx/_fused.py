@@ -1,6 +1,7 @@
 """Converters of the internal nodes that ``_optimize`` writes: ``FusedConv`` / ``FusedGemm`` (a Conv,
 ConvTranspose or Gemm with a BatchNormalization folded in and an optional Relu; a Conv also with a
-residual add before the Relu, input 7, or a tiling max pool after it) and ``AddRelu``.
+residual add before the Relu, input 7, or a tiling max pool after it; or a Conv with a Clip folded in,
+``activation="Clip"``) and ``AddRelu``.
 
 On the numpy backend a fused Conv is one ``conv_fused`` call from its second run with the same shapes
 on (the first runs the Conv converter, whose checks give the errors); anywhere else (autodiff,
@@ -14,6 +15,7 @@ else its result is kept and reused as long as the node reads the very same weigh
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -76,7 +78,8 @@ def _folded(ctx: Any, node: Node, w: burn.Tensor, b: burn.Tensor | None, bn: tup
     return out
 
 
-def _activate(y: burn.Tensor, activation: str) -> burn.Tensor:
+def _activate(y: burn.Tensor, activation: str, clip: tuple[float, float] | None = None) -> burn.Tensor:
+    """``activation`` ("" none, "Relu", "Clip" to the bounds ``clip``) on a node's fresh result."""
     if not activation:
         return y
     prim = y.primitive
@@ -87,8 +90,16 @@ def _activate(y: burn.Tensor, activation: str) -> burn.Tensor:
         and prim.dtype.kind == "f"
         and not y.backend.is_autodiff
     ):
-        np.maximum(prim, 0, out=prim)
+        if activation == "Clip":
+            assert clip is not None
+            np.clip(prim, clip[0], clip[1], out=prim)
+        else:
+            np.maximum(prim, 0, out=prim)
         return y
+    if activation == "Clip":
+        assert clip is not None
+        lo, hi = (None if math.isinf(v) else v for v in clip)
+        return y if lo is None and hi is None else y.clamp(lo, hi)  # the Clip converter's float form
     return _relu(y)
 
 
@@ -119,7 +130,7 @@ def fused_conv(
             y = y + residual
     else:
         y = _BASES[base](ctx, node, x, w, b)
-    y = _activate(y, node.attrs.get("activation", ""))
+    y = _activate(y, node.attrs.get("activation", ""), node.attrs.get("clip"))
     pool = node.attrs.get("pool_node")
     return y if pool is None else _nn.max_pool(ctx, pool, y)
 
@@ -176,6 +187,7 @@ def _conv_fused(
         *fast[2],
         residual=res,
         relu=attrs.get("activation") == "Relu",
+        clip=attrs.get("clip") if attrs.get("activation") == "Clip" else None,
         pool=attrs.get("pool"),
         # the weights' re-laid-out copy, kept while they are the same arrays (as ``_folded`` keeps)
         weight_cache=fast[4],

@@ -108,6 +108,7 @@ class OnnxModel(Module):
         self._runner = Runner(graph, consts, set(params) | set(states), model.source)
         if optimize:
             self.optimized["constant_nodes"] = self._runner.fold_constants()
+            self.optimized["clip"] = self._runner.fuse_clips()
             self.optimized["chains"] = self._runner.fuse_chains()
         self._source = model.source
 

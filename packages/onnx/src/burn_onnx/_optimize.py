@@ -15,6 +15,10 @@ same function from the same parameters, in fewer and cheaper nodes.
 - Then what reads a 2-d conv's result alone goes into the conv's node (``fuse_epilogues``): an
   ``AddRelu`` (a residual add) and a MaxPool whose windows tile its input, so the numpy backend's
   ``conv_fused`` runs bias, residual, ReLU and pool on the GEMM's result while it is in cache.
+- After constant folding (the bounds must be known), a Clip with constant bounds that is the only
+  reader of a Conv's result (MobileNet's ReLU6) becomes the conv's activation (``fuse_clips``:
+  ``FusedConv`` with ``activation="Clip"`` and ``clip=(lo, hi)``): clipped in place, or inside the
+  compiled depthwise kernel.
 
 Constant subgraphs are folded by the runner (``Runner.fold_constants``), which owns the converters.
 Fused nodes are internal: they are never written to files and ``supported_ops`` does not list them.
@@ -23,9 +27,14 @@ Fused nodes are internal: they are never written to files and ``supported_ops`` 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ._graph import Graph, Node
+
+if TYPE_CHECKING:
+    import burn
 
 FUSED_DOMAIN = "burn_onnx.fused"
 _FOLDABLE = ("Conv", "ConvTranspose", "Gemm")
@@ -49,6 +58,33 @@ def _pinned(graph: Graph) -> set[str]:
             names.update(i for i in node.inputs if i)
         names.update(o.name for o in sub.outputs)
     return names
+
+
+def _scalar(name: str, constants: dict[str, burn.Tensor]) -> tuple[float, tuple[int, ...]] | None:
+    """A one-element float or integer constant as (value, shape), else None."""
+    t = constants.get(name)
+    if t is None or t.numel() != 1 or not (t.dtype.is_float or t.dtype.is_int):
+        return None
+    return float(t.numpy().reshape(-1)[0]), tuple(t.shape)
+
+
+def _clip_bounds(node: Node, constants: dict[str, burn.Tensor]) -> tuple[float, float] | None:
+    if node.opset < 11:
+        lo, hi = node.attrs.get("min"), node.attrs.get("max")
+    else:
+        bounds: list[float | None] = []
+        for name in (node.input(1), node.input(2)):
+            if not name:
+                bounds.append(None)
+                continue
+            found = _scalar(name, constants)
+            if found is None:
+                return None  # a bound computed at run time: the node stays
+            bounds.append(found[0])
+        lo, hi = bounds
+    low = -math.inf if lo is None else float(lo)
+    high = math.inf if hi is None else float(hi)
+    return None if low > high else (low, high)
 
 
 def _only_reader(name: str, readers: dict[str, list[Node]], pinned: set[str]) -> Node | None:
@@ -255,3 +291,33 @@ def fuse_epilogues(graph: Graph) -> dict[str, int]:
         counts[kind] += 1
     graph.nodes = [moved.get(id(n), n) for n in nodes if id(n) not in removed]
     return counts
+
+
+def fuse_clips(graph: Graph, constants: dict[str, burn.Tensor]) -> int:
+    """Fold each Clip with constant bounds that alone reads a 2-d Conv's result (a plain Conv, or a
+    ``FusedConv`` of base Conv with no activation, residual or pool) into that conv's node, in place;
+    returns how many were folded. Runs after constant folding: ``constants`` holds the bounds."""
+    pinned = _pinned(graph)
+    readers = _readers(graph)
+    removed: set[int] = set()
+    nodes = list(graph.nodes)
+    for i, node in enumerate(nodes):
+        conv = _as_fused_conv(node)
+        if conv is None or conv.attrs.get("activation") or len(conv.outputs) != 1:
+            continue
+        clip = _only_reader(node.outputs[0], readers, pinned)
+        if clip is None or clip.op_type != "Clip" or clip.domain or clip.inputs[0] != node.outputs[0]:
+            continue
+        if len(clip.outputs) != 1 or not clip.outputs[0]:
+            continue
+        bounds = _clip_bounds(clip, constants)
+        if bounds is None or math.isnan(bounds[0]) or math.isnan(bounds[1]):
+            continue
+        while conv.inputs and not conv.inputs[-1] and len(conv.inputs) > 3:
+            conv.inputs.pop()  # no BN: the node reads (x, w, b) as a Conv turned FusedConv does
+        conv.attrs.update(activation="Clip", clip=bounds)
+        conv.outputs = list(clip.outputs)
+        nodes[i] = conv
+        removed.add(id(clip))
+    graph.nodes = [n for n in nodes if id(n) not in removed]
+    return len(removed)

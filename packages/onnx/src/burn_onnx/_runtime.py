@@ -247,6 +247,20 @@ class Runner:
             self.static = self._static_values(self.graph, set(self.constants), self._params)
         return folded
 
+    def fuse_clips(self) -> int:
+        """Fold Clips with constant bounds into the convs whose results they alone read
+        (``_optimize.fuse_clips``), after ``fold_constants``. Returns how many were folded."""
+        from ._fused import FUSED
+        from ._optimize import fuse_clips
+
+        made = fuse_clips(self.graph, self.constants)
+        if made:
+            for node in self.graph.nodes:
+                if node.op_type in FUSED:  # the new nodes (an id of a dropped node may be reused)
+                    self.specs[id(node)] = FUSED[node.op_type]
+            self.static = self._static_values(self.graph, set(self.constants), self._params)
+        return made
+
     def fuse_chains(self) -> int:
         """Replace the main graph's element-wise chains by ``FusedChain`` nodes (``_chains``), after
         ``fold_constants`` (a chain's one-element constants become its kernel's scalars). Returns how

@@ -115,6 +115,115 @@ int burn_conv2d_block_SUF(const scalar_t* restrict x, const scalar_t* restrict w
   }
   return 0;
 }
+
+/* depthwise (C == CO == G): each (image, channel) plane is copied once into a zero-bordered buffer
+   split into SW column phases (phase ph holds padded columns ph, ph + SW, ...), so every tap of an
+   output row is one contiguous run and the row's loop has no bounds; a 3x3 kernel's nine taps are
+   summed in one pass per row (one store), other kernels tap by tap over the row. clamp (lo, hi) or
+   NULL: the activation on the sum (ReLU: (0, inf); ReLU6: (0, 6)), NaN kept as numpy's clip keeps it.
+   The plane's loops live in a noinline body outside the OpenMP region (inside it they do not
+   vectorise) */
+static __attribute__((noinline)) void burn_dw_plane_SUF(
+    const scalar_t* restrict xp, const scalar_t* restrict wc, scalar_t b0, const scalar_t* restrict clamp,
+    scalar_t* restrict yp, scalar_t* restrict buf, const int64_t* p) {
+  const int64_t H = p[2], W = p[3], KH = p[4], KW = p[5];
+  const int64_t OH = p[6], OW = p[7], SH = p[8], SW = p[9], PH = p[10], PW = p[11], DH = p[12], DW = p[13];
+  const int64_t HP = (OH - 1) * SH + (KH - 1) * DH + 1, WQ = OW + ((KW - 1) * DW) / SW;
+  for (int64_t r = 0; r < HP; r++) {
+    const int64_t ih = r - PH;
+    for (int64_t ph = 0; ph < SW; ph++) {
+      scalar_t* restrict dst = buf + (r * SW + ph) * WQ;
+      if (ih < 0 || ih >= H) {
+        for (int64_t j = 0; j < WQ; j++) dst[j] = (scalar_t)0;
+        continue;
+      }
+      const scalar_t* restrict xr = xp + ih * W;
+      /* phase column j holds input column j * SW + ph - PW: inside the image for j in [a, e) */
+      const int64_t first = PW - ph, last = W - 1 + PW - ph;
+      int64_t a = first <= 0 ? 0 : (first + SW - 1) / SW, e = last < 0 ? 0 : last / SW + 1;
+      if (a > WQ) a = WQ;
+      if (e > WQ) e = WQ;
+      if (e < a) e = a;
+      for (int64_t j = 0; j < a; j++) dst[j] = (scalar_t)0;
+      if (SW == 1) {
+        for (int64_t j = a; j < e; j++) dst[j] = xr[j - PW];
+      } else {
+        for (int64_t j = a; j < e; j++) dst[j] = xr[j * SW + ph - PW];
+      }
+      for (int64_t j = e; j < WQ; j++) dst[j] = (scalar_t)0;
+    }
+  }
+  const int has_clamp = clamp != NULL;
+  const scalar_t lo = has_clamp ? clamp[0] : (scalar_t)0, hi = has_clamp ? clamp[1] : (scalar_t)0;
+  for (int64_t oh = 0; oh < OH; oh++) {
+    scalar_t* restrict yr = yp + oh * OW;
+    if (KH == 3 && KW == 3) {
+      const scalar_t* restrict t0 = buf + ((oh * SH) * SW) * WQ;
+      const scalar_t* restrict t1 = buf + ((oh * SH) * SW + DW % SW) * WQ + DW / SW;
+      const scalar_t* restrict t2 = buf + ((oh * SH) * SW + (2 * DW) % SW) * WQ + (2 * DW) / SW;
+      const int64_t down = DH * SW * WQ;  /* the next kernel row */
+      const scalar_t w0 = wc[0], w1 = wc[1], w2 = wc[2], w3 = wc[3], w4 = wc[4];
+      const scalar_t w5 = wc[5], w6 = wc[6], w7 = wc[7], w8 = wc[8];
+      if (has_clamp) {
+        for (int64_t ow = 0; ow < OW; ow++) {
+          scalar_t s = b0 + w0 * t0[ow] + w1 * t1[ow] + w2 * t2[ow] + w3 * t0[ow + down]
+                       + w4 * t1[ow + down] + w5 * t2[ow + down] + w6 * t0[ow + 2 * down]
+                       + w7 * t1[ow + 2 * down] + w8 * t2[ow + 2 * down];
+          s = s < lo ? lo : s;
+          yr[ow] = s > hi ? hi : s;
+        }
+      } else {
+        for (int64_t ow = 0; ow < OW; ow++) {
+          yr[ow] = b0 + w0 * t0[ow] + w1 * t1[ow] + w2 * t2[ow] + w3 * t0[ow + down]
+                   + w4 * t1[ow + down] + w5 * t2[ow + down] + w6 * t0[ow + 2 * down]
+                   + w7 * t1[ow + 2 * down] + w8 * t2[ow + 2 * down];
+        }
+      }
+      continue;
+    }
+    for (int64_t ow = 0; ow < OW; ow++) yr[ow] = b0;
+    for (int64_t kh = 0; kh < KH; kh++) {
+      for (int64_t kw = 0; kw < KW; kw++) {
+        const int64_t off = kw * DW;
+        const scalar_t* restrict tr = buf + ((oh * SH + kh * DH) * SW + off % SW) * WQ + off / SW;
+        const scalar_t wv = wc[kh * KW + kw];
+        for (int64_t ow = 0; ow < OW; ow++) yr[ow] += wv * tr[ow];
+      }
+    }
+    if (has_clamp) {
+      for (int64_t ow = 0; ow < OW; ow++) {
+        const scalar_t s = yr[ow] < lo ? lo : yr[ow];
+        yr[ow] = s > hi ? hi : s;
+      }
+    }
+  }
+}
+
+int burn_dwconv2d_SUF(const scalar_t* restrict x, const scalar_t* restrict w,
+                      const scalar_t* restrict bias, const scalar_t* restrict clamp,
+                      scalar_t* restrict y, const int64_t* p) {
+  const int64_t planes = p[0] * p[1], C = p[1], H = p[2], W = p[3], KH = p[4], KW = p[5];
+  const int64_t OH = p[6], OW = p[7], SH = p[8], SW = p[9], DH = p[12], DW = p[13];
+  const int64_t HP = (OH - 1) * SH + (KH - 1) * DH + 1, WQ = OW + ((KW - 1) * DW) / SW;
+  int failed = 0;
+  #pragma omp parallel if(planes * OH * OW * KH * KW > BURN_PARALLEL_MIN)
+  {
+    scalar_t* buf = (scalar_t*)malloc((size_t)(HP * SW * WQ) * sizeof(scalar_t));
+    if (!buf) {
+      #pragma omp atomic write
+      failed = 1;
+    }
+    #pragma omp for schedule(static)
+    for (int64_t q = 0; q < planes; q++) {
+      if (!buf) continue;
+      const int64_t c = q % C;
+      burn_dw_plane_SUF(x + q * H * W, w + c * KH * KW, bias ? bias[c] : (scalar_t)0, clamp,
+                        y + q * OH * OW, buf, p);
+    }
+    free(buf);
+  }
+  return failed;
+}
 """
 )
 
@@ -125,7 +234,7 @@ COB = 8
 VB = 8
 # GCC/Clang vector types (a vector times a scalar broadcasts): VB lanes of each float type
 _VECTORS = (
-    f"#include <string.h>\n#define COB {COB}\n#define VB {VB}\n"
+    f"#include <string.h>\n#include <stdlib.h>\n#define COB {COB}\n#define VB {VB}\n"
     "typedef float vec_f32 __attribute__((vector_size(VB * sizeof(float))));\n"
     "typedef double vec_f64 __attribute__((vector_size(VB * sizeof(double))));\n"
 )
@@ -145,12 +254,15 @@ def conv2d(
     dilation: tuple[int, ...],
     groups: int,
     force: bool = False,
+    clamp: tuple[float, float] | None = None,
 ) -> np.ndarray | None:
     """``conv(x, weight, bias)`` (x (N, C, H, W), weight (C_out, C/groups, KH, KW), float32 or float64) by
     the compiled direct kernel, or None where it does not take this conv (groups == 1, a group's window
     deeper than ``GROUPED_MAX_DEPTH`` unless depthwise, too small by ``THRESHOLDS``, another dtype, no
     compiler): then the caller's numpy path runs. ``force``: take
-    any conv, groups == 1 and tiny ones too (tests, benchmarks)."""
+    any conv, groups == 1 and tiny ones too (tests, benchmarks). ``clamp`` (lo, hi): the result clipped
+    to [lo, hi] as numpy's ``clip`` does (a ReLU: (0, inf)), inside the depthwise kernel, in place
+    after the others."""
     if x.ndim != 4 or x.dtype not in _ops.FLOAT_TYPES or weight.dtype != x.dtype:
         return None
     if bias is not None and bias.dtype != x.dtype:
@@ -171,6 +283,13 @@ def conv2d(
     y = np.empty((n, co, *out), dtype=x.dtype)
     if y.size == 0:
         return y
+    if wd.shape[1] == 1 and co == groups:  # depthwise, one output channel per input channel
+        p = _ops.params(n, c, h, w, kh, kw, *out, *stride, *padding, *dilation)
+        lim = None if clamp is None else np.array(clamp, dtype=x.dtype)
+        fn = _ops.function(lib, "burn_dwconv2d", x.dtype, 6)
+        if not fn(_ops.ptr(xd), _ops.ptr(wd), _ops.ptr(bd), _ops.ptr(lim), _ops.ptr(y), _ops.ptr(p)):
+            return y
+        return None  # a task's scratch plane could not be allocated: numpy's path
     p = _ops.params(n, c, h, w, co, kh, kw, *out, *stride, *padding, *dilation, groups)
     cog = co // groups
     if cog >= COB:
@@ -179,6 +298,8 @@ def conv2d(
     else:
         fn = _ops.function(lib, "burn_conv2d", x.dtype, 5)
     fn(_ops.ptr(xd), _ops.ptr(wd), _ops.ptr(bd), _ops.ptr(y), _ops.ptr(p))
+    if clamp is not None:
+        np.clip(y, clamp[0], clamp[1], out=y)
     return y
 
 

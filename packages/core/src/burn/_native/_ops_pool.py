@@ -1,4 +1,4 @@
-"""2-d max and avg pooling in C, and the scatter-add along the last dim that a max pool's backward is
+"""2-d max and avg pooling in C (a max pool with its argmax, or its values alone), and the scatter-add along the last dim that a max pool's backward is
 (autodiff's rule scatters the output gradient through the pool's indices).
 
 The pools compute exactly what the numpy path computes: taps visited in row-major kernel order,
@@ -81,6 +81,68 @@ int burn_max_pool2d_SUF(const scalar_t* restrict x, scalar_t* restrict y, int64_
       }
     }
     free(kr);
+  }
+  return failed;
+}
+
+/* a max pool's values alone (no argmax: ONNX inference, a pool whose indices nobody reads), one
+   (image, channel) plane per call of the noinline body (loops inside the OpenMP region do not
+   vectorise): per output row, the max of its KH input rows into a row of padded width (padding and
+   rows outside the image read -inf), then the max of each window's KW columns of that row. NaN
+   propagates as numpy's maximum does */
+static __attribute__((noinline)) void burn_max_plane_SUF(const scalar_t* restrict xp, scalar_t* restrict yp,
+                                                         scalar_t* restrict row, const int64_t* p) {
+  const int64_t H = p[1], W = p[2], OH = p[3], OW = p[4], KH = p[5], KW = p[6];
+  const int64_t SH = p[7], SW = p[8], PH = p[9], PW = p[10], DH = p[11], DW = p[12];
+  const int64_t WT = (OW - 1) * SW + (KW - 1) * DW + 1;  /* padded columns the windows read */
+  const int64_t a = PW < WT ? PW : WT, e0 = PW + W < WT ? PW + W : WT, e = e0 > a ? e0 : a;
+  for (int64_t oh = 0; oh < OH; oh++) {
+    for (int64_t j = 0; j < WT; j++) row[j] = (scalar_t)-INFINITY;
+    for (int64_t kh = 0; kh < KH; kh++) {
+      const int64_t ih = oh * SH - PH + kh * DH;
+      if (ih < 0 || ih >= H) continue;
+      const scalar_t* restrict xr = xp + ih * W - PW;
+      for (int64_t j = a; j < e; j++) {
+        const scalar_t v = xr[j], m = row[j];
+        row[j] = v > m || v != v ? v : m;
+      }
+    }
+    scalar_t* restrict yr = yp + oh * OW;
+    for (int64_t ow = 0; ow < OW; ow++) yr[ow] = row[ow * SW];
+    for (int64_t kw = 1; kw < KW; kw++) {
+      const scalar_t* restrict rk = row + kw * DW;
+      if (SW == 1) {
+        for (int64_t ow = 0; ow < OW; ow++) {
+          const scalar_t v = rk[ow], m = yr[ow];
+          yr[ow] = v > m || v != v ? v : m;
+        }
+      } else {
+        for (int64_t ow = 0; ow < OW; ow++) {
+          const scalar_t v = rk[ow * SW], m = yr[ow];
+          yr[ow] = v > m || v != v ? v : m;
+        }
+      }
+    }
+  }
+}
+
+int burn_max_pool2d_values_SUF(const scalar_t* restrict x, scalar_t* restrict y, const int64_t* p) {
+  const int64_t planes = p[0], H = p[1], W = p[2], OH = p[3], OW = p[4], KH = p[5], KW = p[6];
+  const int64_t SW = p[8], DW = p[12];
+  const int64_t WT = (OW - 1) * SW + (KW - 1) * DW + 1;
+  int failed = 0;
+  #pragma omp parallel if(planes * OH * OW * KH * KW > BURN_PARALLEL_MIN)
+  {
+    scalar_t* row = (scalar_t*)malloc((size_t)WT * sizeof(scalar_t));
+    if (!row) {
+      #pragma omp atomic write
+      failed = 1;
+    }
+    #pragma omp for schedule(static)
+    for (int64_t q = 0; q < planes; q++) {
+      if (row) burn_max_plane_SUF(x + q * H * W, y + q * OH * OW, row, p);
+    }
+    free(row);
   }
   return failed;
 }
@@ -173,6 +235,39 @@ def max_pool2d(
         if fn(_ops.ptr(xd), _ops.ptr(y), _ops.ptr(idx), _ops.ptr(p)):
             return None  # a task's scratch row could not be allocated: numpy's path
     return y, idx
+
+
+def max_pool2d_values(
+    x: np.ndarray,
+    kernel: tuple[int, ...],
+    stride: tuple[int, ...],
+    padding: tuple[int, ...],
+    dilation: tuple[int, ...],
+    ceil_mode: bool,
+    force: bool = False,
+) -> np.ndarray | None:
+    """The values of ``max_pool2d`` alone (no argmax, half the work), the same numbers (the max is
+    exact; a NaN in a window gives NaN), or None where the compiled kernel does not take it.
+    ``force``: any size (tests, benchmarks)."""
+    if not _fits(x):
+        return None
+    out = pool_out_sizes(tuple(x.shape[2:]), kernel, stride, padding, dilation, ceil_mode)
+    n, c, h, w = x.shape
+    if min(out) <= 0:
+        return None  # no window fits: the caller's errors
+    if not force and not _ops.wanted("max_pool", n * c * math.prod(out) * math.prod(kernel)):
+        return None
+    lib = _ops.library("pool", source)
+    if lib is None:
+        return None
+    xd = _ops.dense(x, x.dtype)
+    y = np.empty((n, c, *out), dtype=x.dtype)
+    if y.size:
+        p = _ops.params(n * c, h, w, *out, *kernel, *stride, *padding, *dilation)
+        fn = _ops.function(lib, "burn_max_pool2d_values", x.dtype, 3)
+        if fn(_ops.ptr(xd), _ops.ptr(y), _ops.ptr(p)):
+            return None  # a task's scratch row could not be allocated: numpy's path
+    return y
 
 
 def avg_pool2d(

@@ -69,6 +69,20 @@ def _col2im_unit_stride(
     return xp.lib.stride_tricks.as_strided(buf, shape=buf.shape[:2] + full, strides=strides)
 
 
+def _clamp(relu: bool, clip: tuple[float, float] | None) -> tuple[float, float] | None:
+    """The (lo, hi) bounds of ``max(., 0)`` when ``relu`` followed by ``clip``; None for neither."""
+    if clip is None:
+        return (0.0, math.inf) if relu else None
+    return (max(clip[0], 0.0), clip[1]) if relu else clip
+
+
+def _clipped(xp: ModuleType, y: Array, clip: tuple[float, float] | None) -> Array:
+    """y clipped to ``clip`` in place (a conv's fresh result; one pass, no allocation)."""
+    if clip is not None:
+        xp.clip(y, clip[0], clip[1], out=y)
+    return y
+
+
 class NdArrayModuleOps(NdArrayPoolOps):  # NdArrayBackend(NdArrayModuleOps, Backend): a plain mixin's MRO
     xp: ModuleType  # the array namespace: numpy (or cupy)
 
@@ -97,11 +111,13 @@ class NdArrayModuleOps(NdArrayPoolOps):  # NdArrayBackend(NdArrayModuleOps, Back
         relu: bool = False,
         pool: Ints | None = None,
         weight_cache: dict[str, Any] | None = None,
+        clip: tuple[float, float] | None = None,
     ) -> Array:
         """``conv`` with an epilogue on its fresh result, in this order: ``+ residual`` (an array of the
-        output's shape), ``max(., 0)`` when ``relu``, and a max pool of kernel = stride ``pool``
-        (floor mode, unpadded; 2-d only, not with ``residual``). One pass over the output instead of
-        one per op, and the pool reads the GEMM's result while it is in cache.
+        output's shape), ``max(., 0)`` when ``relu``, ``clip(., lo, hi)`` for ``clip = (lo, hi)`` (a
+        ReLU6: (0, 6)), and a max pool of kernel = stride ``pool`` (floor mode, unpadded; 2-d only, not
+        with ``residual``). One pass over the output instead of one per op, and the pool reads the
+        GEMM's result while it is in cache; a depthwise conv's ReLU or clip runs inside its kernel.
 
         ``weight_cache``: a dict the caller keeps for this weight, where a re-laid-out copy of it is
         kept while ``weight`` is the very same array; only for weights never modified in place."""
@@ -113,9 +129,13 @@ class NdArrayModuleOps(NdArrayPoolOps):  # NdArrayBackend(NdArrayModuleOps, Back
             # is large enough (``burn._native._ops``), the epilogue on its fresh result
             from .._native import _ops_conv
 
-            y = _ops_conv.conv2d(x, weight, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
+            clamp = _clamp(relu, clip) if residual is None else None
+            geometry = (tuple(stride), tuple(padding), tuple(dilation))
+            y = _ops_conv.conv2d(x, weight, bias, *geometry, groups, clamp=clamp)
             if y is not None:
-                return self._conv_epilogue(y, residual, relu, pool)
+                if clamp is not None:
+                    return self._conv_epilogue(y, None, False, pool)
+                return _clipped(xp, self._conv_epilogue(y, residual, relu, pool), clip)
         if xp.__name__ == "numpy" and x.ndim == 4 and groups == 1 and x.dtype.kind == "f":
             run = _rows_run(
                 xp, x, weight.shape, tuple(stride), tuple(padding), tuple(dilation), pool, bias is not None
@@ -124,7 +144,7 @@ class NdArrayModuleOps(NdArrayPoolOps):  # NdArrayBackend(NdArrayModuleOps, Back
                 threads = _threads._parallel.threads()
                 if x.shape[0] == 1 and threads > _threads._ONE_IMAGE_BLAS_THREADS:
                     with _threads._parallel.held(_threads._ONE_IMAGE_BLAS_THREADS):
-                        return run(xp, x, weight, bias, residual, relu, weight_cache)
+                        return _clipped(xp, run(xp, x, weight, bias, residual, relu, weight_cache), clip)
                 if threads > 1 and x.shape[0] > 1:
                     macs = (
                         weight.shape[0]
@@ -136,12 +156,13 @@ class NdArrayModuleOps(NdArrayPoolOps):  # NdArrayBackend(NdArrayModuleOps, Back
                     slices = _threads._batch_slices(x.shape[0], macs, threads)
                     geometry = (tuple(stride), tuple(padding), tuple(dilation))
                     epilogue = (residual, relu, pool)
-                    return self._conv_split(
+                    y = self._conv_split(
                         x, weight, bias, geometry, epilogue, weight_cache, run.y_shape, slices
                     )
-                return run(xp, x, weight, bias, residual, relu, weight_cache)
+                    return _clipped(xp, y, clip)
+                return _clipped(xp, run(xp, x, weight, bias, residual, relu, weight_cache), clip)
         y = self._conv_im2col(x, weight, bias, stride, padding, dilation, groups)
-        return self._conv_epilogue(y, residual, relu, pool)
+        return _clipped(xp, self._conv_epilogue(y, residual, relu, pool), clip)
 
     def _conv_epilogue(self, y: Array, residual: Array | None, relu: bool, pool: Ints | None) -> Array:
         """``conv_fused``'s epilogue on a fresh conv result y (written in place)."""

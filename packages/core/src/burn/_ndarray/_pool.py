@@ -1,7 +1,7 @@
 """numpy overrides of the pooling ops: max pool as element-wise ops over the kernel's taps (strided
 views), or an argmax over window rows where the output is small against the kernel; avg pool as a sum
 of taps; adaptive pools with equal windows as a reshape (else the core defaults). 2-d max and avg pools
-run compiled kernels (``burn._native._ops_pool``, the same results) where a C compiler works and the
+(and a max pool's values alone, ``max_pool_values``) run compiled kernels (``burn._native._ops_pool``, the same results) where a C compiler works and the
 pool is large enough.
 
 Shape bookkeeping (output sizes, pads, divisors) is shared with the core-only defaults in
@@ -116,6 +116,31 @@ class NdArrayPoolOps(Backend):  # a mixin of NdArrayModuleOps
         arg = xp.argmax(cols, axis=-1)
         values = xp.take_along_axis(cols, arg[..., None], axis=-1)[..., 0]
         return values, xp.add(base, xp.take(table, arg))
+
+    def max_pool_values(
+        self, x: Array, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints, ceil_mode: bool
+    ) -> Array:
+        """``max_pool``'s values alone, for callers that never read the indices (ONNX inference): a
+        2-d pool runs the compiled values kernel where a C compiler works and it pays (no argmax, no
+        padded copy), else the running maximum over the kernel's taps of a padded copy."""
+        xp = self.xp
+        if xp.__name__ == "numpy" and x.ndim == 4:
+            from .._native import _ops_pool
+
+            done = _ops_pool.max_pool2d_values(x, kernel, stride, padding, dilation, ceil_mode)
+            if done is not None:
+                return done
+        spatial = tuple(x.shape[2:])
+        out = pool_out_sizes(spatial, kernel, stride, padding, dilation, ceil_mode)
+        pads = P.pool_pads(spatial, kernel, stride, padding, dilation, out)
+        xpad = _pad(xp, x, pads, fill_value(self.dtype_of(x), lowest=True))
+        taps = [xpad[_tap(offset, stride, dilation, out)] for offset in _offsets(kernel)]
+        if len(taps) == 1:
+            return xp.ascontiguousarray(taps[0])
+        values = xp.maximum(taps[0], taps[1])
+        for tap in taps[2:]:
+            xp.maximum(values, tap, out=values)
+        return values
 
     def avg_pool(
         self, x: Array, kernel: Ints, stride: Ints, padding: Ints, count_include_pad: bool, ceil_mode: bool
