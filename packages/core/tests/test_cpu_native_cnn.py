@@ -192,3 +192,29 @@ def test_conv_fused_clip_matches_conv_then_clip(shape, wshape, stride, pad, grou
     res = rng.standard_normal(want.shape).astype(np.float32)
     got = B.conv_fused(x, w, b, stride, pad, (1, 1), groups, residual=res, relu=True, clip=(0.0, 1.0))
     np.testing.assert_allclose(got, np.clip(np.maximum(want + res, 0), 0, 1), rtol=0, atol=atol)
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", (np.float32, np.float64))
+def test_channel_epilogue_equals_numpy_passes(dtype: Any) -> None:
+    from burn._native import _ops_epilogue
+
+    rng = np.random.default_rng(3)
+    base = rng.standard_normal((3, 5, 37)).astype(dtype) * 4
+    base[1, 2, 7] = np.nan
+    bias = rng.standard_normal(5).astype(dtype)
+    res = rng.standard_normal(base.shape).astype(dtype)
+    for b in (None, bias):
+        for r in (None, res):
+            for clamp in CLAMPS:
+                y = base.copy()
+                assert _ops_epilogue.channel_epilogue(y, b, r, clamp)
+                want = base.copy()
+                if b is not None:
+                    want = want + b[None, :, None]
+                if r is not None:
+                    want = want + r
+                if clamp is not None:
+                    want = np.clip(want, *clamp)
+                np.testing.assert_array_equal(y, want)  # the same sums in the same order
+    assert not _ops_epilogue.channel_epilogue(base[:, :, ::2], None, None, None)  # not C-contiguous

@@ -2,7 +2,8 @@
 compiler (``_toolchain``) and run on numpy buffers (``_runtime``) by the cpu device's fusion runtime;
 and hand-written kernels the plain cpu device's numpy backend calls op by op where numpy wastes the
 time (``_ops``: grouped/depthwise convs in ``_ops_conv`` (depthwise with a ReLU/clip epilogue) and their gradients in ``_ops_conv_grad``, pools and the max pool's backward scatter in
-``_ops_pool``, softmax and layer-norm rows in ``_ops_rows``).
+``_ops_pool``, softmax and layer-norm rows in ``_ops_rows``, a 1x1 conv's bias/residual/clip epilogue in
+``_ops_epilogue``).
 
 ``burn.device("cpu")`` (and ``fusion=True``) use them where a compiler is found, and numpy alone where
 none is (Pyodide, no ``cc``/``gcc``/``clang``) or ``BURN_CPU_NATIVE=0``; ``burn info`` says which.
@@ -28,6 +29,7 @@ PLAIN_OPS = (
     "conv2d groups>1 (forward, input and weight gradients; depthwise with its ReLU/clip)",
     "max_pool2d",
     "max_pool2d values only (ONNX inference)",
+    "1x1 conv epilogue (bias, residual, clip in one pass after the GEMM)",
     "avg_pool2d",
     "max_pool backward",
     "softmax",
