@@ -15,8 +15,10 @@ from __future__ import annotations
 import itertools
 import math
 
+import burn
 import numpy as np
 import pytest
+from burn import _native
 from burn._ndarray import _backend, _conv_plans, _conv_runs, _module, _threads, _workspace
 
 B = _backend.NdArrayBackend()
@@ -464,9 +466,19 @@ def test_one_image_holds_blas_at_four_threads_and_restores_it(monkeypatch):
     x = rng.standard_normal((1,) + case[0][1:]).astype(np.float32)
     w = rng.standard_normal(case[1]).astype(np.float32)
     b = rng.standard_normal(case[1][0]).astype(np.float32)
-    got = _fused_call(x, w, b, case, None, True, None, {})
-    _close(got, np.maximum(ref_conv(x, w, b, *case[2:5], 1), 0), np.float32)
-    assert lib.calls == [_threads._ONE_IMAGE_BLAS_THREADS, 16] and par.open == 0
+    for small, held in ((0, _threads._ONE_IMAGE_BLAS_THREADS), (1 << 40, 1)):  # a small GEMM: one thread
+        monkeypatch.setattr(_threads, "_SMALL_GEMM_MACS", small)
+        lib.calls.clear()
+        got = _fused_call(x, w, b, case, None, True, None, {})
+        _close(got, np.maximum(ref_conv(x, w, b, *case[2:5], 1), 0), np.float32)
+        assert lib.calls == [held, 16] and par.open == 0
+    # a 1x1 conv's stacked GEMM (one per image) below the size: BLAS at one thread, set back after
+    lib.calls.clear()
+    w1 = rng.standard_normal((5, x.shape[1], 1, 1)).astype(np.float32)
+    got = burn.device("cpu").backend.conv_fused(x, w1, None, (1, 1), (0, 0), (1, 1), 1)
+    _close(got, ref_conv(x, w1, None, (1, 1), (0, 0), (1, 1), 1), np.float32)
+    if _native.toolchain().available:  # the compiled epilogue's path (im2col's otherwise)
+        assert lib.calls == [1, 16] and par.open == 0
     with par.held(4), par.held(1):  # the first region sets the count, the last out restores it
         assert lib.count == 4
     assert lib.count == 16

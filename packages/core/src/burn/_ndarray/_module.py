@@ -101,7 +101,8 @@ def _pointwise(
         return None
     n, c, h, w = x.shape
     co = weight.shape[0]
-    y = xp.matmul(weight.reshape(co, c), xp.ascontiguousarray(x).reshape(n, c, h * w))
+    with _threads.small_gemm(co * c * h * w):  # one GEMM per image
+        y = xp.matmul(weight.reshape(co, c), xp.ascontiguousarray(x).reshape(n, c, h * w))
     res = None if residual is None else xp.ascontiguousarray(residual, dtype=x.dtype).reshape(y.shape)
     if not _ops_epilogue.channel_epilogue(y, bias, res, clamp):
         return None
@@ -167,9 +168,14 @@ class NdArrayModuleOps(NdArrayPoolOps):  # NdArrayBackend(NdArrayModuleOps, Back
             )
             if run is not None:
                 threads = _threads._parallel.threads()
-                if x.shape[0] == 1 and threads > _threads._ONE_IMAGE_BLAS_THREADS:
-                    with _threads._parallel.held(_threads._ONE_IMAGE_BLAS_THREADS):
-                        return _clipped(xp, run(xp, x, weight, bias, residual, relu, weight_cache), clip)
+                if x.shape[0] == 1 and threads > 1:
+                    macs = weight.shape[0] * math.prod(weight.shape[1:]) * math.prod(run.y_shape[2:])
+                    macs *= math.prod(pool) if pool else 1
+                    cap = 1 if macs < _threads._SMALL_GEMM_MACS else _threads._ONE_IMAGE_BLAS_THREADS
+                    if threads > cap:
+                        with _threads._parallel.held(cap):
+                            y = run(xp, x, weight, bias, residual, relu, weight_cache)
+                            return _clipped(xp, y, clip)
                 if threads > 1 and x.shape[0] > 1:
                     macs = (
                         weight.shape[0]

@@ -41,6 +41,14 @@ from typing import Any
 # forward at 1/2/4/8/16 BLAS threads): batch 32 74/54/32/26/43, so more than 8 slices lose to the
 # GIL the slices' Python shares (cpu time 118 -> 145 ms); batch 1 3.75/3.27/2.99/3.04/4.06, its small
 # GEMMs slower on OpenBLAS's 16 threads than on 4 (whose spinning threads also cost 60 ms of cpu).
+# A GEMM below _SMALL_GEMM_MACS multiply-adds runs with BLAS at one thread (``small_gemm``): OpenBLAS
+# splits even tiny GEMMs over its threads, and on cores other work keeps busy each call then waits for
+# a thread that lost its core (2 shared cores, medians: a (144, 24) @ (24, 784) GEMM 94 us on one
+# thread, 16 ms on two; (1280, 320) @ (320, 16) 0.29 ms against 8 ms), where on idle cores it gains
+# little (the H200 host's 16 cores: the ResNet-like benchmark at batch 1, 3.75 ms on 1 thread, 2.99 on 4).
+# bench_onnx_models --threads all (2 busy cores, burn / onnxruntime): MobileNetV2 batch 1 31.7x uncapped,
+# 5.7x below 2^23, 3.5x below 2^25; batch 32 12.1x, 1.9x, 1.8x; the ResNet-like batch 1 4.4x, 4.8x, 1.9x
+_SMALL_GEMM_MACS = 1 << 25
 _PARALLEL_MIN_MACS = 1 << 22  # multiply-adds per slice at least (about 0.1 ms of GEMM: pays a hand-off)
 _PARALLEL_MAX_SLICES = 8  # slices of one batch at most
 _ONE_IMAGE_BLAS_THREADS = 4  # BLAS threads at most for one image's convs
@@ -164,3 +172,12 @@ def _batch_slices(n: int, macs: int, threads: int) -> list[tuple[int, int]]:
     parts = min(threads, n, _PARALLEL_MAX_SLICES, max(1, n * macs // max(1, _PARALLEL_MIN_MACS)))
     bounds = [n * i // parts for i in range(parts + 1)]
     return list(zip(bounds[:-1], bounds[1:]))
+
+
+def small_gemm(macs: int) -> contextlib.AbstractContextManager[None]:
+    """BLAS held at one thread for a block whose GEMMs (each) take fewer than ``_SMALL_GEMM_MACS``
+    multiply-adds, where BLAS has more threads (see above); else nothing. Costs a few microseconds
+    (BLAS's thread count read through threadpoolctl; set and restored only where it caps)."""
+    if macs >= _SMALL_GEMM_MACS or _parallel.threads() <= 1:
+        return contextlib.nullcontext()
+    return _parallel.held(1)
