@@ -311,8 +311,8 @@ def conv2d(
     if wd.shape[1] == 1 and co == groups:  # depthwise, one output channel per input channel
         p = _ops.params(n, c, h, w, kh, kw, *out, *stride, *padding, *dilation)
         lim = None if clamp is None else np.array(clamp, dtype=x.dtype)
-        fn = _ops.function(lib, "burn_dwconv2d", x.dtype, 6)
-        if not fn(_ops.ptr(xd), _ops.ptr(wd), _ops.ptr(bd), _ops.ptr(lim), _ops.ptr(y), _ops.ptr(p)):
+        dw = _ops.function(lib, "burn_dwconv2d", x.dtype, 6)
+        if not dw(_ops.ptr(xd), _ops.ptr(wd), _ops.ptr(bd), _ops.ptr(lim), _ops.ptr(y), _ops.ptr(p)):
             return y
         return None  # a task's scratch plane could not be allocated: numpy's path
     p = _ops.params(n, c, h, w, co, kh, kw, *out, *stride, *padding, *dilation, groups)

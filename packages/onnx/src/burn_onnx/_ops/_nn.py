@@ -215,8 +215,8 @@ def _max_taps(
     ):
         # the numpy backend: the compiled values-only kernel where it pays (padding read as -inf)
         pads = tuple(begin)
-        out = pool_out_sizes(tuple(prim.shape[2:]), kernel, tuple(stride), pads, tuple(dilation), False)
-        if all(o > 0 for o in out):
+        sizes = pool_out_sizes(tuple(prim.shape[2:]), kernel, tuple(stride), pads, tuple(dilation), False)
+        if all(o > 0 for o in sizes):
             y = values(prim, kernel, tuple(stride), pads, tuple(dilation), False)
             return from_primitive(y, x.backend, x.dtype)
     if any(begin) or any(end):
