@@ -221,3 +221,12 @@ def test_channel_epilogue_equals_numpy_passes(dtype: Any) -> None:
                     want = np.clip(want, *clamp)
                 np.testing.assert_array_equal(y, want)  # the same sums in the same order
     assert not _ops_epilogue.channel_epilogue(base[:, :, ::2], None, None, None)  # not C-contiguous
+
+
+def test_kernel_pointers_equal_the_array_interface() -> None:
+    from burn._native import _ops
+
+    base = np.arange(24.0).reshape(4, 6)
+    for a in (base, base[1:], base[:, 2:], base.T, np.zeros(0, np.float32), np.float32(1.0) * np.ones(1)):
+        assert _ops.ptr(a) == a.__array_interface__["data"][0]
+    assert _ops.ptr(None) == 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
 import threading
 import warnings
 from collections.abc import Callable
@@ -157,9 +158,37 @@ def enabled() -> bool:
     return _current().available
 
 
+def _data_offset() -> int | None:
+    """Where an ndarray object keeps its data pointer (CPython: ``PyArrayObject``'s first field after
+    the object header), checked against ``__array_interface__`` on a few arrays; None where it does
+    not match (another interpreter or layout: ``ptr`` asks ``__array_interface__``)."""
+    if platform.python_implementation() != "CPython":
+        return None
+    probes = [np.zeros(3, np.float32), np.arange(7.0)[2:], np.empty((2, 3), np.int64).T]
+    for offset in (16,):
+        try:
+            if all(
+                ctypes.c_void_p.from_address(id(a) + offset).value == a.__array_interface__["data"][0]
+                for a in probes
+            ):
+                return offset
+        except (ValueError, OSError):  # pragma: no cover - an unreadable address
+            return None
+    return None
+
+
+# reading the pointer field directly: 0.2 us, where ``__array_interface__`` builds a dict (2-4 us; a
+# depthwise conv passes six pointers, and at batch 1 a MobileNet makes 50 such calls per forward)
+_DATA_OFFSET = _data_offset()
+
+
 def ptr(a: np.ndarray | None) -> int:
     """The address of ``a``'s first element (0 for None), for a ``void*`` argument."""
-    return 0 if a is None else int(a.__array_interface__["data"][0])
+    if a is None:
+        return 0
+    if _DATA_OFFSET is not None and type(a) is np.ndarray:
+        return ctypes.c_void_p.from_address(id(a) + _DATA_OFFSET).value or 0
+    return int(a.__array_interface__["data"][0])
 
 
 def params(*values: int | float) -> np.ndarray:
