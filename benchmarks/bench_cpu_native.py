@@ -39,6 +39,12 @@ WORKLOADS = ("chain", "mlp", "cnn")
 WARMUP = 24  # past the runs a plan waits before it is compiled (BURN_CPU_NATIVE_AFTER)
 
 
+def _threads() -> int:
+    """The threads every side uses: ``OMP_NUM_THREADS`` where set (numpy's BLAS and the compiled kernels
+    read it at start-up; PyTorch is set to the same), else every core."""
+    return int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count() or 1)
+
+
 def _burn_fn(variant: str, workload: str) -> tuple[Any, Any]:
     import burn
     import numpy as np
@@ -78,7 +84,7 @@ def _torch_fn(workload: str) -> tuple[Any, Any]:
     import numpy as np
     import torch
 
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(_threads())
     if workload == "chain":
         rng = np.random.default_rng(0)
         x = torch.from_numpy(rng.standard_normal((1024, 1024), dtype=np.float32))
@@ -203,7 +209,7 @@ def _op_fns() -> dict[str, tuple[Any, Any]]:
         import torch
     except ImportError:
         return {k: (f, None) for k, f in burn_ops.items()}
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(_threads())
     T = torch.from_numpy
     tf = torch.nn.functional
     tdw, tdw_w, tgx, tgw, tpx, tax, trows = (T(a) for a in (dw, dw_w, gx, gw, px, ax, rows))
@@ -271,7 +277,7 @@ def main() -> None:
     rounds, min_time = (3, 0.5) if args.quick else (5, 1.5)
     import burn._native
 
-    result: dict[str, Any] = {"threads": os.cpu_count(), "cpu_kernels": burn._native.describe()}
+    result: dict[str, Any] = {"threads": _threads(), "cpu_kernels": burn._native.describe()}
     try:
         import torch
 

@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from ..backend import conv_out_sizes_padded, conv_transpose_out_sizes
-from . import _threads
+from . import _conv_grads, _threads
 from ._conv_plans import _conv_plan, _conv_windows, _pad, _padded, _windows
 from ._conv_runs import _epilogue, _max_pool_into, _rows_run
 from ._pool import NdArrayPoolOps, _offsets, _tap
@@ -337,6 +337,11 @@ class NdArrayModuleOps(NdArrayPoolOps):  # NdArrayBackend(NdArrayModuleOps, Back
             )
             if y is not None:
                 return y
+        if xp.__name__ == "numpy":  # unit stride: the forward conv's engine with the kernel flipped
+            pads = _conv_grads.transpose_padding(x, weight, stride, padding, output_padding, dilation, groups)
+            if pads is not None:
+                flipped = _conv_grads.transposed_weight(weight)
+                return self.conv_fused(x, flipped, bias, (1,) * len(pads), pads, tuple(dilation), 1)
         n, c_in, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
         c_out_g, kernel = weight.shape[1], tuple(weight.shape[2:])
         c_out, c_in_g = c_out_g * groups, c_in // groups
@@ -378,6 +383,10 @@ class NdArrayModuleOps(NdArrayPoolOps):  # NdArrayBackend(NdArrayModuleOps, Back
             )
             if gw is not None:
                 return gw
+        if self.xp.__name__ == "numpy" and groups == 1 and x.dtype.kind == "f":
+            return _conv_grads.weight_grad(
+                self.xp, x, g, tuple(wshape), tuple(stride), tuple(padding), tuple(dilation)
+            )
         return super().conv_weight_grad(x, g, wshape, stride, padding, dilation, groups)
 
     def unfold4d(self, x: Array, kernel: Ints, stride: Ints, padding: Ints, dilation: Ints) -> Array:
