@@ -165,3 +165,57 @@ def test_fused_adam_runs_in_the_params_dtype(dtype):
         w_ref, state_ref = _reference_adam(config, 1e-2, w_ref, g, state_ref, False)
         assert w.dtype == burn.dtype(dtype) and state["moment_2"].dtype == burn.dtype(dtype)
         np.testing.assert_array_equal(w.numpy(), w_ref.numpy())
+
+
+def test_launch_on_plain_cpu_takes_the_compiled_runtime_where_a_compiler_works(monkeypatch):
+    """A launch on the plain cpu device runs on the numpy backend's own fusion runtime (compiled C where
+    a compiler works); numpy op by op without one (``BURN_CPU_NATIVE=0``); a device backend keeps the
+    op-by-op runtime (its fusion runtime may expect the decorator's buffers)."""
+    from burn._native import toolchain
+    from burn._native._runtime import NativeRuntime
+    from burn.fusion import ReferenceRuntime, _launch
+
+    cpu = burn.device("cpu").backend
+    runtime = _launch._plain_runtime(cpu)
+    assert isinstance(runtime, NativeRuntime) == toolchain().available
+    monkeypatch.setenv("BURN_CPU_NATIVE", "0")
+    assert type(_launch._plain_runtime(cpu)) is ReferenceRuntime
+
+    class DeviceMemory:
+        host_memory = False
+        native_activations = frozenset()
+
+        def fusion_runtime(self):
+            raise AssertionError("a device backend's fusion runtime is not asked")
+
+    assert type(_launch._plain_runtime(DeviceMemory())) is ReferenceRuntime  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_compiled_adam_on_plain_cpu_equals_its_composition(monkeypatch, dtype):
+    """Twenty Adam steps on plain cpu, the update compiled from its first launch, equal the op-by-op
+    composition within float rounding (the C compiler may contract a * b + c into one rounding:
+    a few ulps of the moments, compounded over the steps)."""
+    from burn._native import toolchain
+    from burn._native._runtime import NativeRuntime
+    from burn.fusion import _launch
+
+    if not toolchain().available:
+        pytest.skip(f"no working C compiler: {toolchain().reason}")
+    dev = burn.device("cpu")
+    runtime = NativeRuntime(dev.backend, toolchain(), after=0)
+    monkeypatch.setitem(_launch._REFERENCE, dev.backend, runtime)
+    rng = np.random.default_rng(3)
+    w = burn.tensor(rng.standard_normal((17, 9)).astype(dtype), device=dev)
+    config = burn.optim.AdamWConfig(weight_decay=0.01)
+    opt = config.init()
+    w_ref, state, state_ref = w, None, None
+    for _ in range(20):
+        g = burn.tensor(rng.standard_normal((17, 9)).astype(dtype), device=dev)
+        w, state = opt._update(1e-2, w, g, state)
+        w_ref, state_ref = _reference_adam(config, 1e-2, w_ref, g, state_ref, True)
+    assert runtime.native_runs >= 19  # the first step's plan (no moments yet) too, once compiled
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(w.numpy(), w_ref.numpy(), rtol=tol, atol=tol)
+    for key in ("moment_1", "moment_2"):
+        np.testing.assert_allclose(state[key].numpy(), state_ref[key].numpy(), rtol=tol, atol=tol)

@@ -198,8 +198,9 @@ def launch(plan: FusedKernel, inputs: Sequence[Tensor], scalars: Sequence[Scalar
     """Run ``plan`` (an element-wise kernel with one output or several; see ``FusedKernel``) over
     ``inputs`` (tensors of one device, in the plan's input order, each broadcasting to its shape) and
     ``scalars``; one tensor per output. On a fusion device the whole plan is one node of the stream
-    and runs as one kernel (``Fusion.launch``); elsewhere, and on autodiff devices (so gradients
-    flow), its ops run one by one. The optimizers run each param's update through it.
+    and runs as one kernel (``Fusion.launch``); on plain ``cpu`` as one compiled kernel too where a C
+    compiler works (after a plan has run ``BURN_CPU_NATIVE_AFTER`` times); elsewhere, and on autodiff
+    devices (so gradients flow), its ops run one by one. The optimizers run each param's update through it.
 
     >>> from burn.fusion import FusedKernel, FusedOp
     >>> f32 = burn.float32
@@ -225,7 +226,7 @@ def launch(plan: FusedKernel, inputs: Sequence[Tensor], scalars: Sequence[Scalar
     else:
         runtime = _REFERENCE.get(b)
         if runtime is None:
-            runtime = _REFERENCE[b] = ReferenceRuntime(b)
+            runtime = _REFERENCE[b] = _plain_runtime(b)
         if len(prims) != len(plan.inputs) or len(scalars) != len(plan.scalars):
             raise ValueError(
                 f"burn.fusion.launch: the plan takes {len(plan.inputs)} tensors and {len(plan.scalars)} "
@@ -233,6 +234,15 @@ def launch(plan: FusedKernel, inputs: Sequence[Tensor], scalars: Sequence[Scalar
             )
         outs = runtime.execute(plan, prims, list(scalars))
     return [_wrap(p, b, dt) for p, dt in zip(outs, plan.out_dtypes())]
+
+
+def _plain_runtime(b: Backend) -> ReferenceRuntime:
+    """What runs a launched plan on a backend without the fusion decorator: a host-memory backend's
+    own fusion runtime where it has one (the cpu device's compiled C kernels: an optimizer's update is
+    one pass over memory instead of a dozen numpy calls), else the plan's ops one by one. A device
+    backend's runtime is left to its fusion decorator (it may expect the decorator's buffers)."""
+    runtime = b.fusion_runtime() if b.host_memory else None
+    return runtime if isinstance(runtime, ReferenceRuntime) else ReferenceRuntime(b)
 
 
 _REFERENCE: weakref.WeakKeyDictionary[Backend, ReferenceRuntime] = weakref.WeakKeyDictionary()
