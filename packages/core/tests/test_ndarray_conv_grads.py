@@ -2,7 +2,8 @@
 plain loop references in float64:
 
 - the weight gradient as GEMMs over chunks of images (1-d, 2-d and 3-d; strides, padding, dilation;
-  one chunk and many, by a small window budget);
+  one chunk and many, by a small window budget), 2-d ones of 8 channels or more through channels-last
+  windows;
 - conv_transpose at unit stride run as the forward conv with the kernel flipped (padding up to the
   kernel's reach, dilation, a bias, batches split over threads), and the cases it leaves to col2im
   (output padding, stride 2, groups, padding past the reach), which must give the same results.
@@ -63,6 +64,8 @@ WEIGHT_GRAD = {  # id: (x shape, w shape, stride, padding, dilation)
     "2d-pad": ((5, 3, 9, 8), (4, 3, 3, 3), (1, 1), (1, 1), (1, 1)),
     "2d-stride-dilation": ((3, 2, 11, 9), (5, 2, 3, 2), (2, 1), (1, 0), (1, 2)),
     "2d-one-channel": ((6, 1, 8, 8), (7, 1, 3, 3), (1, 1), (1, 1), (1, 1)),
+    "2d-channels-last": ((3, 9, 6, 5), (4, 9, 3, 3), (1, 1), (1, 1), (1, 1)),
+    "2d-channels-last-stride-dilation": ((2, 8, 9, 8), (3, 8, 2, 3), (2, 1), (1, 0), (1, 2)),
     "1d": ((4, 3, 13), (2, 3, 4), (2,), (1,), (2,)),
     "3d": ((2, 2, 4, 5, 6), (3, 2, 2, 3, 2), (1, 2, 1), (0, 1, 1), (1, 1, 2)),
 }
