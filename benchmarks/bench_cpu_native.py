@@ -7,8 +7,8 @@ Workloads: an element-wise chain over a (1024, 1024) float32 tensor with a broad
 - ``numpy``: ``burn.device("cpu")``, today's default (one numpy call per op);
 - ``fusion_numpy``: ``cpu`` with the fusion decorator, plans run op by op on numpy (``BURN_CPU_NATIVE=0``);
 - ``fusion_native``: the same with compiled C kernels (where a C compiler works);
-- ``torch``: PyTorch eager on the CPU, the same threads (all cores: numpy's BLAS, OpenMP and PyTorch
-  each use every core by default).
+- ``torch``: PyTorch eager on the CPU, the same threads: ``OMP_NUM_THREADS`` where set (numpy's BLAS
+  and the compiled kernels read it at start-up, PyTorch is set to it), else every core.
 
 The two fused variants are one device whose compiled kernels are switched off and on (``_switch``);
 the variants take turns, several rounds, and each figure is the median.
@@ -23,7 +23,8 @@ a grouped conv, max and avg pools,
 the max pool's backward scatter, softmax, log-softmax and layer-norm rows (numpy's formula as the
 numpy side: the plain device composes layer norm from basic ops).
 
-    python benchmarks/bench_cpu_native.py [--quick] [--ops] [--out results.json]
+    python benchmarks/bench_cpu_native.py [--quick] [--ops] [--workloads mlp,cnn] [--out results.json]
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_cpu_native.py   # one thread
 """
 
 from __future__ import annotations
@@ -272,6 +273,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="3 rounds of 0.5 s per figure (default 5 of 1.5 s)")
     ap.add_argument("--ops", action="store_true", help="the plain cpu device's compiled ops, one by one")
+    ap.add_argument(
+        "--workloads", default=",".join(WORKLOADS), help="comma-separated subset of the workloads"
+    )
     ap.add_argument("--out", help="also write the JSON here")
     args = ap.parse_args()
     rounds, min_time = (3, 0.5) if args.quick else (5, 1.5)
@@ -288,7 +292,7 @@ def main() -> None:
         result["ops_ms"] = bench_ops(rounds, min_time)
         emit_json(result, args.out)
         return
-    figures = {w: bench_workload(w, rounds, min_time) for w in WORKLOADS}
+    figures = {w: bench_workload(w, rounds, min_time) for w in args.workloads.split(",")}
     result["ms"] = figures
     ratios: dict[str, Any] = {}
     for w, row in figures.items():
