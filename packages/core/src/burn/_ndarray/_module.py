@@ -4,7 +4,9 @@ shifts with kh GEMMs, or a channels-last window matrix for small planes, with bi
 max pool in the epilogue (with more than one BLAS thread, a batch split over a small thread pool:
 ``_threads``); other convs via im2col (a strided window view copied into a reused workspace, padding
 in kept zero-bordered buffers: ``_conv_plans``, ``_workspace``) + a few large BLAS matmuls per batch,
-conv_transpose via matmul + col2im (shifted whole-plane adds at unit stride). Pools: ``_pool``.
+conv_transpose via matmul + col2im (shifted whole-plane adds at unit stride), except an ungrouped
+2-d one at unit stride, which runs as the forward conv with the kernel flipped, and the ungrouped
+weight gradient as GEMMs over windows copied once (both ``_conv_grads``). Pools: ``_pool``.
 Grouped and depthwise 2-d convs (forward, conv_transpose for their input gradient, conv_weight_grad) run
 compiled kernels (``burn._native._ops_conv``, ``_ops_conv_grad``) where a C compiler works and the conv
 is shallow and large enough, numpy's im2col otherwise.
