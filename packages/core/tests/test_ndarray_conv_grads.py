@@ -137,3 +137,27 @@ def test_conv_transpose_left_to_col2im(stride, padding, output_padding, groups):
     got = B.conv_transpose(x, w, None, stride, padding, output_padding, (1, 1), groups)
     want = ref_conv_transpose(x, w, padding, (1, 1), stride, output_padding, groups)
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_small_weight_grads_hold_blas_at_one_thread(monkeypatch, threads):
+    """A weight gradient below ``_SMALL_GEMM_MACS`` runs with BLAS held at one thread where BLAS has
+    more (its spinning threads would fight the next ops); a large one, and any on one thread, is left
+    as it is. Same results either way."""
+    from burn._ndarray import _threads
+
+    held = []
+    real_held = _threads._parallel.held
+    monkeypatch.setattr(_threads._parallel, "threads", lambda: threads)
+    monkeypatch.setattr(_threads._parallel, "held", lambda n: held.append(n) or real_held(n))
+    x = rng.standard_normal((4, 8, 6, 6)).astype(np.float32)
+    g = rng.standard_normal((4, 5, 6, 6)).astype(np.float32)
+    want = ref_weight_grad(x, g, (5, 8, 3, 3), (1, 1), (1, 1), (1, 1))
+    np.testing.assert_allclose(
+        B.conv_weight_grad(x, g, (5, 8, 3, 3), (1, 1), (1, 1), (1, 1), 1), want, rtol=1e-4, atol=1e-4
+    )
+    assert held == ([1] if threads > 1 else [])
+    monkeypatch.setattr(_conv_grads, "_SMALL_GEMM_MACS", 1)
+    held.clear()
+    B.conv_weight_grad(x, g, (5, 8, 3, 3), (1, 1), (1, 1), (1, 1), 1)
+    assert held == []

@@ -18,6 +18,7 @@ import math
 from types import ModuleType
 from typing import Any
 
+from . import _threads
 from ._conv_plans import _conv_plan, _conv_windows, _padded
 from ._workspace import _kept_zeros, _scratch
 
@@ -29,6 +30,11 @@ _COLS_BUDGET = 1 << 22
 # channels from which a 2-d weight gradient takes channels-last windows (one channel: 1.6x slower
 # than the channel-first copy on the digits CNN's 8x8 planes; 16 channels on 4x4 planes: 2x faster)
 _CHANNELS_LAST_MIN = 8
+# multiply-adds below which a weight gradient's GEMMs run with BLAS at one thread: OpenBLAS splits
+# even small GEMMs over its threads, which then spin between calls and fight the next ops for the
+# cores (the digits CNN on 2 busy cores: its two weight gradients 14 ms a step on 2 BLAS threads,
+# 0.6 ms on one); larger ones (bench_fusion's CNN, 231M) keep BLAS's threads
+_SMALL_GEMM_MACS = 1 << 24
 
 
 def weight_grad(
@@ -36,7 +42,18 @@ def weight_grad(
 ) -> Array:
     """d loss / d weight (C_out, C, *K) of an ungrouped conv of x (N, C, *S) with output gradient g
     (N, C_out, *O): sum over chunks of images of g (C_out, B*L) @ windows (C*K, B*L)^T. A 2-d conv
-    of ``_CHANNELS_LAST_MIN`` channels or more takes its windows channels-last (``_weight_grad_cl``)."""
+    of ``_CHANNELS_LAST_MIN`` channels or more takes its windows channels-last (``_weight_grad_cl``).
+    A small one runs with numpy's BLAS held at one thread (``_SMALL_GEMM_MACS``)."""
+    macs = math.prod(wshape) * math.prod(g.shape) // max(1, g.shape[1])
+    if macs < _SMALL_GEMM_MACS and _threads._parallel.threads() > 1:
+        with _threads._parallel.held(1):
+            return _weight_grad(xp, x, g, wshape, stride, padding, dilation)
+    return _weight_grad(xp, x, g, wshape, stride, padding, dilation)
+
+
+def _weight_grad(
+    xp: ModuleType, x: Array, g: Array, wshape: Ints, stride: Ints, padding: Ints, dilation: Ints
+) -> Array:
     if x.ndim == 4 and x.shape[1] >= _CHANNELS_LAST_MIN:
         return _weight_grad_cl(xp, x, g, wshape, stride, padding, dilation)
     plan = _conv_plan(tuple(x.shape), tuple(wshape), stride, padding, dilation, 1, 0, _COLS_BUDGET)
