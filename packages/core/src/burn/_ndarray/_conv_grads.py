@@ -62,7 +62,7 @@ def _weight_grad(
     src = x if plan.padded is None else _padded(xp, x, plan)
     view = _conv_windows(xp, src, plan, stride, dilation).transpose(plan.channel_major)  # (C, *K, N, *O)
     g_rows = g.reshape(n, c_out, length)
-    gw = None
+    gw: Array = None
     for start in range(0, n, per):
         b = min(per, n - start)
         part = view[(slice(None),) * (1 + len(plan.out)) + (slice(start, start + b),)]
@@ -98,7 +98,7 @@ def _weight_grad_cl(
     length, depth = oh * ow, kh * kw * c
     per = max(1, min(n, _COLS_BUDGET // max(1, depth * length)))
     g_rows = g.reshape(n, c_out, length)
-    gw = None
+    gw: Array = None
     for start in range(0, n, per):
         b = min(per, n - start)
         cols = _scratch(xp, "wgrad_cols", b * length * depth, x.dtype).reshape((b,) + view.shape[1:])
