@@ -19,6 +19,14 @@ ROW = RNG.standard_normal((6,)).astype(np.float32)
 COL = RNG.standard_normal((4, 1, 1)).astype(np.float32)
 
 
+@pytest.fixture(autouse=True)
+def _opted_in(cuda, monkeypatch):
+    """Compile-ahead planning and the strided kernels are opt-in (``BURN_COMPILE_AHEAD=1``)."""
+    monkeypatch.setenv("BURN_COMPILE_AHEAD", "1")
+    for fusion in (burn.device("cuda:0").backend, burn.device("cuda:0", autodiff=True).backend.inner):
+        monkeypatch.setattr(fusion.runtime, "strided", True)
+
+
 def _chain(x, row, col):
     return burn.where(x > 0, (x * row + col).exp(), F.tanh(x - row))
 
@@ -65,7 +73,7 @@ def test_a_first_step_compiles_its_kernels_ahead_and_equals_unfused(cuda, monkey
 
 
 def test_compile_ahead_off_runs_the_same(cuda, monkeypatch):
-    monkeypatch.setenv("BURN_COMPILE_AHEAD", "0")
+    monkeypatch.setenv("BURN_COMPILE_AHEAD", "0")  # the default
     dev = burn.device("cuda:0", autodiff=True)
     fresh_programs(dev.backend.inner, monkeypatch)
     got, _ = small_training(dev, steps=3)

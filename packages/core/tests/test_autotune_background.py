@@ -360,3 +360,28 @@ def test_a_candidate_far_slower_than_the_best_is_not_timed_in_full(cache):
     assert calls["crawl"] == 2  # its check and the one run that showed it slower: never timed in full
     assert longest < 0.3  # a full timing (a warm-up and 3 runs) would take 0.32 s
     assert tuner.cache.get("crawl|n=4")["best"] == "reference"
+
+
+@pytest.mark.parametrize("blocking", [False, True])
+def test_calls_on_stand_in_values_neither_tune_nor_choose(cache, monkeypatch, blocking):
+    """Fusion's compile-ahead planning pass runs calls on stand-in values (``stand_ins``): a new key
+    runs its picked candidate, starts no job, arms none and chooses nothing; the next real call
+    chooses and tunes as usual."""
+    from burn.autotune._background import stand_ins
+
+    if blocking:
+        monkeypatch.setenv("BURN_AUTOTUNE_BLOCKING", "1")
+    calls = Counter()
+    fam, tuner = _family(calls), _tuner()
+    x = np.arange(5.0)
+    with stand_ins():
+        np.testing.assert_array_equal(tuner.run(fam, x), x * 2)
+    assert calls == Counter(slow=1) and autotune.pending() == 0
+    tuner.run(fam, x)  # real values: chosen now (tuned now when blocking, queued otherwise)
+    assert autotune.pending() == (0 if blocking else 1)
+    if not blocking:
+        job = tuner._jobs[("double", "n=5")]
+        with stand_ins():
+            tuner.run(fam, Arr((5,)))  # a chosen key still tuning: the stand-in is not armed
+        assert job.args is not None and not isinstance(job.args[0], Arr)
+    autotune.wait()

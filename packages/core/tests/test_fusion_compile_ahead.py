@@ -19,6 +19,11 @@ POISON = 12345.0
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # ops over the poison overflow
 
 
+@pytest.fixture(autouse=True)
+def _opted_in(monkeypatch):
+    monkeypatch.setenv("BURN_COMPILE_AHEAD", "1")  # opt-in
+
+
 class Ahead(ReferenceRuntime):
     """The reference runtime with ``compile_ahead``: under it, ``execute`` notes the plan as compiling and
     returns poison of the right shapes; ``fail_ahead`` makes the planning pass raise (a call refusing
@@ -125,8 +130,12 @@ def test_a_planning_pass_that_fails_plans_the_usual_way():
     assert rt.ran and not rt.compiled
 
 
-def test_compile_ahead_off_by_environment(monkeypatch):
-    monkeypatch.setenv("BURN_COMPILE_AHEAD", "0")
+@pytest.mark.parametrize("value", ["0", None])
+def test_compile_ahead_off_by_environment_and_by_default(monkeypatch, value):
+    if value is None:
+        monkeypatch.delenv("BURN_COMPILE_AHEAD")
+    else:
+        monkeypatch.setenv("BURN_COMPILE_AHEAD", value)
     b, rt, cpu = _fused()
     program = [("exp_tanh", 0, True), ("add_row", 3, False)]
     for got, ref in zip(_run(b, program), _run(cpu, program)):

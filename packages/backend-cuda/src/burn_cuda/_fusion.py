@@ -58,6 +58,10 @@ class CudaFusion:
         # planning thread alone: ``.on``), and the kernels still compiling on the pool by their key
         self._ahead = threading.local()
         self._pending: dict[tuple[Any, ...], Future[None]] = {}
+        # element-wise plans over strided or broadcast inputs as RawKernels (which compile ahead) rather
+        # than CuPy ElementwiseKernels: with compile-ahead planning (``BURN_COMPILE_AHEAD=1``), both
+        # opt-in until they have been through the GPU suites together
+        self.strided = os.environ.get("BURN_COMPILE_AHEAD", "0") == "1"
         self._kernels: dict[tuple[Any, ...], Kernel] = {}
         self.capture_failures: list[str] = []  # why recent programs could not become CUDA graphs
         self.calls_between_graphs: list[str] = []  # recent calls capture refused (they split a graph)
@@ -157,7 +161,7 @@ class CudaFusion:
         if all(x.shape == shape and x.flags.c_contiguous for x in inputs):
             self._raw_kernel(cp, plan, "raw", dense_source, ahead=True)
         else:
-            walk = _strided_walk(inputs, shape)
+            walk = _strided_walk(inputs, shape) if self.strided else None
             n = math.prod(shape)
             if walk is not None and n:
                 tag, render = _strided_kernel(len(walk[0]), n, False)
@@ -179,7 +183,7 @@ class CudaFusion:
         dims merged where every input allows (``_strided_walk``), or, for float16 plans and strides
         that are not whole elements, a CuPy ``ElementwiseKernel``."""
         n = outs[0].size if outs else 0
-        walk = _strided_walk(inputs, plan.shape) if _dense_ok(plan) and n else None
+        walk = _strided_walk(inputs, plan.shape) if self.strided and n and _dense_ok(plan) else None
         if walk is not None:
             shape, strides = walk
             strided = self._raw_kernel(cp, plan, *_strided_kernel(len(shape), n, aliased))

@@ -25,11 +25,13 @@ programs, recorded wgpu command lists, CUDA graphs) are planned again.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
 import time
 import warnings
+from collections.abc import Iterator
 
 from ._job import TuneJob
 
@@ -87,6 +89,26 @@ def tuning_calls() -> int:
     program's run and captures no graph of a program that made one (a graph would make no calls, so the
     job would get no inputs, and a switch would drop the graph anyway)."""
     return _calls
+
+
+_stand_in = threading.local()
+
+
+@contextlib.contextmanager
+def stand_ins() -> Iterator[None]:
+    """Calls made in this block (on this thread) run on stand-in values (fusion's compile-ahead
+    planning pass): a key not chosen yet runs its cached winner or its picked candidate without
+    choosing it, and no tuning job is started or given these arguments."""
+    _stand_in.on = True
+    try:
+        yield
+    finally:
+        _stand_in.on = False
+
+
+def standing_in() -> bool:
+    """Whether this thread is in a ``stand_ins`` block."""
+    return getattr(_stand_in, "on", False)
 
 
 def enqueue(job: TuneJob) -> None:

@@ -189,6 +189,8 @@ class Autotuner:
         tuning run made now."""
         key = family.key(*args)
         name = self._chosen.get((family.name, key))
+        if _background.standing_in():  # stand-in values: neither tune on them nor choose by them
+            return name if name is not None else self._quiet_choice(family, key, args)
         if name is None:
             with self._lock:  # one tuning run per key, whichever thread asks first
                 name = self._chosen.get((family.name, key))
@@ -206,6 +208,17 @@ class Autotuner:
         return family.by_name[self.choice(family, *args)].fn(*args)
 
     # ------------------------------------------------------------------ choosing
+    def _quiet_choice(self, family: Family, key: str, args: tuple) -> str:
+        """What ``_choose`` would run first for ``key``, with no tuning started and nothing recorded:
+        the cached winner, else the picked candidate (the default where tuning is off)."""
+        default = family.default or family.reference
+        if mode() == "off":
+            return default
+        entry = self.cache.get(f"{family.name}|{key}")
+        if entry is not None and entry.get("best") in family.by_name:
+            return str(entry["best"])
+        return default if mode() == "cache-only" else family.picked(*args)
+
     def _choose(self, family: Family, key: str, args: tuple) -> str:
         current = mode()
         default = family.default or family.reference

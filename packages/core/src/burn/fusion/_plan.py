@@ -257,9 +257,10 @@ class FusionRuntime(Protocol):
     fits (shape, dtype, layout); ``compile_ahead()``: a context manager under which ``execute`` only
     starts compiling the plan's kernel (in the background) and returns zero-filled results of the
     right shapes and dtypes: a stream seen the first time is planned under it, then run, so a first
-    step's kernels compile side by side (``BURN_COMPILE_AHEAD=0`` turns this off); ``stream_segment``: the most ops a stream records before it is run
-    without a read (default 4096; a runtime whose launches do not wait may prefer shorter streams, so
-    the device works on a step's first part while the host records the rest).
+    step's kernels compile side by side (opt-in: ``BURN_COMPILE_AHEAD=1``); ``stream_segment``: the
+    most ops a stream records before it is run without a read (default 4096; a runtime whose launches
+    do not wait may prefer shorter streams, so the device works on a step's first part while the host
+    records the rest).
 
     >>> runtime = burn.fusion.ReferenceRuntime(burn.device("cpu").backend)  # the runtime of no renderer
     >>> runtime.max_tensors, runtime.fusable("unary", "exp", burn.float32, burn.float32)

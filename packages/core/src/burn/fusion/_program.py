@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import autotune
-from ..autotune._background import tuning_calls
+from ..autotune._background import stand_ins, tuning_calls
 from ..backend import Backend
 from ._graph import Node, results, wanted
 from ._launch import Launching
@@ -48,6 +48,12 @@ LATER_LIMIT = 8
 # buffers another captured program lends, or values it wrote itself that it may write in place): it is
 # dropped and the program is captured again at this replay
 RECAPTURE = "recapture"
+
+
+def compile_ahead_enabled() -> bool:
+    """Whether a runtime's ``compile_ahead`` is used (``BURN_COMPILE_AHEAD=1``; off by default until
+    its planning pass, which runs a first step's calls twice, has been through the GPU suites)."""
+    return os.environ.get("BURN_COMPILE_AHEAD", "0") == "1"
 
 
 class Replaying(Launching):
@@ -98,7 +104,7 @@ class Replaying(Launching):
             start = time.perf_counter()
             try:
                 ahead = getattr(self.runtime, "compile_ahead", None) if rec is not None else None
-                if ahead is not None and os.environ.get("BURN_COMPILE_AHEAD", "1") != "0":
+                if ahead is not None and compile_ahead_enabled():
                     rec = self._plan_ahead(stream, leaves, scalars, ahead)
                 else:
                     self._plan_stream(stream)
@@ -131,14 +137,16 @@ class Replaying(Launching):
         the kernel's shapes instead of running it (the calls run as usual, on those values); then the
         stream's nodes are put back as they were recorded and the program is run as a replay runs it,
         each kernel waiting for its own compilation. The kernels of a first step compile side by side
-        instead of one after the other. Where the planning pass fails (a call refusing the zeros), the
-        stream is planned again the usual way. Returns the recorder holding the program."""
+        instead of one after the other. The planning pass runs the calls on those values, so no
+        autotuning runs or starts there (``autotune._background.stand_ins``). Where the planning pass
+        fails (a call refusing the stand-ins), the stream is planned again the usual way. Returns the
+        recorder holding the program."""
         saved = [(n.op, n.args, n.nleaves, n.size, n.value) for n in stream]
         stats = dict(self.stats)
         rec = self._rec
         assert rec is not None
         try:
-            with ahead():
+            with ahead(), stand_ins():  # no tuning on the stand-in values
                 self._plan_stream(stream)
         except Exception:
             rec = None
