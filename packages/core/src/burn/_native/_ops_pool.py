@@ -6,6 +6,8 @@ padding read as -inf (max) or 0 (avg), the first maximum kept (strictly greater 
 taken as the maximum at its first occurrence (numpy's argmax; the NaN stays), indices flat in the
 unpadded plane (``ih * W + iw``, as numpy's index tables), an avg pool's sum divided by the same
 float divisor. One (image, channel) plane per OpenMP task.
+A 2x2 or 3x3 window (dilation 1) runs one output at a time with branch-free selects (the
+row-at-a-time kernel pays per row, which dominates on the small planes of a CNN's later pools).
 
 The scatter copies x row by row and adds each source element at its index: the same sums as numpy's
 ``bincount`` within float32 rounding (bincount sums in float64; a position hit once is exact).
@@ -32,11 +34,107 @@ kr[ow] = take ? k : kr[ow];"""
 
 _TEMPLATE = (
     r"""
+/* a small square window (K = 2 or 3, dilation 1: the CNN pools) one output at a time, K a constant
+   where it is inlined so the taps unroll: the row-at-a-time kernel below pays per row and per plane,
+   which dominates on small planes (an 8x8 plane: 4 outputs a row). The same taps in the same order and
+   the same result as that kernel: tap 0 seeds (padding read as -inf), a later valid tap replaces where
+   strictly greater or the first NaN. An interior window compares branch-free on plain ``>`` (a
+   compiler turns the NaN rule's ``||`` into jumps, mispredicted on every other tap of random data) and
+   redoes itself with the NaN rule only where it saw a NaN */
+static inline __attribute__((always_inline)) void burn_max_small_SUF(
+    const scalar_t* restrict xp, scalar_t* restrict yp, int64_t* restrict ip, const int64_t* p,
+    const int K) {
+  const int64_t H = p[1], W = p[2], OH = p[3], OW = p[4], SH = p[7], SW = p[8], PH = p[9], PW = p[10];
+  for (int64_t oh = 0; oh < OH; oh++) {
+    const int64_t h0 = oh * SH - PH;
+    const int rows_in = h0 >= 0 && h0 + K <= H;
+    for (int64_t ow = 0; ow < OW; ow++) {
+      const int64_t w0 = ow * SW - PW;
+      scalar_t m;
+      int64_t at;
+      int exact = !(rows_in && w0 >= 0 && w0 + K <= W);
+      if (!exact) {
+        const scalar_t* restrict xr = xp + h0 * W + w0;
+        int k = 0, nan = xr[0] != xr[0];
+        m = xr[0];
+        for (int t = 1; t < K * K; t++) {
+          const scalar_t v = xr[(t / K) * W + t % K];
+          const int gt = v > m, mask = -gt;
+          nan |= v != v;
+          m = gt ? v : m;
+          k = (k & ~mask) | (t & mask);
+        }
+        at = (h0 + k / K) * W + w0 + k % K;
+        exact = nan;
+      }
+      if (exact) {
+        at = h0 * W + w0;
+        m = h0 >= 0 && h0 < H && w0 >= 0 && w0 < W ? xp[at] : (scalar_t)-INFINITY;
+        for (int t = 1; t < K * K; t++) {
+          const int64_t ih = h0 + t / K, iw = w0 + t % K;
+          if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+          const scalar_t v = xp[ih * W + iw];
+          if (v > m || (v != v && m == m)) {
+            m = v;
+            at = ih * W + iw;
+          }
+        }
+      }
+      yp[oh * OW + ow] = m;
+      ip[oh * OW + ow] = at;
+    }
+  }
+}
+
+/* the 2x2 window at stride 2 without padding, every window inside (the commonest pool), one plane: four taps a window,
+   branch-free selects that vectorise over the output row; 1 where a NaN was seen (the caller then
+   redoes the plane with the NaN rule) */
+static inline int burn_max_2x2_SUF(const scalar_t* restrict xp, scalar_t* restrict yp,
+                                   int64_t* restrict ip, int64_t W, int64_t OH, int64_t OW) {
+  int nan = 0;
+  for (int64_t oh = 0; oh < OH; oh++) {
+    const int64_t base = 2 * oh * W;
+    const scalar_t* restrict r0 = xp + base;
+    const scalar_t* restrict r1 = r0 + W;
+    scalar_t* restrict yr = yp + oh * OW;
+    int64_t* restrict ir = ip + oh * OW;
+    for (int64_t ow = 0; ow < OW; ow++) {
+      const scalar_t a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+      nan |= (a != a) | (b != b) | (c != c) | (d != d);
+      const int64_t at = base + 2 * ow;
+      scalar_t m = a;
+      int64_t k = at;
+      int g = b > m;
+      m = g ? b : m;
+      k = g ? at + 1 : k;
+      g = c > m;
+      m = g ? c : m;
+      k = g ? at + W : k;
+      g = d > m;
+      m = g ? d : m;
+      k = g ? at + W + 1 : k;
+      yr[ow] = m;
+      ir[ow] = k;
+    }
+  }
+  return nan;
+}
+
 int burn_max_pool2d_SUF(const scalar_t* restrict x, scalar_t* restrict y, int64_t* restrict idx,
                         const int64_t* p) {
   const int64_t planes = p[0], H = p[1], W = p[2], OH = p[3], OW = p[4], KH = p[5], KW = p[6];
   const int64_t SH = p[7], SW = p[8], PH = p[9], PW = p[10], DH = p[11], DW = p[12];
   int failed = 0;
+  if (KH == KW && (KH == 2 || KH == 3) && DH == 1 && DW == 1) {
+    #pragma omp parallel for schedule(static) if(planes * OH * OW * KH * KW > BURN_PARALLEL_MIN)
+    for (int64_t q = 0; q < planes; q++) {
+      if (KH == 2 && SH == 2 && SW == 2 && PH == 0 && PW == 0 && 2 * OH <= H && 2 * OW <= W
+          && !burn_max_2x2_SUF(x + q * H * W, y + q * OH * OW, idx + q * OH * OW, W, OH, OW)) continue;
+      if (KH == 2) burn_max_small_SUF(x + q * H * W, y + q * OH * OW, idx + q * OH * OW, p, 2);
+      else burn_max_small_SUF(x + q * H * W, y + q * OH * OW, idx + q * OH * OW, p, 3);
+    }
+    return 0;
+  }
   #pragma omp parallel for schedule(static) if(planes * OH * OW * KH * KW > BURN_PARALLEL_MIN)
   for (int64_t q = 0; q < planes; q++) {
     const scalar_t* restrict xp = x + q * H * W;
