@@ -158,3 +158,19 @@ def test_orthogonal():
         np.testing.assert_allclose(gram, 4.0 * np.eye(small), atol=1e-5)
     with pytest.raises(burn.ConfigError, match="Orthogonal"):
         init.Orthogonal().init((5,))
+
+
+def test_named_params_are_the_params_of_named_entries_in_order():
+    class Outer(nn.Module):
+        def __init__(self):
+            self.pairs = ((Block(), 3), [None, {"x": Block(), "n": "name"}])
+            self.frozen = nn.LinearConfig(2, 2).init()
+            self.frozen.weight.require_grad = False
+            self.stride = (1, 2)
+
+    m = Outer()
+    want = [(n, e) for n, e in m.named_entries() if isinstance(e, nn.Param)]
+    got = m.named_params()
+    assert [n for n, _ in got] == [n for n, _ in want]
+    assert all(a is b for (_, a), (_, b) in zip(got, want))
+    assert "pairs.1.1.x.heads.a.weight" in dict(got) and "frozen.weight" in dict(got)

@@ -80,7 +80,9 @@ class Module:
 
     def named_params(self) -> list[tuple[str, Param]]:
         """Every Param (trained or frozen) with its dotted name, e.g. ``("fc1.weight", Param)``."""
-        return [(n, e) for n, e in self.named_entries() if isinstance(e, Param)]
+        out: list[tuple[str, Param]] = []
+        _collect_params(self, "", out)
+        return out
 
     def params(self) -> list[Param]:
         return [p for _, p in self.named_params()]
@@ -261,6 +263,29 @@ def _flatten(name: str, value: Any) -> Iterator[tuple[str, Any]]:
     elif isinstance(value, dict):
         for k, v in value.items():
             yield from _flatten(f"{name}.{k}", v)
+
+
+# values that never hold a Param: skipped without a call (a conv's stride tuple, a flag, a name)
+_PLAIN = frozenset({int, float, bool, str, type(None)})
+
+
+def _collect_params(value: Any, name: str, out: list[tuple[str, Param]]) -> None:
+    """``named_params``' walk in ``named_entries``' order, appending to one list: an optimizer walks
+    the model every step, and the chained generators cost a few times this."""
+    if isinstance(value, Param):
+        out.append((name, value))
+    elif isinstance(value, Module):
+        for key, v in vars(value).items():
+            if type(v) not in _PLAIN:
+                _collect_params(v, f"{name}.{key}" if name else key, out)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            if type(v) not in _PLAIN:
+                _collect_params(v, f"{name}.{i}", out)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if type(v) not in _PLAIN:
+                _collect_params(v, f"{name}.{k}", out)
 
 
 def _holds_state(value: Any) -> bool:
