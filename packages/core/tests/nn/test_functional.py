@@ -283,3 +283,27 @@ def test_cross_entropy_default_ignore_index_matches_torch():
 
 def _np_cross_entropy_probs(logits, probs):
     return float(-(probs * _np_log_softmax(logits)).sum(1).mean())
+
+
+@pytest.mark.parametrize("device", ["cpu", "cpu+fusion"])
+@pytest.mark.parametrize("ignore", [-100, None])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_cross_entropy_plain_indices_loss_and_gradient(device, ignore, reduction):
+    """Class indices without weights or smoothing (a classifier's training loss, its own short path):
+    the loss and its gradient against the numpy formula (softmax - onehot) / count, ignored rows
+    adding nothing, and the loss against the per-row losses of ``reduction="none"``."""
+    dev = burn.device("cpu", autodiff=True, fusion=device.endswith("fusion"))
+    logits = rng.normal(size=(7, 5)).astype(np.float32)
+    targets = np.array([0, 4, -100, 2, 1, -100, 3]) if ignore is not None else np.array([0, 4, 2, 2, 1, 0, 3])
+    x = burn.tensor(logits, device=dev).require_grad()
+    y = burn.tensor(targets, device=dev)
+    loss = F.cross_entropy(x, y, ignore_index=ignore, reduction=reduction)
+    flat = logits.astype(np.float64)
+    close(loss, _np_cross_entropy(flat, targets, ignore_index=ignore, reduction=reduction), atol=1e-5)
+    counted = targets != -100
+    picked = np.where(counted, targets, 0)
+    grad = (np.exp(_np_log_softmax(flat)) - np.eye(5)[picked]) * counted[:, None]
+    close(x.grad(loss.backward()), grad / (counted.sum() if reduction == "mean" else 1), atol=1e-6)
+    rows = F.cross_entropy(x, y, ignore_index=ignore, reduction="none").sum()
+    want = rows.item() / (counted.sum() if reduction == "mean" else 1)
+    assert loss.item() == pytest.approx(want, rel=1e-6)

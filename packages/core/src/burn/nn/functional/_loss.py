@@ -109,7 +109,16 @@ def _cross_entropy_rows(
     # gathers, never a dense (N, C) one-hot: each row's target log-probability (and class weight)
     picked = _class_index(targets, c)
     column = picked.reshape(-1, 1)._p
-    loss = -_wrap(logp._b.gather(logp._p, 1, column), logp._b, logp.dtype).reshape(-1)
+    got = _wrap(logp._b.gather(logp._p, 1, column), logp._b, logp.dtype)  # (N, 1)
+    if weight is None and label_smoothing == 0 and reduction in ("mean", "sum"):
+        # the common case in fewer recorded ops (a training step pays each twice): the (N, 1) column
+        # summed as it is, the sign on the scalar; the same numbers (negation is exact)
+        if keep is not None:
+            got = got * keep.reshape(-1, 1)
+        if reduction == "sum":
+            return -got.sum()
+        return got.sum() / -keep.sum() if keep is not None else -got.mean()
+    loss = -got.reshape(-1)
     w = None if weight is None else weight.cast(logp.dtype).detach()
     w_target = None
     if w is not None:
