@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from .._tensor import Tensor, _wrap  # at the top: an import in ``launch`` cost ~2 us a call
 from ..backend import Backend, broadcast_shape
 from ._graph import FPrim, Node, lazy_handle, results
 from ._plan import FusedKernel, FusedReduce, FusionRuntime
 from ._planner import Planning, _closure, _lazy_args, _reads
 from ._reference import ReferenceRuntime
 from ._stream import KERNEL_CALL, Scalar, _call_node, _values_of
-
-if TYPE_CHECKING:
-    from .._tensor import Tensor
 
 
 class Launching(Planning):
@@ -211,8 +208,6 @@ def launch(plan: FusedKernel, inputs: Sequence[Tensor], scalars: Sequence[Scalar
     >>> [t.tolist() for t in burn.fusion.launch(plan, [a, b], [3.0])]
     [[13.0, 26.0], [3.0, 6.0]]
     """
-    from .._tensor import Tensor, _wrap
-
     if not inputs or any(type(t) is not Tensor for t in inputs):
         raise TypeError("burn.fusion.launch: inputs must be a non-empty sequence of burn Tensors")
     b = inputs[0]._b
