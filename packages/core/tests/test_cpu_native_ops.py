@@ -190,6 +190,30 @@ def test_scatter_rows_matches_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @needs_cc
+@pytest.mark.parametrize("bad", [-1, 50, 2**40])
+def test_scatter_rows_hands_an_out_of_range_index_to_numpy(bad: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel checks each index as it adds: one outside [0, M) makes it decline, and the backend's
+    scatter_add then does what numpy's path does (a negative index wraps, a too-large one raises)."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 3, 50)).astype(np.float32)
+    index = rng.integers(0, 50, (2, 3, 20))
+    index[1, 2, 7] = bad
+    src = rng.standard_normal((2, 3, 20)).astype(np.float32)
+    assert _ops_pool.scatter_add_rows(x, index, src, force=True) is None
+    with monkeypatch.context() as m:
+        m.setitem(_ops.THRESHOLDS, "scatter_rows", 0)
+        if bad < 0:
+            want = _without_native(monkeypatch, lambda: B.scatter_add(x, 2, index, src))
+            np.testing.assert_array_equal(B.scatter_add(x, 2, index, src), want)
+            ref = x.copy()
+            np.add.at(ref, (*np.indices(index.shape, sparse=True)[:2], index), src)
+            np.testing.assert_allclose(want, ref, rtol=1e-6)
+        else:
+            with pytest.raises(IndexError):
+                B.scatter_add(x, 2, index, src)
+
+
+@needs_cc
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("log", [False, True])
 def test_softmax_rows_match_float64(dtype: Any, log: bool) -> None:

@@ -275,20 +275,30 @@ int burn_avg_pool2d_SUF(const scalar_t* restrict x, const scalar_t* restrict div
   return 0;
 }
 
-/* out = x; out[r, index[r, k]] += src[r, k] (rows of x: M long; of index and src: K long) */
+/* out = x; out[r, index[r, k]] += src[r, k] (rows of x: M long; of index and src: K long). An index
+   outside [0, M) (read unsigned: negatives too) is skipped and makes the call return 1 (the caller
+   then takes numpy's path, which raises or wraps): no separate pass over the index to check it */
 int burn_scatter_rows_SUF(const scalar_t* restrict x, const int64_t* restrict index,
                           const scalar_t* restrict src, scalar_t* restrict out, const int64_t* p) {
   const int64_t R = p[0], M = p[1], K = p[2];
-  #pragma omp parallel for schedule(static) if(R * (M + K) > BURN_PARALLEL_MIN)
+  int bad = 0;
+  #pragma omp parallel for schedule(static) reduction(|:bad) if(R * (M + K) > BURN_PARALLEL_MIN)
   for (int64_t r = 0; r < R; r++) {
     scalar_t* restrict o = out + r * M;
     const scalar_t* restrict xr = x + r * M;
     for (int64_t m = 0; m < M; m++) o[m] = xr[m];
     const int64_t* restrict ir = index + r * K;
     const scalar_t* restrict sr = src + r * K;
-    for (int64_t k = 0; k < K; k++) o[ir[k]] += sr[k];
+    for (int64_t k = 0; k < K; k++) {
+      const uint64_t at = (uint64_t)ir[k];
+      if (at >= (uint64_t)M) {
+        bad = 1;
+        continue;
+      }
+      o[at] += sr[k];
+    }
   }
-  return 0;
+  return bad;
 }
 """
 )
@@ -402,9 +412,10 @@ def avg_pool2d(
 def scatter_add_rows(
     x: np.ndarray, index: np.ndarray, src: np.ndarray, force: bool = False
 ) -> np.ndarray | None:
-    """``scatter_add(x, dim=-1, index, src)`` where index and src have x's shape but the last dim, x is
-    float32/float64 and every index is already known in range: one compiled pass, or None where the
-    kernel does not take it (other shapes or dtypes, too small, no compiler). ``force``: any size."""
+    """``scatter_add(x, dim=-1, index, src)`` where index and src have x's shape but the last dim and x is
+    float32/float64: one compiled pass, or None where the kernel does not take it (other shapes or
+    dtypes, too small, no compiler) or an index lies outside ``[0, x.shape[-1])`` (checked as it goes).
+    ``force``: any size."""
     if (
         not isinstance(x, np.ndarray)
         or x.dtype not in _ops.FLOAT_TYPES
@@ -427,5 +438,6 @@ def scatter_add_rows(
         rows = math.prod(x.shape[:-1])
         p = _ops.params(rows, x.shape[-1], index.shape[-1])
         fn = _ops.function(lib, "burn_scatter_rows", x.dtype, 5)
-        fn(_ops.ptr(xd), _ops.ptr(idx), _ops.ptr(sd), _ops.ptr(out), _ops.ptr(p))
+        if fn(_ops.ptr(xd), _ops.ptr(idx), _ops.ptr(sd), _ops.ptr(out), _ops.ptr(p)):
+            return None  # an index out of range: numpy's path says so
     return out

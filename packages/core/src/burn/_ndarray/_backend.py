@@ -200,13 +200,14 @@ class NdArrayBackend(_module.NdArrayModuleOps, Backend):
         return np.take_along_axis(x, index, axis=dim)
 
     def scatter_add(self, x: Prim, dim: int, index: Prim, src: Prim) -> Prim:
-        if x.dtype.kind == "f" and _in_range(index, x.shape[dim]):
-            if dim == x.ndim - 1:  # rows (a max pool's backward): compiled where it pays
-                from .._native import _ops_pool
+        if x.dtype.kind == "f" and dim == x.ndim - 1:
+            # rows (a max pool's backward): compiled where it pays, the kernel checking the range
+            from .._native import _ops_pool
 
-                out = _ops_pool.scatter_add_rows(x, index, src)
-                if out is not None:
-                    return out
+            out = _ops_pool.scatter_add_rows(x, index, src)
+            if out is not None:
+                return out
+        if x.dtype.kind == "f" and _in_range(index, x.shape[dim]):
             return _bincount_add(x, _flat_positions(x.shape, dim, index, index.shape), src)
         out = np.array(x, copy=True)
         idx: list[Prim] = list(np.indices(index.shape, sparse=True))
