@@ -181,3 +181,21 @@ def test_docstring_examples(module):
     for t in tests:
         runner.run(t)
     assert runner.summarize(verbose=False).failed == 0
+
+
+def test_window_arguments_are_checked_the_same_after_a_good_call():
+    """The plain-int answers are remembered (a layer passes the same ones every call); a bool, a tuple
+    holding one or a bad value still fails afterwards, and a list still works."""
+    x = x4()
+    assert F.max_pool2d(x, 2, 2).shape == (2, 3, 4, 4)
+    assert F.max_pool2d(x, (2, 2), [2, 2]).shape == (2, 3, 4, 4)
+    with pytest.raises(TypeError, match="max_pool2d: stride must be an int or a tuple of 2 ints"):
+        F.max_pool2d(x, 2, True)
+    with pytest.raises(TypeError, match="max_pool2d: kernel_size must be an int or a tuple of 2 ints"):
+        F.max_pool2d(x, (2, True), 2)
+    with pytest.raises(ValueError, match="max_pool2d: stride must be >= 1"):
+        F.max_pool2d(x, 2, 0)
+    with pytest.raises(ShapeError, match=r"output size would be .*\(kernel \(9, 9\), stride \(1, 1\)"):
+        F.max_pool2d(x, 9, 1)
+    with pytest.raises(ShapeError, match=r"output size would be .*\(kernel \(9, 9\), padding \(0, 0\)"):
+        F.conv2d(x, burn.zeros((4, 3, 9, 9)))

@@ -3,7 +3,7 @@ names the op, the argument, what was expected and what was received."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..._errors import DeviceError, DTypeError, ShapeError
@@ -45,8 +45,25 @@ def companion(op: str, t: Any, arg: str, x: Tensor, ndim: int | None = None) -> 
     return t
 
 
+# ``ints``' answers for plain ints and tuples of plain ints (a layer passes the same ones every call:
+# the checks cost a conv or pool call several microseconds); bools and int-likes are checked each time
+_INTS: dict[tuple[Any, ...], tuple[int, ...]] = {}
+
+
 def ints(op: str, value: Any, n: int, arg: str, minimum: int) -> tuple[int, ...]:
     """An int or n ints (list/tuple), each >= minimum."""
+    plain = type(value) is int or (type(value) is tuple and all(type(v) is int for v in value))
+    if plain:
+        got = _INTS.get((value, n, minimum))
+        if got is not None:
+            return got
+    out = _ints(op, value, n, arg, minimum)
+    if plain and len(_INTS) < 4096:
+        _INTS[(value, n, minimum)] = out
+    return out
+
+
+def _ints(op: str, value: Any, n: int, arg: str, minimum: int) -> tuple[int, ...]:
     if _is_int(value):
         out = (int(value),) * n
     elif isinstance(value, Sequence) and not isinstance(value, str):
@@ -73,8 +90,12 @@ def _is_int(v: Any) -> bool:
     return hasattr(v, "__index__") and not isinstance(v, bool) and not isinstance(v, Tensor)
 
 
-def check_out_size(op: str, out: Sequence[int], spatial: Sequence[int], detail: str) -> None:
+def check_out_size(
+    op: str, out: Sequence[int], spatial: Sequence[int], detail: str | Callable[[], str]
+) -> None:
     if any(o <= 0 for o in out):
+        if callable(detail):
+            detail = detail()
         raise ShapeError(
             f"{op}: output size would be {tuple(out)} for input spatial size {tuple(spatial)} ({detail}); "
             "the padded input must be at least as large as the (dilated) kernel"
@@ -88,11 +109,12 @@ def window_out_sizes(
     stride: Sequence[int],
     padding: Sequence[int],
     dilation: Sequence[int],
-    detail: str,
+    detail: str | Callable[[], str],
     ceil_mode: bool = False,
 ) -> tuple[int, ...]:
     """Output sizes of a sliding window (conv, unfold, pools; PyTorch's floor rule, or its ceil rule for
-    pools with ``ceil_mode``), checked to be positive; ``detail`` names the arguments in the error."""
+    pools with ``ceil_mode``), checked to be positive; ``detail`` names the arguments in the error (a
+    callable: built only for the error)."""
     out = pool_out_sizes(spatial, kernel, stride, padding, dilation, ceil_mode)
     check_out_size(op, out, spatial, detail)
     return out

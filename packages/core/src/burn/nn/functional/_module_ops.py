@@ -89,8 +89,15 @@ def _conv(
     check_groups(op, c_in, weight, groups)
     check_bias(op, bias, c_out)
     x, pad = _padding(op, x, padding, kernel, stride, dilation)
-    detail = f"kernel {kernel}, padding {pad}, dilation {dilation}, stride {stride}"
-    window_out_sizes(op, x.shape[2:], kernel, stride, pad, dilation, detail)
+    window_out_sizes(
+        op,
+        x.shape[2:],
+        kernel,
+        stride,
+        pad,
+        dilation,
+        lambda: f"kernel {kernel}, padding {pad}, dilation {dilation}, stride {stride}",
+    )
     b = x.backend
     prim = b.conv(
         x.primitive, weight.primitive, None if bias is None else bias.primitive, stride, pad, dilation, groups

@@ -30,8 +30,16 @@ def _window_args(
     padding = ints(op, padding, nd, "padding", 0)
     dilation = ints(op, dilation, nd, "dilation", 1)
     half_kernel_padding(op, padding, kernel)
-    detail = f"kernel {kernel}, stride {stride}, padding {padding}, dilation {dilation}"
-    window_out_sizes(op, x.shape[2:], kernel, stride, padding, dilation, detail, bool(ceil_mode))
+    window_out_sizes(
+        op,
+        x.shape[2:],
+        kernel,
+        stride,
+        padding,
+        dilation,
+        lambda: f"kernel {kernel}, stride {stride}, padding {padding}, dilation {dilation}",
+        bool(ceil_mode),
+    )
     return kernel, stride, padding, dilation
 
 
