@@ -145,14 +145,7 @@ class CudaRenderer(Renderer):
             scalar_at=lambda j: f"s{j}",
             store_at=lambda j: f"o{j}[i]",
         )
-        return (
-            _kernels.PREAMBLE
-            + f'extern "C" __global__ void {name}({", ".join([*self.params(sk), "const long long n"])}) {{\n'
-            + "const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-            + "if (i >= n) return;\n"
-            + "\n".join(body)
-            + "\n}\n"
-        )
+        return _per_element(name, [*self.params(sk), "const long long n"], body)
 
     def strided(self, sk: Skeleton, name: str, rank: int, wide: bool = False) -> str:
         """A RawKernel running ``sk`` over inputs of any element strides (broadcast ones 0) seen from a
@@ -175,14 +168,7 @@ class CudaRenderer(Renderer):
             scalar_at=lambda j: f"s{j}",
             store_at=lambda j: f"o{j}[i]",
         )
-        return (
-            _kernels.PREAMBLE
-            + f'extern "C" __global__ void {name}({", ".join(params)}) {{\n'
-            + "const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-            + "if (i >= n) return;\n"
-            + "\n".join([*walk, *body])
-            + "\n}\n"
-        )
+        return _per_element(name, params, [*walk, *body])
 
     def reduce(self, sk: Skeleton, name: str) -> str:
         """A RawKernel running reduce kernel ``sk`` (see ``reduce_source``)."""
@@ -262,6 +248,18 @@ class CudaRenderer(Renderer):
                 store_at=lambda j: f"o{j}[at]",
             ),
         ]
+
+
+def _per_element(name: str, params: list[str], lines: list[str]) -> str:
+    """A RawKernel of one thread per element ``i`` below ``n`` running ``lines``."""
+    return (
+        _kernels.PREAMBLE
+        + f'extern "C" __global__ void {name}({", ".join(params)}) {{\n'
+        + "const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+        + "if (i >= n) return;\n"
+        + "\n".join(lines)
+        + "\n}\n"
+    )
 
 
 def source(plan: FusedKernel) -> tuple[str, str, str]:

@@ -250,15 +250,11 @@ class Runner:
     def fuse_clips(self) -> int:
         """Fold Clips with constant bounds into the convs whose results they alone read
         (``_optimize.fuse_clips``), after ``fold_constants``. Returns how many were folded."""
-        from ._fused import FUSED
         from ._optimize import fuse_clips
 
         made = fuse_clips(self.graph, self.constants)
         if made:
-            for node in self.graph.nodes:
-                if node.op_type in FUSED:  # the new nodes (an id of a dropped node may be reused)
-                    self.specs[id(node)] = FUSED[node.op_type]
-            self.static = self._static_values(self.graph, set(self.constants), self._params)
+            self._refresh_fused()
         return made
 
     def fuse_chains(self) -> int:
@@ -266,15 +262,20 @@ class Runner:
         ``fold_constants`` (a chain's one-element constants become its kernel's scalars). Returns how
         many chain nodes were made."""
         from ._chains import fuse_chains
-        from ._fused import FUSED
 
         made = fuse_chains(self.graph, self.constants, self.static)
         if made:
-            for node in self.graph.nodes:
-                if node.op_type in FUSED:  # the new nodes (an id of a dropped node may be reused)
-                    self.specs[id(node)] = FUSED[node.op_type]
-            self.static = self._static_values(self.graph, set(self.constants), self._params)
+            self._refresh_fused()
         return made
+
+    def _refresh_fused(self) -> None:
+        """After a pass made fused nodes: their specs, and the static values again."""
+        from ._fused import FUSED
+
+        for node in self.graph.nodes:
+            if node.op_type in FUSED:  # the new nodes (an id of a dropped node may be reused)
+                self.specs[id(node)] = FUSED[node.op_type]
+        self.static = self._static_values(self.graph, set(self.constants), self._params)
 
     # ------------------------------------------------------------------ analysis
     def _static_values(self, graph: Graph, constants: set[str], params: set[str]) -> frozenset[str]:

@@ -313,6 +313,34 @@ def _fits(x: Any) -> bool:
     return isinstance(x, np.ndarray) and x.ndim == 4 and x.dtype in _ops.FLOAT_TYPES
 
 
+def _max_pool_setup(
+    x: np.ndarray,
+    kernel: tuple[int, ...],
+    stride: tuple[int, ...],
+    padding: tuple[int, ...],
+    dilation: tuple[int, ...],
+    ceil_mode: bool,
+    force: bool,
+    need_window: bool,
+) -> tuple[Any, np.ndarray, tuple[int, ...], np.ndarray] | None:
+    """What both max pool kernels take: (library, x dense, the output shape, the parameter words), or
+    None where the compiled kernel does not take ``x`` (another rank or dtype, too small unless
+    ``force``, no compiler; with ``need_window``, no window fitting the input)."""
+    if not _fits(x):
+        return None
+    out = pool_out_sizes(tuple(x.shape[2:]), kernel, stride, padding, dilation, ceil_mode)
+    n, c, h, w = x.shape
+    if need_window and min(out) <= 0:
+        return None  # no window fits: the caller's errors
+    if not force and not _ops.wanted("max_pool", n * c * math.prod(out) * math.prod(kernel)):
+        return None
+    lib = _ops.library("pool", source)
+    if lib is None:
+        return None
+    p = _ops.params(n * c, h, w, *out, *kernel, *stride, *padding, *dilation)
+    return lib, _ops.dense(x, x.dtype), (n, c, *out), p
+
+
 def max_pool2d(
     x: np.ndarray,
     kernel: tuple[int, ...],
@@ -325,20 +353,13 @@ def max_pool2d(
     """A 2-d max pool of x (N, C, H, W) float32/float64: (values, flat int64 indices in each plane), or
     None where the compiled kernel does not take it (too small, another rank or dtype, no compiler).
     ``force``: any size (tests, benchmarks)."""
-    if not _fits(x):
+    ready = _max_pool_setup(x, kernel, stride, padding, dilation, ceil_mode, force, False)
+    if ready is None:
         return None
-    out = pool_out_sizes(tuple(x.shape[2:]), kernel, stride, padding, dilation, ceil_mode)
-    n, c, h, w = x.shape
-    if not force and not _ops.wanted("max_pool", n * c * math.prod(out) * math.prod(kernel)):
-        return None
-    lib = _ops.library("pool", source)
-    if lib is None:
-        return None
-    xd = _ops.dense(x, x.dtype)
-    y = np.empty((n, c, *out), dtype=x.dtype)
-    idx = np.empty((n, c, *out), dtype=np.int64)
+    lib, xd, shape, p = ready
+    y = np.empty(shape, dtype=x.dtype)
+    idx = np.empty(shape, dtype=np.int64)
     if y.size:
-        p = _ops.params(n * c, h, w, *out, *kernel, *stride, *padding, *dilation)
         fn = _ops.function(lib, "burn_max_pool2d", x.dtype, 4)
         if fn(_ops.ptr(xd), _ops.ptr(y), _ops.ptr(idx), _ops.ptr(p)):
             return None  # a task's scratch row could not be allocated: numpy's path
@@ -357,21 +378,12 @@ def max_pool2d_values(
     """The values of ``max_pool2d`` alone (no argmax, half the work), the same numbers (the max is
     exact; a NaN in a window gives NaN), or None where the compiled kernel does not take it.
     ``force``: any size (tests, benchmarks)."""
-    if not _fits(x):
+    ready = _max_pool_setup(x, kernel, stride, padding, dilation, ceil_mode, force, True)
+    if ready is None:
         return None
-    out = pool_out_sizes(tuple(x.shape[2:]), kernel, stride, padding, dilation, ceil_mode)
-    n, c, h, w = x.shape
-    if min(out) <= 0:
-        return None  # no window fits: the caller's errors
-    if not force and not _ops.wanted("max_pool", n * c * math.prod(out) * math.prod(kernel)):
-        return None
-    lib = _ops.library("pool", source)
-    if lib is None:
-        return None
-    xd = _ops.dense(x, x.dtype)
-    y = np.empty((n, c, *out), dtype=x.dtype)
+    lib, xd, shape, p = ready
+    y = np.empty(shape, dtype=x.dtype)
     if y.size:
-        p = _ops.params(n * c, h, w, *out, *kernel, *stride, *padding, *dilation)
         fn = _ops.function(lib, "burn_max_pool2d_values", x.dtype, 3)
         if fn(_ops.ptr(xd), _ops.ptr(y), _ops.ptr(p)):
             return None  # a task's scratch row could not be allocated: numpy's path
